@@ -1,0 +1,29 @@
+/* emit.h - CUDA C for one persistent kernel from a verified schedule.
+ *
+ * The source is self-contained apart from the embedded device library
+ * (#include "mkd/mkd.cuh"), byte-stable, and commented with the stage and
+ * tile each table row and function serves.  Layout of the generated file:
+ * constants, tensor table, task table (rank 0's view), stage functions, the
+ * kernel (role loop: wait, run the stage, signal), resident-mode wrapper.
+ */
+#ifndef MK_EMIT_H
+#define MK_EMIT_H
+
+#include <stddef.h>
+
+#include "../compiler/ir.h"
+#include "../grammar/strbuf.h"
+
+typedef struct cg_emit_opts {
+	int sys_scope;   /* 1: peers are other processes/GPUs (flags at .sys);
+	                    0: every rank in this launch (.gpu); -1: derive:
+	                    0 when ranks_per_gpu == world */
+} cg_emit_opts;
+
+/* 0, or -1 with err[] naming what cannot be generated yet. */
+int cg_emit_cuda(const ir_sched *s, const cg_emit_opts *o, strbuf *out,
+		 char *err, size_t n);
+/* "mk_<pipeline>" */
+void cg_kernel_name(const ir_sched *s, char *buf, size_t n);
+
+#endif

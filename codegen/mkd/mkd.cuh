@@ -1,0 +1,24 @@
+/* mkd/mkd.cuh - the device library that generated kernels include.
+ *
+ *   base.cuh   types, bf16/f16 conversions, timers
+ *   abi.cuh    the parameter block shared with the host runtime
+ *   flags.cuh  epoch-counter flags, bounded waits, stall reports
+ *   copy.cuh   16-byte vectorised copies (local, peer, NVLink)
+ *   mma.cuh    tensor-core GEMM tile (mma.sync, any sm_80+)
+ *   ew.cuh     elementwise and row-wise tiles
+ *   mesh.cuh   the rank-symmetry map sigma_r on the device
+ *   tensor.cuh where a logical element lives on a rank
+ */
+#ifndef MKD_CUH
+#define MKD_CUH
+
+#include "base.cuh"
+#include "abi.cuh"
+#include "flags.cuh"
+#include "copy.cuh"
+#include "mma.cuh"
+#include "ew.cuh"
+#include "mesh.cuh"
+#include "tensor.cuh"
+
+#endif

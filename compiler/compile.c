@@ -1,0 +1,56 @@
+/* compile.c - the passes, in order, on one page.
+ *
+ *   text --parse_source--> AST --sema_check--> ir_prog --lower_run--> tile
+ *   graph --sched_run--> schedule --verify_run--> verified schedule
+ *
+ * Each pass reports through the diagnostics and returns NULL / non-zero on
+ * failure; compile_run stops at the first pass that fails or at `upto`.  A
+ * verifier failure is the compiler's bug, not the user's: exit code 3.
+ */
+#include "compile.h"
+
+#include <string.h>
+
+#include "../grammar/ast.h"
+
+int compile_run(srcset *src, int file, const compile_opts *o,
+		compile_pass upto, diags *d, arena *a, compile_out *out)
+{
+	memset(out, 0, sizeof *out);
+	compile_opts dflt = {0};
+	if (!o)
+		o = &dflt;
+
+	out->ast = parse_source(src, file, d, a);
+	if (a->failed)
+		return 3;
+	if (!out->ast || diag_has_errors(d))
+		return 1;
+	if (upto == PASS_PARSE)
+		return 0;
+
+	out->prog = sema_check(out->ast, o, d, a);
+	if (a->failed)
+		return 3;
+	if (!out->prog || diag_has_errors(d))
+		return 1;
+	if (upto == PASS_CHECK)
+		return 0;
+
+	out->sched = lower_run(out->prog, o, d, a);
+	if (a->failed)
+		return 3;
+	if (!out->sched || diag_has_errors(d))
+		return 1;
+	if (upto == PASS_LOWER)
+		return 0;
+
+	if (sched_run(out->sched, o, d, a) != 0 || diag_has_errors(d))
+		return a->failed ? 3 : 1;
+	if (upto == PASS_SCHEDULE)
+		return 0;
+
+	if (verify_run(out->sched, d, a) != 0)
+		return 3;
+	return 0;
+}

@@ -1,0 +1,108 @@
+/* costmodel.c - H200 constants and task costs; see docs/costmodel.md. */
+#include "costmodel.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+ir_device costmodel_h200(void)
+{
+	return (ir_device){
+		.name = "H200",
+		.sms = 132,
+		.max_threads_per_sm = 2048,
+		.smem_per_sm = 227 * 1024,
+		.regs_per_sm = 65536,
+		.bf16_tflops = 790.0,   /* cuBLAS 8192^3 measured here: 769-798 */
+		.f32_tflops = 60.0,
+		.mem_gbps = 4300.0,     /* d2d copy measured here, read + write */
+		.nvlink_gbps = 360.0,   /* achievable per direction (of 450) */
+		.nic_gbps = 50.0,       /* one 400 Gb/s NIC per GPU */
+		.nvlink_lat_us = 2.0,
+		.nic_lat_us = 5.0,
+		.flag_lat_us = 0.8,     /* 1.55 us round trip measured here */
+		.launch_us = 3.3,       /* eager launch measured here */
+		.copy_cta_gbps = 80.0,
+		.mma_eff = 0.55,
+	};
+}
+
+int costmodel_load(const char *path, ir_device *d, char *why, size_t n)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		snprintf(why, n, "cannot read %s: %s", path, strerror(errno));
+		return -1;
+	}
+	char line[512];
+	int lineno = 0;
+	while (fgets(line, sizeof line, f)) {
+		lineno++;
+		char *h = strchr(line, '#');
+		if (h)
+			*h = 0;
+		char key[64];
+		char val[128];
+		if (sscanf(line, " %63[a-z0-9_] = %127s", key, val) != 2) {
+			if (strspn(line, " \t\r\n") == strlen(line))
+				continue;
+			snprintf(why, n, "%s:%d: expected 'key = value'", path, lineno);
+			fclose(f);
+			return -1;
+		}
+		char *end;
+		double v = strtod(val, &end);
+		int found = 0;
+#define INT(x) (x) = (int)v
+#define DBL(x) (x) = v
+#define X(k, kind)                                                      \
+		if (!strcmp(key, #k)) {                                 \
+			found = 1;                                      \
+			kind(d->k);                                     \
+		}
+		COSTMODEL_KEYS(X)
+#undef X
+#undef INT
+#undef DBL
+		if (!found || *end || v <= 0) {
+			snprintf(why, n, "%s:%d: %s '%s'", path, lineno,
+				 found ? "bad value for" : "unknown key", found ? key : key);
+			fclose(f);
+			return -1;
+		}
+	}
+	fclose(f);
+	return 0;
+}
+
+double cost_compute_us(const ir_device *d, double flops, int tensor_core)
+{
+	double per_sm = tensor_core ? d->bf16_tflops * d->mma_eff : d->f32_tflops;
+	per_sm = per_sm * 1e12 / d->sms;
+	return flops / per_sm * 1e6 + 0.5;  /* + prologue/epilogue */
+}
+
+double cost_stream_us(const ir_device *d, double bytes)
+{
+	double bw = d->copy_cta_gbps;
+	return bytes / (bw * 1e9) * 1e6 + 0.3;
+}
+
+double cost_copy_us(const ir_device *d, double bytes, ir_transport tr,
+		    int ctas, int ranks_per_gpu)
+{
+	double link;
+	switch (tr) {
+	case TR_RDMA: link = d->nic_gbps; break;
+	case TR_NVLINK:
+		link = ranks_per_gpu > 1 ? d->mem_gbps / 2 / ranks_per_gpu : d->nvlink_gbps;
+		break;
+	default: link = d->mem_gbps / 2 / ranks_per_gpu; break;
+	}
+	double bw = d->copy_cta_gbps;
+	if (ctas > 0 && link / ctas < bw)
+		bw = link / ctas;
+	double lat = tr == TR_RDMA ? d->nic_lat_us : tr == TR_NVLINK ? d->nvlink_lat_us : 0.2;
+	return bytes / (bw * 1e9) * 1e6 + lat;
+}

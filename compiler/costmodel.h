@@ -1,0 +1,42 @@
+/* costmodel.h - device and link constants, and what a task costs.
+ *
+ * One table (ir_device) of constants with H200 defaults, each documented in
+ * docs/costmodel.md with where it comes from; a file of `key = value` lines
+ * overrides any of them (mkc --device=FILE).
+ */
+#ifndef MK_COSTMODEL_H
+#define MK_COSTMODEL_H
+
+#include <stddef.h>
+
+#include "ir.h"
+
+#define COSTMODEL_KEYS(X)                                              \
+	X(sms, INT)                                                    \
+	X(max_threads_per_sm, INT)                                     \
+	X(smem_per_sm, INT)                                            \
+	X(regs_per_sm, INT)                                            \
+	X(bf16_tflops, DBL)                                            \
+	X(f32_tflops, DBL)                                             \
+	X(mem_gbps, DBL)                                               \
+	X(nvlink_gbps, DBL)                                            \
+	X(nic_gbps, DBL)                                               \
+	X(nvlink_lat_us, DBL)                                          \
+	X(nic_lat_us, DBL)                                             \
+	X(flag_lat_us, DBL)                                            \
+	X(launch_us, DBL)                                              \
+	X(copy_cta_gbps, DBL)                                          \
+	X(mma_eff, DBL)
+
+ir_device costmodel_h200(void);
+/* Reads `key = value` lines (# comments) over *d; -1 with why[] on error. */
+int costmodel_load(const char *path, ir_device *d, char *why, size_t n);
+
+/* Per-task costs in microseconds on one CTA (one SM). */
+double cost_compute_us(const ir_device *d, double flops, int tensor_core);
+double cost_stream_us(const ir_device *d, double bytes);
+/* A copy by one CTA of a role of `ctas` CTAs sharing a link of link_gbps. */
+double cost_copy_us(const ir_device *d, double bytes, ir_transport tr,
+		    int ctas, int ranks_per_gpu);
+
+#endif

@@ -1,0 +1,992 @@
+/* cpuref.c - the CPU reference executor; see cpuref.h.
+ *
+ * One function per op, found through the table `ops` indexed by ir_opkind.
+ * Each op function runs the op for one rank r: it checks the shapes it is
+ * about to use (so a malformed program is an error, never a write past a
+ * buffer), then computes rank r's output piece from the local pieces of any
+ * rank.  cpuref_run calls it for every op in program order and, within an
+ * op, for ranks 0, 1, ... so collectives simply read other ranks' buffers.
+ *
+ * Coordinates.  A piece stores a box of the tensor's logical coordinates:
+ * on dim d it starts at ir_shard_base(t, d, r) and is t->local[d] long.
+ * Operands are lined up with the output by logical coordinate (`view`), so
+ * placement mistakes show up as an error rather than as quietly wrong data.
+ *
+ * Groups.  A split over GRP_WORLD puts shard s on rank s; over GRP_GPUS on
+ * gpu s of each node (every node holds the whole tensor); over GRP_NODES on
+ * node s (every gpu index holds it).  "The group of rank r" is the set of
+ * ranks that together hold one whole copy: all ranks, r's node, or the
+ * ranks with r's gpu index.
+ */
+#include "cpuref.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct ctx {
+	const ir_prog *p;
+	float **v;               /* v[t * world + r]: the pieces ops read/write */
+	int world, nodes, gpus;
+	int round;
+	int threads;
+	int opi;                 /* the op running, for messages; -1 = none */
+	char *err;
+	size_t n;
+} ctx;
+
+static int fail(ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int fail(ctx *c, const char *fmt, ...)
+{
+	if (!c->err || !c->n)
+		return -1;
+	int k = 0;
+	if (c->opi >= 0) {
+		const ir_op *op = &c->p->ops[c->opi];
+		k = snprintf(c->err, c->n, "op %d (%s '%s'): ", c->opi,
+			     ir_op_name(op->kind), op->stage ? op->stage
+			     : c->p->tensors[op->out].name);
+		if (k < 0 || (size_t)k >= c->n)
+			return -1;
+	}
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->err + k, c->n - (size_t)k, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* ---- storage rounding --------------------------------------------------- */
+
+/* x rounded to a binary format with `mant` fraction bits and smallest normal
+ * exponent emin (below it, subnormals with the same quantum).  Dividing by
+ * a power of two is exact in double, and nearbyint rounds to nearest even. */
+static double round_fmt(double x, int mant, int emin)
+{
+	if (x == 0 || !isfinite(x))
+		return x;
+	int e;
+	frexp(x, &e);            /* |x| = f * 2^e, f in [0.5, 1) */
+	e -= 1;                  /* |x| in [2^e, 2^(e+1)) */
+	if (e < emin)
+		e = emin;
+	double q = ldexp(1.0, e - mant);
+	return nearbyint(x / q) * q;
+}
+
+float cpuref_round(ir_dtype t, float x)
+{
+	double r;
+	switch (t) {
+	case DT_BF16:
+		if (isnan(x))
+			return x;
+		r = round_fmt(x, 7, -126);
+		return fabs(r) > 0x1.fep127 ? copysignf(INFINITY, x) : (float)r;
+	case DT_F16:
+		if (isnan(x))
+			return x;
+		r = round_fmt(x, 10, -14);
+		return fabs(r) > 65504.0 ? copysignf(INFINITY, x) : (float)r;
+	case DT_E4M3:
+		if (isnan(x))
+			return x;
+		if (isinf(x))
+			return copysignf(448.0f, x);
+		r = round_fmt(x, 3, -6);
+		return fabs(r) > 448.0 ? copysignf(448.0f, x) : (float)r;
+	case DT_I32:
+		return isfinite(x) ? nearbyintf(x) : x;
+	default:
+		return x;
+	}
+}
+
+/* The value stored into tensor t. */
+static float st(const ctx *c, const ir_tensor *t, double x)
+{
+	float f = (float)x;
+	return c->round ? cpuref_round(t->dtype, f) : f;
+}
+
+/* ---- tensors, groups, boxes --------------------------------------------- */
+
+static const ir_tensor *T(const ctx *c, int i) { return &c->p->tensors[i]; }
+static float *piece(const ctx *c, int t, int r) { return c->v[(size_t)t * (size_t)c->world + (size_t)r]; }
+static float *outp(const ctx *c, int r) { return piece(c, c->p->ops[c->opi].out, r); }
+
+static int group_size(const ctx *c, ir_group g)
+{
+	return g == GRP_GPUS ? c->gpus : g == GRP_NODES ? c->nodes : c->world;
+}
+
+static int shard_of(const ctx *c, ir_group g, int r)
+{
+	return g == GRP_GPUS ? r % c->gpus : g == GRP_NODES ? r / c->gpus : r;
+}
+
+/* The rank of r's group that holds shard s. */
+static int rank_of_shard(const ctx *c, ir_group g, int s, int r)
+{
+	switch (g) {
+	case GRP_GPUS: return (r / c->gpus) * c->gpus + s;
+	case GRP_NODES: return s * c->gpus + r % c->gpus;
+	default: return s;
+	}
+}
+
+static int64_t base(const ctx *c, const ir_tensor *t, int d, int r)
+{
+	return ir_shard_base(t, d, r, c->nodes, c->gpus);
+}
+
+static int is_split(const ir_tensor *t, int d)
+{
+	return t->place.kind == PL_SPLIT && t->place.dim == d;
+}
+
+static int64_t elems(const int64_t *shape, int nd)
+{
+	int64_t k = 1;
+	for (int d = 0; d < nd; d++)
+		k *= shape[d];
+	return k;
+}
+
+static void strides(const int64_t *shape, int nd, int64_t *s)
+{
+	int64_t k = 1;
+	for (int d = nd - 1; d >= 0; d--) {
+		s[d] = k;
+		k *= shape[d];
+	}
+}
+
+/* Copies the box of extent ext from src (shape ss, at so) to dst (shape ds,
+ * at dof).  The caller has checked that the box fits in both. */
+static void copy_box(float *dst, const int64_t *ds, const int64_t *dof,
+		     const float *src, const int64_t *ss, const int64_t *so,
+		     const int64_t *ext, int nd)
+{
+	int64_t dst_s[IR_MAXDIM], src_s[IR_MAXDIM], i[IR_MAXDIM] = {0};
+	if (nd == 0) {
+		dst[0] = src[0];
+		return;
+	}
+	strides(ds, nd, dst_s);
+	strides(ss, nd, src_s);
+	int64_t rows = elems(ext, nd - 1), len = ext[nd - 1];
+	if (len == 0)
+		return;
+	for (int64_t k = 0; k < rows; k++) {
+		int64_t a = 0, b = 0;
+		for (int d = 0; d < nd; d++) {
+			a += (dof[d] + i[d]) * dst_s[d];
+			b += (so[d] + i[d]) * src_s[d];
+		}
+		memcpy(dst + a, src + b, (size_t)len * sizeof *dst);
+		for (int d = nd - 2; d >= 0; d--) {
+			if (++i[d] < ext[d])
+				break;
+			i[d] = 0;
+		}
+	}
+}
+
+/* Gathers tensor t along dim d for rank r: if t is split on d, the shards
+ * of r's group concatenated in shard order; otherwise r's own piece.  dst
+ * has t's local shape with dim d widened to t->shape[d] (gshape). */
+static void gather_dim(const ctx *c, int ti, int d, int r, float *dst,
+		       int64_t *gshape)
+{
+	const ir_tensor *t = T(c, ti);
+	int64_t zero[IR_MAXDIM] = {0}, off[IR_MAXDIM] = {0};
+	memcpy(gshape, t->local, sizeof t->local);
+	if (!is_split(t, d)) {
+		memcpy(dst, piece(c, ti, r), (size_t)ir_tensor_elems(t) * sizeof *dst);
+		return;
+	}
+	gshape[d] = t->shape[d];
+	ir_group g = t->place.group;
+	for (int s = 0; s < group_size(c, g); s++) {
+		off[d] = s * t->local[d];
+		copy_box(dst, gshape, off, piece(c, ti, rank_of_shard(c, g, s, r)),
+			 t->local, zero, t->local, t->ndim);
+	}
+}
+
+/* An operand lined up with the output: the output's local index i reads
+ * p[sum_d (i[d] + off[d]) * stride[d]] (stride 0 broadcasts). */
+typedef struct view {
+	const float *p;
+	int64_t off[IR_MAXDIM], stride[IR_MAXDIM];
+} view;
+
+/* Lines operand `in` up with output `out` on rank r, by logical coordinate.
+ * A 1-D operand whose length is the output's last logical dim broadcasts
+ * over the other dims.  Fails when the operand's shape does not fit or when
+ * rank r does not hold the elements it needs. */
+static int align(ctx *c, view *v, int ini, int r, const ir_tensor *out)
+{
+	const ir_tensor *in = T(c, ini);
+	int64_t s[IR_MAXDIM];
+	int od = out->ndim;
+	strides(in->local, in->ndim, s);
+	memset(v, 0, sizeof *v);
+	v->p = piece(c, ini, r);
+	for (int d = 0; d < od; d++) {
+		int id;
+		if (in->ndim == od && in->shape[d] == out->shape[d])
+			id = d;
+		else if (in->ndim == 1 && d == od - 1 && in->shape[0] == out->shape[d])
+			id = 0;
+		else if (in->ndim == 1 && d < od - 1 && in->shape[0] == out->shape[od - 1])
+			continue;  /* broadcast over this dim */
+		else
+			return fail(c, "operand '%s' has a shape that does not match '%s'",
+				    in->name, out->name);
+		int64_t o = base(c, out, d, r) - base(c, in, id, r);
+		if (out->local[d] > 0 && (o < 0 || o + out->local[d] > in->local[id]))
+			return fail(c, "rank %d does not hold the part of '%s' that its piece "
+				    "of '%s' needs (dim %d)", r, in->name, out->name, d);
+		v->off[d] = o;
+		v->stride[d] = s[id];
+	}
+	return 0;
+}
+
+static int same_local(const ir_tensor *a, const ir_tensor *b)
+{
+	if (a->ndim != b->ndim)
+		return 0;
+	for (int d = 0; d < a->ndim; d++)
+		if (a->local[d] != b->local[d])
+			return 0;
+	return 1;
+}
+
+/* ---- threads ------------------------------------------------------------- */
+
+typedef void (*rows_fn)(void *arg, int64_t lo, int64_t hi, double *scratch);
+
+typedef struct job {
+	rows_fn fn;
+	void *arg;
+	int64_t lo, hi;
+	double *scratch;
+} job;
+
+static void *job_main(void *a)
+{
+	job *j = a;
+	j->fn(j->arg, j->lo, j->hi, j->scratch);
+	return NULL;
+}
+
+/* Runs fn over rows [0, rows) in contiguous slices, one per thread, each
+ * with `scratch` doubles of its own.  Small work runs on this thread. */
+static int par_rows(ctx *c, int64_t rows, double work, size_t scratch,
+		    rows_fn fn, void *arg)
+{
+	int nt = c->threads;
+	if (rows <= 0)
+		return 0;
+	if (work < 4e6 || rows < 2)
+		nt = 1;
+	if (nt > rows)
+		nt = (int)rows;
+	double *mem = malloc((size_t)nt * (scratch ? scratch : 1) * sizeof *mem);
+	job *jobs = malloc((size_t)nt * sizeof *jobs);
+	pthread_t *tid = malloc((size_t)nt * sizeof *tid);
+	int *started = calloc((size_t)nt, sizeof *started);
+	if (!mem || !jobs || !tid || !started) {
+		free(mem), free(jobs), free(tid), free(started);
+		return fail(c, "out of memory");
+	}
+	for (int k = 0; k < nt; k++)
+		jobs[k] = (job){fn, arg, rows * k / nt, rows * (k + 1) / nt,
+				mem + (size_t)k * (scratch ? scratch : 1)};
+	for (int k = 1; k < nt; k++)
+		started[k] = !pthread_create(&tid[k], NULL, job_main, &jobs[k]);
+	job_main(&jobs[0]);
+	for (int k = 1; k < nt; k++) {
+		if (started[k])
+			pthread_join(tid[k], NULL);
+		else
+			job_main(&jobs[k]);
+	}
+	free(mem), free(jobs), free(tid), free(started);
+	return 0;
+}
+
+/* ---- compute ops ---------------------------------------------------------- */
+
+typedef struct mm_job {
+	const ctx *c;
+	const ir_tensor *ot;
+	const float *a, *b;
+	float *o;
+	int64_t M, N, K;
+	int bshared;             /* B is [K, N] for every batch */
+} mm_job;
+
+static void mm_rows(void *arg, int64_t lo, int64_t hi, double *acc)
+{
+	const mm_job *j = arg;
+	for (int64_t row = lo; row < hi; row++) {
+		int64_t e = row / j->M;
+		const float *a = j->a + row * j->K;
+		const float *b = j->b + (j->bshared ? 0 : e * j->K * j->N);
+		for (int64_t n = 0; n < j->N; n++)
+			acc[n] = 0;
+		for (int64_t k = 0; k < j->K; k++) {
+			double x = a[k];
+			const float *bk = b + k * j->N;
+			for (int64_t n = 0; n < j->N; n++)
+				acc[n] += x * bk[n];
+		}
+		for (int64_t n = 0; n < j->N; n++)
+			j->o[row * j->N + n] = st(j->c, j->ot, acc[n]);
+	}
+}
+
+/* matmul(A[M,K], B[K,N]) -> [M,N]; batched A[E,M,K] x B[E,K,N] (or B[K,N]
+ * shared) -> [E,M,N]; on the local pieces. */
+static int op_matmul(ctx *c, const ir_op *op, int r)
+{
+	const ir_tensor *a = T(c, op->in[0]), *b = T(c, op->in[1]), *o = T(c, op->out);
+	int nd = a->ndim;
+	int ok = (nd == 2 || nd == 3) && (b->ndim == nd || b->ndim == 2) && o->ndim == nd;
+	int64_t E = nd == 3 ? a->local[0] : 1, M = a->local[nd - 2], K = a->local[nd - 1];
+	int64_t N = b->local[b->ndim - 1];
+	ok = ok && b->local[b->ndim - 2] == K && o->local[nd - 2] == M && o->local[nd - 1] == N;
+	if (ok && nd == 3)
+		ok = o->local[0] == E && (b->ndim == 2 || b->local[0] == E);
+	if (!ok)
+		return fail(c, "local shapes do not multiply: '%s' x '%s' -> '%s'",
+			    a->name, b->name, o->name);
+	mm_job j = {c, o, piece(c, op->in[0], r), piece(c, op->in[1], r), outp(c, r),
+		    M, N, K, b->ndim == 2};
+	return par_rows(c, E * M, (double)E * M * N * K, (size_t)N, mm_rows, &j);
+}
+
+/* The value of elementwise op `op` at operands a (and b). */
+static double ew_value(const ir_op *op, double a, double b)
+{
+	switch (op->kind) {
+	case OP_ADD: return a + b;
+	case OP_MUL: return a * b;
+	case OP_SCALE: return a * op->scalar;
+	case OP_CAST: return cpuref_round(op->to, (float)a);
+	case OP_RELU: return a > 0 ? a : 0;
+	case OP_SILU: return a / (1 + exp(-a));
+	case OP_GELU: return 0.5 * a * (1 + erf(a / sqrt(2.0)));
+	default: return NAN;
+	}
+}
+
+/* add, mul, scale, cast, relu, silu, gelu: one or two operands, lined up
+ * with the output by logical coordinate. */
+static int op_ew(ctx *c, const ir_op *op, int r)
+{
+	const ir_tensor *o = T(c, op->out);
+	view v[2];
+	int nin = op->nin < 2 ? op->nin : 2;
+	for (int k = 0; k < nin; k++)
+		if (align(c, &v[k], op->in[k], r, o))
+			return -1;
+	float *out = outp(c, r);
+	int64_t i[IR_MAXDIM] = {0}, total = ir_tensor_elems(o);
+	for (int64_t x = 0; x < total; x++) {
+		double val[2] = {0, 0};
+		for (int k = 0; k < nin; k++) {
+			int64_t at = 0;
+			for (int d = 0; d < o->ndim; d++)
+				at += (i[d] + v[k].off[d]) * v[k].stride[d];
+			val[k] = v[k].p[at];
+		}
+		out[x] = st(c, o, ew_value(op, val[0], val[1]));
+		for (int d = o->ndim - 1; d >= 0; d--) {
+			if (++i[d] < o->local[d])
+				break;
+			i[d] = 0;
+		}
+	}
+	return 0;
+}
+
+/* Row-wise ops need whole rows: X and the output have the same local shape
+ * and X is not split on its last dim.  W (rmsnorm) is lined up with a row. */
+static int rows_check(ctx *c, const ir_op *op, int r, int64_t *rows, int64_t *len,
+		      const float **w)
+{
+	const ir_tensor *x = T(c, op->in[0]), *o = T(c, op->out);
+	if (!same_local(x, o) || x->ndim < 1)
+		return fail(c, "'%s' and '%s' differ in local shape", x->name, o->name);
+	if (x->local[x->ndim - 1] != x->shape[x->ndim - 1])
+		return fail(c, "'%s' is split on its last dim; rows must be whole", x->name);
+	if (x->place.kind == PL_PARTIAL)
+		return fail(c, "'%s' is partial: reduce it first", x->name);
+	*len = x->local[x->ndim - 1];
+	*rows = *len ? ir_tensor_elems(x) / *len : 0;
+	if (w) {
+		*w = NULL;
+		if (op->nin > 1) {
+			const ir_tensor *wt = T(c, op->in[1]);
+			if (wt->ndim != 1 || wt->local[0] != *len)
+				return fail(c, "weight '%s' must be 1-D of length %lld",
+					    wt->name, (long long)*len);
+			*w = piece(c, op->in[1], r);
+		}
+	}
+	return 0;
+}
+
+static int op_rmsnorm(ctx *c, const ir_op *op, int r)
+{
+	int64_t rows, len;
+	const float *w;
+	if (rows_check(c, op, r, &rows, &len, &w))
+		return -1;
+	const ir_tensor *o = T(c, op->out);
+	const float *x = piece(c, op->in[0], r);
+	float *out = outp(c, r);
+	for (int64_t i = 0; i < rows; i++) {
+		const float *xr = x + i * len;
+		double ss = 0;
+		for (int64_t k = 0; k < len; k++)
+			ss += (double)xr[k] * xr[k];
+		double inv = 1 / sqrt(ss / (double)len + 1e-6);
+		for (int64_t k = 0; k < len; k++)
+			out[i * len + k] = st(c, o, xr[k] * inv * (w ? w[k] : 1.0));
+	}
+	return 0;
+}
+
+static int op_softmax(ctx *c, const ir_op *op, int r)
+{
+	int64_t rows, len;
+	if (rows_check(c, op, r, &rows, &len, NULL))
+		return -1;
+	const ir_tensor *o = T(c, op->out);
+	const float *x = piece(c, op->in[0], r);
+	float *out = outp(c, r);
+	for (int64_t i = 0; i < rows; i++) {
+		const float *xr = x + i * len;
+		double m = -INFINITY, s = 0;
+		for (int64_t k = 0; k < len; k++)
+			m = xr[k] > m ? xr[k] : m;
+		for (int64_t k = 0; k < len; k++)
+			s += exp(xr[k] - m);
+		for (int64_t k = 0; k < len; k++)
+			out[i * len + k] = st(c, o, exp(xr[k] - m) / s);
+	}
+	return 0;
+}
+
+/* sum(X, d): removes dim d of the local piece (a split d gives partial). */
+static int op_sum(ctx *c, const ir_op *op, int r)
+{
+	const ir_tensor *x = T(c, op->in[0]), *o = T(c, op->out);
+	int d = op->dim, ok = d >= 0 && d < x->ndim && o->ndim == x->ndim - 1;
+	for (int k = 0, j = 0; ok && k < x->ndim; k++)
+		if (k != d)
+			ok = o->local[j++] == x->local[k];
+	if (!ok)
+		return fail(c, "'%s' is not '%s' without dim %d", o->name, x->name, d);
+	int64_t outer = elems(x->local, d), len = x->local[d];
+	int64_t inner = elems(x->local + d + 1, x->ndim - d - 1);
+	const float *xp = piece(c, op->in[0], r);
+	float *out = outp(c, r);
+	for (int64_t a = 0; a < outer; a++)
+		for (int64_t b = 0; b < inner; b++) {
+			double s = 0;
+			for (int64_t k = 0; k < len; k++)
+				s += xp[(a * len + k) * inner + b];
+			out[a * inner + b] = st(c, o, s);
+		}
+	return 0;
+}
+
+typedef struct attn_job {
+	const ctx *c;
+	const ir_tensor *ot;
+	const float *q, *k, *v;
+	float *o;
+	int64_t Sq, Sk, D, Dv;
+	int64_t qpos;            /* global position of local query 0 */
+	int causal;
+	double scale;
+} attn_job;
+
+/* One (head, query) row per item: scores in double, max-subtracted. */
+static void attn_rows(void *arg, int64_t lo, int64_t hi, double *s)
+{
+	const attn_job *j = arg;
+	double *acc = s + j->Sk;
+	for (int64_t row = lo; row < hi; row++) {
+		int64_t h = row / j->Sq, i = row % j->Sq, pos = j->qpos + i;
+		const float *q = j->q + row * j->D;
+		const float *k = j->k + h * j->Sk * j->D, *v = j->v + h * j->Sk * j->Dv;
+		int64_t nk = j->causal ? (pos + 1 < j->Sk ? pos + 1 : j->Sk) : j->Sk;
+		double m = -INFINITY, sum = 0;
+		for (int64_t t = 0; t < nk; t++) {
+			double x = 0;
+			for (int64_t d = 0; d < j->D; d++)
+				x += (double)q[d] * k[t * j->D + d];
+			s[t] = x * j->scale;
+			m = s[t] > m ? s[t] : m;
+		}
+		for (int64_t d = 0; d < j->Dv; d++)
+			acc[d] = 0;
+		for (int64_t t = 0; t < nk; t++) {
+			double e = exp(s[t] - m);
+			sum += e;
+			for (int64_t d = 0; d < j->Dv; d++)
+				acc[d] += e * v[t * j->Dv + d];
+		}
+		for (int64_t d = 0; d < j->Dv; d++)
+			j->o[row * j->Dv + d] = st(j->c, j->ot, nk ? acc[d] / sum : 0);
+	}
+}
+
+/* attention(Q, K, V [, causal]): Q[S,D] or [H,S,D].  K and V split on the
+ * sequence dim are gathered over the group (ring attention); split on the
+ * head dim, each rank has its own heads.  Positions are global. */
+static int op_attention(ctx *c, const ir_op *op, int r)
+{
+	const ir_tensor *q = T(c, op->in[0]), *k = T(c, op->in[1]), *v = T(c, op->in[2]);
+	const ir_tensor *o = T(c, op->out);
+	int nd = q->ndim, sd = nd - 2;
+	if ((nd != 2 && nd != 3) || k->ndim != nd || v->ndim != nd || o->ndim != nd)
+		return fail(c, "Q, K, V and the output must all be [S, D] or [H, S, D]");
+	const ir_tensor *ts[4] = {q, k, v, o};
+	for (int i = 0; i < 4; i++) {
+		if (ts[i]->place.kind == PL_PARTIAL)
+			return fail(c, "'%s' is partial", ts[i]->name);
+		if (ts[i]->local[nd - 1] != ts[i]->shape[nd - 1])
+			return fail(c, "'%s' is split on its feature dim", ts[i]->name);
+	}
+	int64_t H = nd == 3 ? q->local[0] : 1, Sq = q->local[sd], D = q->local[nd - 1];
+	int64_t Sk = k->shape[sd], Dv = v->local[nd - 1];
+	int ok = k->local[nd - 1] == D && v->shape[sd] == Sk && o->local[sd] == Sq &&
+		 o->local[nd - 1] == Dv && base(c, o, sd, r) == base(c, q, sd, r);
+	for (int i = 1; ok && nd == 3 && i < 4; i++)
+		ok = ts[i]->local[0] == H && base(c, ts[i], 0, r) == base(c, q, 0, r);
+	if (!ok)
+		return fail(c, "shapes or placements of Q '%s', K '%s', V '%s', out '%s' "
+			    "do not line up on rank %d", q->name, k->name, v->name, o->name, r);
+	float *kb = malloc((size_t)(H * Sk * D) * sizeof *kb + 1);
+	float *vb = malloc((size_t)(H * Sk * Dv) * sizeof *vb + 1);
+	if (!kb || !vb) {
+		free(kb), free(vb);
+		return fail(c, "out of memory");
+	}
+	int64_t g[IR_MAXDIM];
+	gather_dim(c, op->in[1], sd, r, kb, g);
+	gather_dim(c, op->in[2], sd, r, vb, g);
+	attn_job j = {c, o, piece(c, op->in[0], r), kb, vb, outp(c, r), Sq, Sk, D, Dv,
+		      base(c, q, sd, r), op->causal,
+		      op->scalar != 0 ? op->scalar : 1 / sqrt((double)D)};
+	int rc = par_rows(c, H * Sq, (double)H * Sq * Sk * (D + Dv), (size_t)(Sk + Dv),
+			  attn_rows, &j);
+	free(kb), free(vb);
+	return rc;
+}
+
+/* ---- exchange ops ----------------------------------------------------------- */
+
+/* allgather(X, d): X split(d); every rank of X's group gets the shards of
+ * the group concatenated along d, in shard order. */
+static int op_allgather(ctx *c, const ir_op *op, int r)
+{
+	const ir_tensor *x = T(c, op->in[0]), *o = T(c, op->out);
+	int d = op->dim;
+	if (d < 0 || d >= x->ndim || !is_split(x, d))
+		return fail(c, "'%s' is not split on dim %d", x->name, d);
+	int ok = o->ndim == x->ndim;
+	for (int k = 0; ok && k < x->ndim; k++)
+		ok = o->local[k] == (k == d ? x->shape[d] : x->local[k]);
+	if (!ok)
+		return fail(c, "'%s' does not have the gathered shape of '%s'", o->name, x->name);
+	int64_t g[IR_MAXDIM];
+	gather_dim(c, op->in[0], d, r, outp(c, r), g);
+	if (c->round)
+		for (int64_t i = 0, e = ir_tensor_elems(o); i < e; i++)
+			outp(c, r)[i] = st(c, o, outp(c, r)[i]);
+	return 0;
+}
+
+/* reduce_scatter(X, d): X partial or local on every rank; the output is
+ * split(d) over a group, and rank r keeps its shard along d of the sum of X
+ * over the ranks of its group. */
+static int op_reduce_scatter(ctx *c, const ir_op *op, int r)
+{
+	const ir_tensor *x = T(c, op->in[0]), *o = T(c, op->out);
+	int d = op->dim;
+	if (x->place.kind == PL_SPLIT)
+		return fail(c, "'%s' must be partial or local, not split", x->name);
+	if (d < 0 || d >= x->ndim || !is_split(o, d))
+		return fail(c, "'%s' is not split on dim %d", o->name, d);
+	ir_group g = o->place.group;
+	int ok = o->ndim == x->ndim;
+	for (int k = 0; ok && k < x->ndim; k++)
+		ok = x->local[k] == (k == d ? o->local[d] * group_size(c, g) : o->local[k]);
+	if (!ok)
+		return fail(c, "'%s' is not a shard of '%s' along dim %d", o->name, x->name, d);
+	int64_t n = ir_tensor_elems(o), zero[IR_MAXDIM] = {0}, off[IR_MAXDIM] = {0};
+	double *acc = calloc((size_t)n + 1, sizeof *acc);
+	float *tmp = malloc((size_t)n * sizeof *tmp + 1);
+	if (!acc || !tmp) {
+		free(acc), free(tmp);
+		return fail(c, "out of memory");
+	}
+	off[d] = (int64_t)shard_of(c, g, r) * o->local[d];
+	for (int s = 0; s < group_size(c, g); s++) {
+		copy_box(tmp, o->local, zero, piece(c, op->in[0], rank_of_shard(c, g, s, r)),
+			 x->local, off, o->local, o->ndim);
+		for (int64_t i = 0; i < n; i++)
+			acc[i] += tmp[i];
+	}
+	for (int64_t i = 0; i < n; i++)
+		outp(c, r)[i] = st(c, o, acc[i]);
+	free(acc), free(tmp);
+	return 0;
+}
+
+/* allreduce(X): every rank gets the sum of X over all ranks. */
+static int op_allreduce(ctx *c, const ir_op *op, int r)
+{
+	const ir_tensor *x = T(c, op->in[0]), *o = T(c, op->out);
+	if (!same_local(x, o))
+		return fail(c, "'%s' and '%s' differ in local shape", x->name, o->name);
+	for (int64_t i = 0, n = ir_tensor_elems(o); i < n; i++) {
+		double s = 0;
+		for (int q = 0; q < c->world; q++)
+			s += piece(c, op->in[0], q)[i];
+		outp(c, r)[i] = st(c, o, s);
+	}
+	return 0;
+}
+
+/* ring_shift(X [, d]): rank r receives rank r-1's piece. */
+static int op_ring_shift(ctx *c, const ir_op *op, int r)
+{
+	const ir_tensor *x = T(c, op->in[0]), *o = T(c, op->out);
+	if (!same_local(x, o))
+		return fail(c, "'%s' and '%s' differ in local shape", x->name, o->name);
+	const float *src = piece(c, op->in[0], (r - 1 + c->world) % c->world);
+	for (int64_t i = 0, n = ir_tensor_elems(o); i < n; i++)
+		outp(c, r)[i] = st(c, o, src[i]);
+	return 0;
+}
+
+/* put: for every peer p of r (its node, the other nodes, or all ranks),
+ * the output's shard p along op->dim on rank r is X's piece on rank p (the
+ * shard index is p's shard in X's split group; p itself when X is not
+ * split).  Other parts of the output are left alone. */
+static int op_put(ctx *c, const ir_op *op, int r)
+{
+	const ir_tensor *x = T(c, op->in[0]), *o = T(c, op->out);
+	int d = op->dim;
+	ir_group g = x->place.kind == PL_SPLIT ? x->place.group : GRP_WORLD;
+	int ok = d >= 0 && d < x->ndim && o->ndim == x->ndim;
+	for (int k = 0; ok && k < x->ndim; k++)
+		ok = k == d ? x->local[d] * group_size(c, g) <= o->local[d]
+			    : o->local[k] == x->local[k];
+	if (!ok)
+		return fail(c, "'%s' cannot hold the pieces of '%s' along dim %d",
+			    o->name, x->name, d);
+	int me = r / c->gpus;
+	for (int q = 0; q < c->world; q++) {
+		int same = q / c->gpus == me;
+		if ((op->peers == PEERS_NODE && !same) || (op->peers == PEERS_REMOTE && same))
+			continue;
+		int64_t zero[IR_MAXDIM] = {0}, off[IR_MAXDIM] = {0};
+		off[d] = (int64_t)shard_of(c, g, q) * x->local[d];
+		copy_box(outp(c, r), o->local, off, piece(c, op->in[0], q), x->local, zero,
+			 x->local, x->ndim);
+	}
+	if (c->round)
+		for (int64_t i = 0, n = ir_tensor_elems(o); i < n; i++)
+			outp(c, r)[i] = st(c, o, outp(c, r)[i]);
+	return 0;
+}
+
+/* Routing shared by dispatch and combine: the slot of every (token, choice)
+ * in order (source rank, token, choice), from idx [T, k] split(0) over the
+ * world (rank q's tokens come after those of ranks < q).  slot is
+ * world * T_local * k long.  Fails on a bad id or a bucket over capacity. */
+static int route(ctx *c, int idxi, int64_t E, int64_t C, int64_t *slot)
+{
+	const ir_tensor *ix = T(c, idxi);
+	if (ix->ndim != 2 || (c->world > 1 && !(is_split(ix, 0) && ix->place.group == GRP_WORLD)))
+		return fail(c, "routing indices '%s' must be [T, k] split(0) over the world",
+			    ix->name);
+	int64_t Tl = ix->local[0], k = ix->local[1];
+	int64_t *count = calloc((size_t)E + 1, sizeof *count);
+	if (!count)
+		return fail(c, "out of memory");
+	for (int q = 0; q < c->world; q++) {
+		const float *id = piece(c, idxi, q);
+		for (int64_t i = 0; i < Tl * k; i++) {
+			float x = id[i];
+			if (!(x >= 0 && x < (double)E && x == floorf(x))) {
+				free(count);
+				return fail(c, "'%s' on rank %d: token %lld choice %lld routes to "
+					    "%g, not an expert in [0, %lld)", ix->name, q,
+					    (long long)(i / k), (long long)(i % k), x, (long long)E);
+			}
+			slot[q * Tl * k + i] = count[(int64_t)x]++;
+		}
+	}
+	for (int64_t e = 0; e < E; e++)
+		if (count[e] > C) {
+			long long n = count[e];
+			free(count);
+			return fail(c, "expert %lld receives %lld tokens, over its capacity %lld",
+				    (long long)e, n, (long long)C);
+		}
+	free(count);
+	return 0;
+}
+
+/* dispatch(X[T,H], idx[T,k], E, C) -> Xe[E,C,H]: token t's row goes to slot
+ * slot(t, j) of expert idx[t,j] for each choice j; unused slots stay 0. */
+static int op_dispatch(ctx *c, const ir_op *op, int r)
+{
+	const ir_tensor *x = T(c, op->in[0]), *ix = T(c, op->in[1]), *o = T(c, op->out);
+	if (x->ndim != 2 || o->ndim != 3 || ix->ndim != 2 || ix->local[0] != x->local[0] ||
+	    (c->world > 1 && !(is_split(x, 0) && x->place.group == GRP_WORLD)))
+		return fail(c, "expects X[T, H] and idx[T, k] split(0) over the world, "
+			    "out [E, C, H]");
+	int64_t E = o->shape[0], C = o->shape[1], H = x->local[1];
+	if ((op->experts && op->experts != E) || (op->capacity && op->capacity != C) ||
+	    o->local[1] != C || o->local[2] != H || o->place.kind == PL_PARTIAL ||
+	    (o->place.kind == PL_SPLIT && o->place.dim != 0))
+		return fail(c, "'%s' must be [E=%lld, C=%lld, H=%lld], split on experts or local",
+			    o->name, (long long)E, (long long)C, (long long)H);
+	int64_t Tl = ix->local[0], k = ix->local[1];
+	int64_t *slot = malloc((size_t)(c->world * Tl * k) * sizeof *slot + 1);
+	if (!slot)
+		return fail(c, "out of memory");
+	if (route(c, op->in[1], E, C, slot)) {
+		free(slot);
+		return -1;
+	}
+	int64_t e0 = base(c, o, 0, r), El = o->local[0];
+	float *out = outp(c, r);
+	for (int q = 0; q < c->world; q++) {
+		const float *id = piece(c, op->in[1], q), *xp = piece(c, op->in[0], q);
+		for (int64_t i = 0; i < Tl * k; i++) {
+			int64_t e = (int64_t)id[i] - e0;
+			if (e < 0 || e >= El)
+				continue;
+			float *dst = out + (e * C + slot[q * Tl * k + i]) * H;
+			for (int64_t h = 0; h < H; h++)
+				dst[h] = st(c, o, xp[(i / k) * H + h]);
+		}
+	}
+	free(slot);
+	return 0;
+}
+
+/* combine(Ye[E,C,F], idx[T,k], gate[T,k]) -> Y[T,F]:
+ * Y[t] = sum_j gate[t,j] * Ye[idx[t,j], slot(t,j)], slots as in dispatch. */
+static int op_combine(ctx *c, const ir_op *op, int r)
+{
+	const ir_tensor *ye = T(c, op->in[0]), *ix = T(c, op->in[1]);
+	const ir_tensor *gt = T(c, op->in[2]), *o = T(c, op->out);
+	if (ye->ndim != 3 || ye->place.kind == PL_PARTIAL ||
+	    (ye->place.kind == PL_SPLIT && ye->place.dim != 0) ||
+	    ye->local[1] != ye->shape[1] || ye->local[2] != ye->shape[2])
+		return fail(c, "'%s' must be [E, C, F], split on experts or local", ye->name);
+	int64_t E = ye->shape[0], C = ye->shape[1], F = ye->shape[2];
+	if (ix->ndim != 2 || !same_local(ix, gt) || o->ndim != 2 ||
+	    o->local[0] != ix->local[0] || o->local[1] != F)
+		return fail(c, "expects idx and gate [T, k] and out [T, F=%lld] with the same "
+			    "local rows", (long long)F);
+	int64_t Tl = ix->local[0], k = ix->local[1], El = ye->local[0];
+	int64_t *slot = malloc((size_t)(c->world * Tl * k) * sizeof *slot + 1);
+	double *acc = malloc((size_t)F * sizeof *acc + 1);
+	if (!slot || !acc) {
+		free(slot), free(acc);
+		return fail(c, "out of memory");
+	}
+	if (route(c, op->in[1], E, C, slot)) {
+		free(slot), free(acc);
+		return -1;
+	}
+	const float *id = piece(c, op->in[1], r), *gate = piece(c, op->in[2], r);
+	float *out = outp(c, r);
+	for (int64_t t = 0; t < Tl; t++) {
+		for (int64_t f = 0; f < F; f++)
+			acc[f] = 0;
+		for (int64_t j = 0; j < k; j++) {
+			int64_t e = (int64_t)id[t * k + j], owner = r, le = e;
+			if (ye->place.kind == PL_SPLIT) {
+				int s = (int)(e / El);
+				owner = rank_of_shard(c, ye->place.group, s, r);
+				le = e - s * El;
+			}
+			const float *row = piece(c, op->in[0], (int)owner) +
+					   (le * C + slot[(r * Tl + t) * k + j]) * F;
+			for (int64_t f = 0; f < F; f++)
+				acc[f] += (double)gate[t * k + j] * row[f];
+		}
+		for (int64_t f = 0; f < F; f++)
+			out[t * F + f] = st(c, o, acc[f]);
+	}
+	free(slot), free(acc);
+	return 0;
+}
+
+/* ---- the table and the driver ---------------------------------------------- */
+
+typedef int (*op_fn)(ctx *c, const ir_op *op, int r);
+
+static const struct {
+	op_fn fn;
+	int min_in, max_in;      /* tensor operands */
+} ops[OP_COUNT] = {
+	[OP_MATMUL] = {op_matmul, 2, 2},
+	[OP_ADD] = {op_ew, 2, 2},
+	[OP_MUL] = {op_ew, 2, 2},
+	[OP_SCALE] = {op_ew, 1, 1},
+	[OP_CAST] = {op_ew, 1, 1},
+	[OP_RELU] = {op_ew, 1, 1},
+	[OP_SILU] = {op_ew, 1, 1},
+	[OP_GELU] = {op_ew, 1, 1},
+	[OP_RMSNORM] = {op_rmsnorm, 1, 2},
+	[OP_SOFTMAX] = {op_softmax, 1, 1},
+	[OP_SUM] = {op_sum, 1, 1},
+	[OP_ATTENTION] = {op_attention, 3, 3},
+	[OP_ALLGATHER] = {op_allgather, 1, 1},
+	[OP_REDUCE_SCATTER] = {op_reduce_scatter, 1, 1},
+	[OP_ALLREDUCE] = {op_allreduce, 1, 1},
+	[OP_DISPATCH] = {op_dispatch, 2, 2},
+	[OP_COMBINE] = {op_combine, 3, 3},
+	[OP_RING_SHIFT] = {op_ring_shift, 1, 1},
+	[OP_PUT] = {op_put, 1, 1},
+};
+
+/* Ops whose value on a partial input would not be a partial of anything.
+ * (cast is let through: rounding partial sums before reducing them is how
+ * a pipeline reduces in bf16.) */
+static int nonlinear(ir_opkind k)
+{
+	return k == OP_RELU || k == OP_SILU || k == OP_GELU ||
+	       k == OP_RMSNORM || k == OP_SOFTMAX || k == OP_ATTENTION ||
+	       k == OP_DISPATCH || k == OP_COMBINE;
+}
+
+/* Every tensor's local shape must be what its placement says. */
+static int check_tensor(ctx *c, const ir_tensor *t)
+{
+	if (t->ndim < 0 || t->ndim > IR_MAXDIM || (unsigned)t->dtype >= DT_COUNT)
+		return fail(c, "tensor '%s': bad rank or element type", t->name);
+	if (t->place.kind == PL_SPLIT &&
+	    (t->place.dim < 0 || t->place.dim >= t->ndim || (unsigned)t->place.group > GRP_NODES))
+		return fail(c, "tensor '%s': bad split", t->name);
+	for (int d = 0; d < t->ndim; d++) {
+		int64_t want = t->shape[d];
+		if (is_split(t, d)) {
+			int gs = group_size(c, t->place.group);
+			if (t->shape[d] % gs)
+				return fail(c, "tensor '%s': dim %d (%lld) does not split over %d "
+					    "ranks", t->name, d, (long long)t->shape[d], gs);
+			want = t->shape[d] / gs;
+		}
+		if (t->local[d] != want || want < 0)
+			return fail(c, "tensor '%s': local dim %d is %lld, its placement says %lld",
+				    t->name, d, (long long)t->local[d], (long long)want);
+	}
+	return 0;
+}
+
+static int check_op(ctx *c, const ir_op *op)
+{
+	const ir_prog *p = c->p;
+	if ((unsigned)op->kind >= OP_COUNT || !ops[op->kind].fn)
+		return fail(c, "op kind %d is unknown", (int)op->kind);
+	if (op->nin < ops[op->kind].min_in || op->nin > ops[op->kind].max_in)
+		return fail(c, "%d tensor operands, expected %d..%d", op->nin,
+			    ops[op->kind].min_in, ops[op->kind].max_in);
+	if (op->out < 0 || op->out >= p->ntensors || p->tensors[op->out].kind == TK_IN)
+		return fail(c, "bad output tensor");
+	for (int k = 0; k < op->nin; k++) {
+		if (op->in[k] < 0 || op->in[k] >= p->ntensors)
+			return fail(c, "bad operand %d", k);
+		if (op->in[k] == op->out)
+			return fail(c, "'%s' is both read and written", p->tensors[op->out].name);
+		if (nonlinear(op->kind) && p->tensors[op->in[k]].place.kind == PL_PARTIAL)
+			return fail(c, "'%s' is partial: reduce it first",
+				    p->tensors[op->in[k]].name);
+	}
+	return 0;
+}
+
+int cpuref_run(const ir_prog *p, float *const *bufs, const cpuref_opts *o,
+	       char *err, size_t n)
+{
+	ctx c = {p, NULL, p->world, p->nodes, p->gpus, o ? o->round_storage : 0,
+		 o ? o->threads : 0, -1, err, n};
+	if (err && n)
+		err[0] = 0;
+	if (p->world < 1 || p->world > IR_MAXRANKS || p->nodes < 1 || p->gpus < 1 ||
+	    p->nodes * p->gpus != p->world)
+		return fail(&c, "bad mesh %d x %d, world %d", p->nodes, p->gpus, p->world);
+	if (c.threads <= 0) {
+		long k = sysconf(_SC_NPROCESSORS_ONLN);
+		c.threads = k < 1 ? 1 : k > 64 ? 64 : (int)k;
+	}
+	for (int t = 0; t < p->ntensors; t++)
+		if (check_tensor(&c, &p->tensors[t]))
+			return -1;
+	for (c.opi = 0; c.opi < p->nops; c.opi++)
+		if (check_op(&c, &p->ops[c.opi]))
+			return -1;
+	c.opi = -1;
+
+	/* The pieces: the caller's, except rounded copies of inputs. */
+	size_t np = (size_t)p->ntensors * (size_t)p->world;
+	c.v = calloc(np + 1, sizeof *c.v);
+	if (!c.v)
+		return fail(&c, "out of memory");
+	int rc = 0;
+	for (int t = 0; t < p->ntensors; t++) {
+		const ir_tensor *tt = &p->tensors[t];
+		int64_t ne = ir_tensor_elems(tt);
+		for (int r = 0; r < p->world; r++) {
+			size_t i = (size_t)t * (size_t)p->world + (size_t)r;
+			c.v[i] = bufs[i];
+			if (tt->kind != TK_IN) {
+				memset(bufs[i], 0, (size_t)ne * sizeof(float));
+			} else if (c.round && tt->dtype != DT_F32) {
+				if (!(c.v[i] = malloc((size_t)ne * sizeof(float) + 1))) {
+					rc = fail(&c, "out of memory");
+					goto out;
+				}
+				for (int64_t k = 0; k < ne; k++)
+					c.v[i][k] = cpuref_round(tt->dtype, bufs[i][k]);
+			}
+		}
+	}
+	for (c.opi = 0; c.opi < p->nops && !rc; c.opi++) {
+		const ir_op *op = &p->ops[c.opi];
+		for (int r = 0; r < p->world && !rc; r++)
+			rc = ops[op->kind].fn(&c, op, r);
+	}
+out:
+	for (size_t i = 0; i < np; i++)
+		if (c.v[i] && c.v[i] != bufs[i])
+			free(c.v[i]);
+	free(c.v);
+	return rc;
+}

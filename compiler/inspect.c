@@ -1,0 +1,293 @@
+/* inspect.c - text, JSON, Graphviz and SVG views of a schedule.
+ *
+ * The JSON form is documented in docs/schedule.md and read by the
+ * independent checker of the property tests (tests/tools/check_schedule.py);
+ * it lists every rank's tasks, expanded from rank 0's with ir_task_shift.
+ */
+#include "inspect.h"
+
+#include <string.h>
+
+static const char *placement_name(ir_placekind k)
+{
+	return k == PL_SPLIT ? "split" : k == PL_PARTIAL ? "partial" : "local";
+}
+
+static const char *group_name(ir_group g)
+{
+	return g == GRP_GPUS ? "gpus" : g == GRP_NODES ? "nodes" : "world";
+}
+
+static const char *kind_name(ir_tkind k)
+{
+	return k == TK_IN ? "in" : k == TK_OUT ? "out" : "temp";
+}
+
+static const char *transport_name(ir_transport t)
+{
+	return t == TR_RDMA ? "rdma" : t == TR_NVLINK ? "nvlink" : t == TR_LOCAL ? "local" : "auto";
+}
+
+void inspect_region(const ir_prog *p, const ir_region *g, strbuf *out)
+{
+	if (g->tensor < 0) {
+		sb_puts(out, "-");
+		return;
+	}
+	const ir_tensor *x = &p->tensors[g->tensor];
+	sb_printf(out, "%s@%d[", x->name, g->rank);
+	for (int d = 0; d < x->ndim; d++)
+		sb_printf(out, "%s%lld:%lld", d ? ", " : "", (long long)g->lo[d], (long long)g->hi[d]);
+	sb_putc(out, ']');
+}
+
+static void task_line(const ir_sched *s, const ir_task *t, strbuf *out)
+{
+	const ir_prog *p = s->prog;
+	sb_printf(out, "%-6s %-8s ", ir_task_name(t->kind), p->ops[t->op].stage);
+	inspect_region(p, &t->write, out);
+	sb_puts(out, " <- ");
+	for (int i = 0; i < t->nreads; i++) {
+		if (i)
+			sb_puts(out, ", ");
+		inspect_region(p, &t->reads[i], out);
+	}
+	if (t->kind == TASK_COPY || t->kind == TASK_RDMA)
+		sb_printf(out, " (%s)", transport_name(t->transport));
+}
+
+void inspect_graph(const ir_sched *s, strbuf *out)
+{
+	const ir_prog *p = s->prog;
+	sb_printf(out, "# tile graph of '%s', mesh %d x %d: rank 0's %d tasks "
+		  "(rank r runs their image under sigma_r)\n",
+		  p->name, p->nodes, p->gpus, s->ntasks);
+	for (int t = 0; t < p->ntensors; t++) {
+		const ir_tensor *x = &p->tensors[t];
+		int any = 0;
+		for (int d = 0; d < x->ndim; d++)
+			any |= x->rot[d].unit > 0;
+		if (!any)
+			continue;
+		sb_printf(out, "# %s moves with the rank along", x->name);
+		for (int d = 0; d < x->ndim; d++)
+			if (x->rot[d].unit > 0)
+				sb_printf(out, " dim %d (shards of %lld over %s)", d,
+					  (long long)x->rot[d].unit, group_name(x->rot[d].group));
+		sb_putc(out, '\n');
+	}
+	for (int i = 0; i < s->ntasks; i++) {
+		sb_printf(out, "t%-5d ", i);
+		task_line(s, &s->tasks[i], out);
+		sb_putc(out, '\n');
+	}
+}
+
+static void flagrefs(const ir_flagref *f, int n, strbuf *out)
+{
+	if (!n) {
+		sb_puts(out, "-");
+		return;
+	}
+	for (int i = 0; i < n; i++)
+		sb_printf(out, "%sf%d@%d", i ? "," : "", f[i].index, f[i].rank);
+}
+
+void inspect_schedule(const ir_sched *s, strbuf *out)
+{
+	const ir_prog *p = s->prog;
+	sb_printf(out, "pipeline %s: mesh %d x %d (world %d), %d rank%s per GPU\n", p->name,
+		  p->nodes, p->gpus, p->world, s->ranks_per_gpu, s->ranks_per_gpu > 1 ? "s" : "");
+	sb_printf(out, "each rank: %d CTAs x %d threads, %d bytes of shared memory per CTA\n",
+		  s->ctas, s->threads, s->smem);
+	sb_printf(out, "predicted %.1f us; floor %.1f us (compute %.1f us, communication %.1f us)\n",
+		  s->predicted_us, s->bound_us, s->compute_us, s->comm_us);
+	sb_puts(out, "\nroles\n");
+	for (int r = 0; r < s->nroles; r++) {
+		const ir_role *ro = &s->roles[r];
+		int n = 0;
+		for (int i = 0; i < s->ntasks; i++)
+			n += s->tasks[i].role == r;
+		sb_printf(out, "  %-8s CTAs %d-%d (%d), %d tasks\n", ir_role_name(ro->kind),
+			  ro->first_cta, ro->first_cta + ro->ctas - 1, ro->ctas, n);
+	}
+	sb_printf(out, "\nflags (every rank has these %d)\n", s->nflags);
+	for (int f = 0; f < s->nflags; f++) {
+		sb_printf(out, "  f%-4d expects %-3d %-8s ", f, s->flags[f].expected,
+			  p->ops[s->flags[f].op].stage);
+		inspect_region(p, &s->flags[f].guards, out);
+		sb_putc(out, '\n');
+	}
+	sb_puts(out, "\ntasks of rank 0, by CTA (rank r runs the same lists under sigma_r)\n");
+	for (int c = 0; c < s->ctas; c++) {
+		int a = s->cta_first[c], b = s->cta_first[c + 1];
+		if (a == b)
+			continue;
+		sb_printf(out, "CTA %d (%s)\n", c, ir_role_name(s->roles[s->tasks[a].role].kind));
+		for (int i = a; i < b; i++) {
+			const ir_task *t = &s->tasks[i];
+			sb_printf(out, "  %3d t%-5d %8.2f %8.2f  ", t->order, t->id, t->t0, t->t1);
+			task_line(s, t, out);
+			sb_puts(out, "  waits ");
+			flagrefs(t->waits, t->nwaits, out);
+			sb_puts(out, " signals ");
+			flagrefs(t->signals, t->nsignals, out);
+			sb_putc(out, '\n');
+		}
+	}
+}
+
+static void json_region(const ir_prog *p, const ir_region *g, strbuf *out)
+{
+	const ir_tensor *x = &p->tensors[g->tensor];
+	sb_printf(out, "{\"tensor\": \"%s\", \"rank\": %d, \"lo\": [", x->name, g->rank);
+	for (int d = 0; d < x->ndim; d++)
+		sb_printf(out, "%s%lld", d ? ", " : "", (long long)g->lo[d]);
+	sb_puts(out, "], \"hi\": [");
+	for (int d = 0; d < x->ndim; d++)
+		sb_printf(out, "%s%lld", d ? ", " : "", (long long)g->hi[d]);
+	sb_puts(out, "]}");
+}
+
+void inspect_json(const ir_sched *s, strbuf *out)
+{
+	const ir_prog *p = s->prog;
+	sb_printf(out, "{\n  \"pipeline\": \"%s\",\n  \"mesh\": {\"nodes\": %d, \"gpus\": %d},\n",
+		  p->name, p->nodes, p->gpus);
+	sb_printf(out, "  \"world\": %d,\n  \"sms\": %d,\n  \"ranks_per_gpu\": %d,\n"
+		  "  \"ctas\": %d,\n  \"threads\": %d,\n  \"smem\": %d,\n",
+		  p->world, s->dev.sms, s->ranks_per_gpu, s->ctas, s->threads, s->smem);
+	sb_puts(out, "  \"tensors\": [\n");
+	for (int t = 0; t < p->ntensors; t++) {
+		const ir_tensor *x = &p->tensors[t];
+		sb_printf(out, "    {\"name\": \"%s\", \"kind\": \"%s\", \"dtype\": \"%s\", \"shape\": [",
+			  x->name, kind_name(x->kind), ir_dtype_name(x->dtype));
+		for (int d = 0; d < x->ndim; d++)
+			sb_printf(out, "%s%lld", d ? ", " : "", (long long)x->shape[d]);
+		sb_puts(out, "], \"local\": [");
+		for (int d = 0; d < x->ndim; d++)
+			sb_printf(out, "%s%lld", d ? ", " : "", (long long)x->local[d]);
+		sb_printf(out, "], \"placement\": {\"kind\": \"%s\"", placement_name(x->place.kind));
+		if (x->place.kind == PL_SPLIT)
+			sb_printf(out, ", \"dim\": %d, \"group\": \"%s\"", x->place.dim,
+				  group_name(x->place.group));
+		sb_printf(out, "}}%s\n", t + 1 < p->ntensors ? "," : "");
+	}
+	sb_puts(out, "  ],\n  \"roles\": [\n");
+	for (int r = 0; r < s->nroles; r++)
+		sb_printf(out, "    {\"name\": \"%s\", \"first_cta\": %d, \"ctas\": %d}%s\n",
+			  ir_role_name(s->roles[r].kind), s->roles[r].first_cta, s->roles[r].ctas,
+			  r + 1 < s->nroles ? "," : "");
+	sb_puts(out, "  ],\n  \"tasks\": [\n");
+	int total = p->world * s->ntasks, k = 0;
+	for (int r = 0; r < p->world; r++)
+		for (int i = 0; i < s->ntasks; i++, k++) {
+			ir_task t = ir_task_shift(s, &s->tasks[i], r);
+			sb_printf(out, "    {\"id\": %d, \"rank\": %d, \"role\": \"%s\", \"cta\": %d, "
+				  "\"kind\": \"%s\", \"stage\": \"%s\", \"order\": %d, \"reads\": [",
+				  k, t.rank, ir_role_name(s->roles[t.role].kind), t.cta,
+				  ir_task_name(t.kind), p->ops[t.op].stage, t.order);
+			for (int j = 0; j < t.nreads; j++) {
+				if (j)
+					sb_puts(out, ", ");
+				json_region(p, &t.reads[j], out);
+			}
+			sb_puts(out, "], \"writes\": [");
+			json_region(p, &t.write, out);
+			sb_puts(out, "], \"waits\": [");
+			for (int j = 0; j < t.nwaits; j++)
+				sb_printf(out, "%s%d", j ? ", " : "",
+					  t.waits[j].rank * s->nflags + t.waits[j].index);
+			sb_puts(out, "], \"signals\": [");
+			for (int j = 0; j < t.nsignals; j++)
+				sb_printf(out, "%s%d", j ? ", " : "",
+					  t.signals[j].rank * s->nflags + t.signals[j].index);
+			sb_printf(out, "], \"predicted_us\": [%.3f, %.3f]}%s\n", t.t0, t.t1,
+				  k + 1 < total ? "," : "");
+		}
+	sb_puts(out, "  ],\n  \"flags\": [\n");
+	for (int r = 0; r < p->world; r++)
+		for (int f = 0; f < s->nflags; f++)
+			sb_printf(out, "    {\"id\": %d, \"rank\": %d, \"expected\": %d}%s\n",
+				  r * s->nflags + f, r, s->flags[f].expected,
+				  r + 1 < p->world || f + 1 < s->nflags ? "," : "");
+	sb_printf(out, "  ],\n  \"predicted_us\": %.3f,\n  \"bound_us\": %.3f,\n"
+		  "  \"compute_us\": %.3f,\n  \"comm_us\": %.3f\n}\n",
+		  s->predicted_us, s->bound_us, s->compute_us, s->comm_us);
+}
+
+static const char *role_color[ROLE_COUNT] = {"#4c78a8", "#f58518", "#e45756", "#54a24b"};
+
+void inspect_dot(const ir_sched *s, strbuf *out)
+{
+	const ir_prog *p = s->prog;
+	sb_printf(out, "digraph \"%s\" {\n  rankdir=LR;\n  node [shape=box, style=filled, "
+		  "fontname=\"monospace\", fontsize=9];\n", p->name);
+	for (int i = 0; i < s->ntasks; i++) {
+		const ir_task *t = &s->tasks[i];
+		strbuf r;
+		sb_init(&r);
+		inspect_region(p, &t->write, &r);
+		sb_printf(out, "  t%d [label=\"t%d %s %s\\n%s\\nCTA %d\", fillcolor=\"%s\", fontcolor=white];\n",
+			  i, i, ir_task_name(t->kind), p->ops[t->op].stage, sb_str(&r), t->cta,
+			  role_color[s->roles[t->role].kind]);
+		sb_free(&r);
+	}
+	/* edges: signal -> wait on the same flag; a flag on another rank is a
+	 * dashed edge to the image of the waiter there */
+	for (int i = 0; i < s->ntasks; i++)
+		for (int a = 0; a < s->tasks[i].nsignals; a++) {
+			ir_flagref f = s->tasks[i].signals[a];
+			for (int j = 0; j < s->ntasks; j++)
+				for (int b = 0; b < s->tasks[j].nwaits; b++) {
+					ir_flagref w = s->tasks[j].waits[b];
+					if (w.index != f.index)
+						continue;
+					if (w.rank == f.rank)
+						sb_printf(out, "  t%d -> t%d [label=\"f%d\"];\n", i, j, f.index);
+					else if (f.rank != 0)
+						sb_printf(out, "  t%d -> t%d [style=dashed, label=\"f%d@%d\"];\n",
+							  i, j, f.index, f.rank);
+				}
+		}
+	sb_puts(out, "}\n");
+}
+
+void inspect_svg(const ir_sched *s, strbuf *out)
+{
+	const ir_prog *p = s->prog;
+	double end = s->predicted_us > 0 ? s->predicted_us : 1;
+	int lane = 12, left = 110, width = 1000, top = 40;
+	int h = top + s->ctas * lane + 40;
+	sb_printf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+		  "font-family=\"monospace\" font-size=\"10\">\n", left + width + 20, h);
+	sb_printf(out, "<text x=\"4\" y=\"14\">%s, mesh %d x %d: predicted %.1f us, floor %.1f us "
+		  "(rank 0; one lane per CTA)</text>\n", p->name, p->nodes, p->gpus,
+		  s->predicted_us, s->bound_us);
+	for (int r = 0; r < s->nroles; r++)
+		sb_printf(out, "<rect x=\"%d\" y=\"20\" width=\"10\" height=\"10\" fill=\"%s\"/>"
+			  "<text x=\"%d\" y=\"29\">%s</text>\n", 4 + r * 90,
+			  role_color[s->roles[r].kind], 18 + r * 90, ir_role_name(s->roles[r].kind));
+	for (int c = 0; c < s->ctas; c++)
+		sb_printf(out, "<text x=\"4\" y=\"%d\">CTA %d</text>\n", top + c * lane + 9, c);
+	for (int i = 0; i < s->ntasks; i++) {
+		const ir_task *t = &s->tasks[i];
+		double x0 = left + t->t0 / end * width, x1 = left + t->t1 / end * width;
+		strbuf r;
+		sb_init(&r);
+		inspect_region(p, &t->write, &r);
+		sb_printf(out, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\" "
+			  "stroke=\"white\" stroke-width=\"0.3\"><title>t%d %s %s %s %.2f-%.2f us</title></rect>\n",
+			  x0, top + t->cta * lane, x1 - x0 > 0.3 ? x1 - x0 : 0.3, lane - 2,
+			  role_color[s->roles[t->role].kind], i, ir_task_name(t->kind),
+			  p->ops[t->op].stage, sb_str(&r), t->t0, t->t1);
+		sb_free(&r);
+	}
+	for (int k = 0; k <= 10; k++) {
+		double x = left + k * width / 10.0;
+		sb_printf(out, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ccc\"/>"
+			  "<text x=\"%.1f\" y=\"%d\">%.1f us</text>\n", x, top - 2, x,
+			  top + s->ctas * lane, x - 10, top + s->ctas * lane + 14, end * k / 10);
+	}
+	sb_puts(out, "</svg>\n");
+}

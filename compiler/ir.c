@@ -1,0 +1,176 @@
+/* ir.c - the tables of ir.h, and the rank-symmetry map sigma_r. */
+#include "ir.h"
+
+#include <string.h>
+
+static const struct { const char *name; int size; } dtypes[] = {
+#define X(id, name, size) {name, size},
+	IR_DTYPES(X)
+#undef X
+};
+
+const char *ir_dtype_name(ir_dtype t) { return dtypes[t].name; }
+int ir_dtype_size(ir_dtype t) { return dtypes[t].size; }
+
+static int lookup(const char *const *names, int n, const char *s, int len)
+{
+	for (int i = 0; i < n; i++)
+		if ((int)strlen(names[i]) == len && !memcmp(names[i], s, (size_t)len))
+			return i;
+	return -1;
+}
+
+int ir_dtype_lookup(const char *name, int len)
+{
+	static const char *const names[] = {
+#define X(id, name, size) name,
+		IR_DTYPES(X)
+#undef X
+	};
+	return lookup(names, DT_COUNT, name, len);
+}
+
+static const struct { const char *name; char cls; } ops[] = {
+#define X(id, name, cls, lo, hi) {name, cls},
+	IR_OPS(X)
+#undef X
+};
+
+const char *ir_op_name(ir_opkind k) { return ops[k].name; }
+char ir_op_class(ir_opkind k) { return ops[k].cls; }
+
+int ir_op_lookup(const char *name, int len)
+{
+	static const char *const names[] = {
+#define X(id, name, cls, lo, hi) name,
+		IR_OPS(X)
+#undef X
+	};
+	return lookup(names, OP_COUNT, name, len);
+}
+
+static const char *const role_names[] = {
+#define X(id, name) name,
+	IR_ROLES(X)
+#undef X
+};
+
+const char *ir_role_name(ir_rolekind k) { return role_names[k]; }
+int ir_role_lookup(const char *name, int len)
+{
+	return lookup(role_names, ROLE_COUNT, name, len);
+}
+
+static const char *const task_names[] = {
+#define X(id, name) name,
+	IR_TASKS(X)
+#undef X
+};
+
+const char *ir_task_name(ir_taskkind k) { return task_names[k]; }
+
+int ir_find_tensor(const ir_prog *p, const char *name)
+{
+	for (int i = 0; i < p->ntensors; i++)
+		if (!strcmp(p->tensors[i].name, name))
+			return i;
+	return -1;
+}
+
+int64_t ir_tensor_elems(const ir_tensor *t)
+{
+	int64_t n = 1;
+	for (int d = 0; d < t->ndim; d++)
+		n *= t->local[d];
+	return n;
+}
+
+int64_t ir_tensor_bytes(const ir_tensor *t)
+{
+	return ir_tensor_elems(t) * ir_dtype_size(t->dtype);
+}
+
+/* The shard a rank holds in a group. */
+static int shard_of(ir_group g, int rank, int gpus)
+{
+	switch (g) {
+	case GRP_GPUS: return rank % gpus;
+	case GRP_NODES: return rank / gpus;
+	default: return rank;
+	}
+}
+
+int64_t ir_shard_base(const ir_tensor *t, int d, int rank, int nodes, int gpus)
+{
+	(void)nodes;
+	if (t->place.kind != PL_SPLIT || t->place.dim != d)
+		return 0;
+	return (int64_t)shard_of(t->place.group, rank, gpus) * t->local[d];
+}
+
+int ir_rank_shift(int x, int r, int nodes, int gpus)
+{
+	int xn = x / gpus, xg = x % gpus;
+	int rn = r / gpus, rg = r % gpus;
+	return ((xn + rn) % nodes) * gpus + (xg + rg) % gpus;
+}
+
+/* sigma_r on a shard index of a group. */
+static int64_t shard_shift(ir_group g, int64_t s, int r, int nodes, int gpus)
+{
+	switch (g) {
+	case GRP_GPUS: return (s + r % gpus) % gpus;
+	case GRP_NODES: return (s + r / gpus) % nodes;
+	default: return ir_rank_shift((int)s, r, nodes, gpus);
+	}
+}
+
+ir_region ir_region_shift(const ir_prog *p, ir_region g, int r)
+{
+	if (g.tensor < 0)
+		return g;
+	const ir_tensor *t = &p->tensors[g.tensor];
+	g.rank = ir_rank_shift(g.rank, r, p->nodes, p->gpus);
+	for (int d = 0; d < t->ndim; d++) {
+		int64_t u = t->rot[d].unit;
+		if (u <= 0)
+			continue;
+		int64_t s = g.lo[d] / u, off = g.lo[d] % u;
+		int64_t ns = shard_shift(t->rot[d].group, s, r, p->nodes, p->gpus);
+		int64_t len = g.hi[d] - g.lo[d];
+		g.lo[d] = ns * u + off;
+		g.hi[d] = g.lo[d] + len;
+	}
+	return g;
+}
+
+ir_task ir_task_shift(const ir_sched *s, const ir_task *t, int r)
+{
+	const ir_prog *p = s->prog;
+	ir_task u = *t;
+	u.rank = ir_rank_shift(t->rank, r, p->nodes, p->gpus);
+	for (int i = 0; i < t->nreads; i++)
+		u.reads[i] = ir_region_shift(p, t->reads[i], r);
+	u.write = ir_region_shift(p, t->write, r);
+	for (int i = 0; i < t->nwaits; i++)
+		u.waits[i].rank = ir_rank_shift(t->waits[i].rank, r, p->nodes, p->gpus);
+	for (int i = 0; i < t->nsignals; i++)
+		u.signals[i].rank = ir_rank_shift(t->signals[i].rank, r, p->nodes, p->gpus);
+	return u;
+}
+
+int ir_mm_smem(const int t[4])
+{
+	/* mkd_mma_tile: padded A [BM][BK+8] and B [BK][BN+8] per stage, 2 bytes */
+	return t[3] * (t[0] * (t[2] + 8) + t[2] * (t[1] + 8)) * 2;
+}
+
+void ir_mm_tile(const ir_op *op, int smem_limit, int t[4])
+{
+	t[0] = op->hints.ntile >= 1 ? (int)op->hints.tile[0] : 128;
+	t[1] = op->hints.ntile >= 2 ? (int)op->hints.tile[1] : 128;
+	t[2] = op->hints.ntile >= 3 ? (int)op->hints.tile[2] : 32;
+	t[3] = 4;
+	while (t[3] > 2 && ir_mm_smem(t) > smem_limit)
+		t[3]--;
+}

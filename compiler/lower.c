@@ -1,0 +1,587 @@
+/* lower.c - the tile graph: a checked pipeline becomes rank 0's tasks.
+ *
+ * Every op is cut into tasks (a matmul tile, an elementwise box, a chunk to
+ * copy from a peer, an RDMA write), each with the exact regions it reads and
+ * the one it writes.  Only rank 0's tasks are made; rank r runs their image
+ * under sigma_r (ir.h).  For that to be right, every coordinate tied to a
+ * rank's shard must move with the rank: assign_rotations() finds those
+ * dimensions (a union-find over tensor dimensions that ops identify, seeded
+ * by the splits) and records them in ir_tensor.rot.
+ *
+ * Collectives expand by the mesh: NVLink (loads from the peer's memory)
+ * among the GPUs of a node, RDMA only between nodes, and each byte crosses
+ * the network once per node pair and GPU index: a shard goes to the GPU of
+ * the same index on every other node, and that GPU's node peers pull it
+ * from there over NVLink.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile.h"
+#include "costmodel.h"
+
+typedef struct lower {
+	ir_prog *p;
+	const compile_opts *o;
+	diags *d;
+	arena *a;
+	ir_sched *s;
+	int cap;
+	int err;
+} lower;
+
+/* ---- rotations ---------------------------------------------------------- */
+
+typedef struct uf {
+	int *parent;
+	ir_rot *seed;
+	int *seeded;
+} uf;
+
+static int uf_find(uf *u, int x)
+{
+	while (u->parent[x] != x) {
+		u->parent[x] = u->parent[u->parent[x]];
+		x = u->parent[x];
+	}
+	return x;
+}
+
+static void uf_union(uf *u, int a, int b)
+{
+	a = uf_find(u, a);
+	b = uf_find(u, b);
+	if (a != b)
+		u->parent[a] = b;
+}
+
+#define DIMNODE(t, d) ((t) * IR_MAXDIM + (d))
+
+static void tie_all(uf *u, const ir_prog *p, int a, int b)
+{
+	const ir_tensor *ta = &p->tensors[a], *tb = &p->tensors[b];
+	if (ta->ndim != tb->ndim)
+		return;
+	for (int d = 0; d < ta->ndim; d++)
+		uf_union(u, DIMNODE(a, d), DIMNODE(b, d));
+}
+
+static const char *group_name(ir_group g)
+{
+	return g == GRP_GPUS ? "gpus" : g == GRP_NODES ? "nodes" : "world";
+}
+
+static int group_size(const ir_prog *p, ir_group g)
+{
+	return g == GRP_GPUS ? p->gpus : g == GRP_NODES ? p->nodes : p->world;
+}
+
+static void seed(lower *L, uf *u, int t, int d, ir_rot r, span where)
+{
+	int c = uf_find(u, DIMNODE(t, d));
+	if (!u->seeded[c]) {
+		u->seeded[c] = 1;
+		u->seed[c] = r;
+	} else if (u->seed[c].unit != r.unit || u->seed[c].group != r.group) {
+		diag_error(L->d, where,
+			   "dimension %d of '%s' is tied to shards of %lld over %s and of %lld over %s; "
+			   "mkc needs one shard layout per dimension",
+			   d, L->p->tensors[t].name, (long long)u->seed[c].unit,
+			   group_name(u->seed[c].group), (long long)r.unit, group_name(r.group));
+		L->err = 1;
+	}
+}
+
+static void assign_rotations(lower *L)
+{
+	ir_prog *p = L->p;
+	int n = p->ntensors * IR_MAXDIM;
+	uf u = {arena_alloc(L->a, (size_t)n * sizeof(int)),
+		arena_alloc(L->a, (size_t)n * sizeof(ir_rot)),
+		arena_alloc(L->a, (size_t)n * sizeof(int))};
+	if (!u.parent || !u.seed || !u.seeded)
+		return;
+	for (int i = 0; i < n; i++)
+		u.parent[i] = i;
+
+	for (int i = 0; i < p->nops; i++) {
+		const ir_op *op = &p->ops[i];
+		int o = op->out;
+		const ir_tensor *to = &p->tensors[o];
+		switch (op->kind) {
+		case OP_MATMUL: {
+			int A = op->in[0], B = op->in[1];
+			int b = to->ndim == 3;  /* batched: dim 0 is the batch */
+			if (b) {
+				uf_union(&u, DIMNODE(A, 0), DIMNODE(o, 0));
+				uf_union(&u, DIMNODE(B, 0), DIMNODE(o, 0));
+			}
+			uf_union(&u, DIMNODE(A, b + 0), DIMNODE(o, b + 0));
+			uf_union(&u, DIMNODE(B, b + 1), DIMNODE(o, b + 1));
+			uf_union(&u, DIMNODE(A, b + 1), DIMNODE(B, b + 0));
+			break;
+		}
+		case OP_ADD:
+		case OP_MUL:
+		case OP_RMSNORM:
+			tie_all(&u, p, op->in[0], o);
+			if (op->nin > 1) {
+				const ir_tensor *t1 = &p->tensors[op->in[1]];
+				if (t1->ndim == to->ndim)
+					tie_all(&u, p, op->in[1], o);
+				else if (t1->ndim == 1)
+					uf_union(&u, DIMNODE(op->in[1], 0), DIMNODE(o, to->ndim - 1));
+			}
+			break;
+		case OP_SUM:
+			break;
+		default:
+			for (int k = 0; k < op->nin; k++)
+				tie_all(&u, p, op->in[k], o);
+			break;
+		}
+	}
+	for (int t = 0; t < p->ntensors; t++) {
+		const ir_tensor *x = &p->tensors[t];
+		if (x->place.kind == PL_SPLIT && group_size(p, x->place.group) > 1)
+			seed(L, &u, t, x->place.dim,
+			     (ir_rot){x->local[x->place.dim], x->place.group}, x->where);
+	}
+	/* allreduce: rank r reduces and gathers chunk r of dim 0 */
+	for (int i = 0; i < p->nops; i++) {
+		const ir_op *op = &p->ops[i];
+		if (op->kind != OP_ALLREDUCE || p->world == 1)
+			continue;
+		const ir_tensor *t = &p->tensors[op->out];
+		if (t->shape[0] % p->world) {
+			diag_error(L->d, op->where,
+				   "allreduce splits dimension 0 of '%s' (%lld) over world (%d) ranks: "
+				   "it must be divisible",
+				   t->name, (long long)t->shape[0], p->world);
+			L->err = 1;
+			continue;
+		}
+		int c = uf_find(&u, DIMNODE(op->out, 0));
+		if (!u.seeded[c])
+			seed(L, &u, op->out, 0, (ir_rot){t->shape[0] / p->world, GRP_WORLD}, op->where);
+	}
+	for (int t = 0; t < p->ntensors; t++)
+		for (int d = 0; d < p->tensors[t].ndim; d++) {
+			int c = uf_find(&u, DIMNODE(t, d));
+			if (u.seeded[c])
+				p->tensors[t].rot[d] = u.seed[c];
+		}
+}
+
+/* ---- tasks -------------------------------------------------------------- */
+
+static ir_task *new_task(lower *L, ir_taskkind k, int op)
+{
+	ir_sched *s = L->s;
+	if (s->ntasks == L->cap) {
+		int nc = L->cap ? L->cap * 2 : 256;
+		ir_task *nt = arena_alloc(L->a, (size_t)nc * sizeof *nt);
+		if (!nt) {
+			L->err = 1;
+			return NULL;
+		}
+		if (s->ntasks)
+			memcpy(nt, s->tasks, (size_t)s->ntasks * sizeof *nt);
+		s->tasks = nt;
+		L->cap = nc;
+	}
+	ir_task *t = &s->tasks[s->ntasks];
+	memset(t, 0, sizeof *t);
+	t->id = s->ntasks++;
+	t->kind = k;
+	t->op = op;
+	t->role = -1;
+	t->cta = -1;
+	t->write.tensor = -1;
+	return t;
+}
+
+/* Rank 0's whole local piece of tensor t (its shard starts at 0). */
+static ir_region full_region(const ir_prog *p, int t, int rank)
+{
+	const ir_tensor *x = &p->tensors[t];
+	ir_region g = {.tensor = t, .rank = rank};
+	for (int d = 0; d < x->ndim; d++) {
+		g.lo[d] = ir_shard_base(x, d, rank, p->nodes, p->gpus);
+		g.hi[d] = g.lo[d] + x->local[d];
+	}
+	return g;
+}
+
+static void add_read(lower *L, ir_task *t, ir_region g)
+{
+	if (t->nreads == IR_MAXREADS) {
+		L->err = 1;
+		return;
+	}
+	t->reads[t->nreads++] = g;
+}
+
+/* Cuts [lo, hi) of dimension d of tensor t into pieces of at most `step`,
+ * never across a shard boundary of a rotated dimension.  Returns the count;
+ * cuts[] gets count+... pairs. */
+static int cut_dim(const ir_tensor *x, int d, int64_t lo, int64_t hi, int64_t step,
+		   int64_t *cl, int64_t *ch, int max)
+{
+	int64_t unit = x->rot[d].unit > 0 ? x->rot[d].unit : (hi - lo);
+	if (step <= 0)
+		step = hi - lo;
+	int n = 0;
+	for (int64_t s0 = lo; s0 < hi; s0 += unit) {
+		int64_t s1 = s0 + unit < hi ? s0 + unit : hi;
+		for (int64_t a = s0; a < s1; a += step) {
+			if (n == max)
+				return -1;
+			cl[n] = a;
+			ch[n] = a + step < s1 ? a + step : s1;
+			n++;
+		}
+	}
+	return n;
+}
+
+#define MAXCUTS 65536
+
+static int64_t *cut_lo, *cut_hi;   /* scratch, per lowering */
+
+static int elem_bytes(const ir_prog *p, int t) { return ir_dtype_size(p->tensors[t].dtype); }
+
+/* matmul: C[m0:m1, n0:n1] = A[m0:m1, :] @ B[:, n0:n1], batched over dim 0
+ * when the operands are 3-D. */
+static void lower_matmul(lower *L, int oi)
+{
+	ir_prog *p = L->p;
+	const ir_op *op = &p->ops[oi];
+	const ir_tensor *C = &p->tensors[op->out];
+	int b = C->ndim == 3;
+	ir_region cr = full_region(p, op->out, 0);
+	ir_region ar = full_region(p, op->in[0], 0);
+	ir_region br = full_region(p, op->in[1], 0);
+	int64_t K = ar.hi[b + 1] - ar.lo[b + 1];
+	int tl[4];
+	ir_mm_tile(op, L->s->dev.smem_per_sm, tl);
+	int64_t bm = tl[0], bn = tl[1];
+	int64_t nb = b ? cr.hi[0] - cr.lo[0] : 1;
+	int64_t *ml = cut_lo, *mh = cut_hi;
+	int nm = cut_dim(C, b, cr.lo[b], cr.hi[b], bm, ml, mh, MAXCUTS / 2);
+	int64_t *nl = cut_lo + MAXCUTS / 2, *nh = cut_hi + MAXCUTS / 2;
+	int nn = cut_dim(C, b + 1, cr.lo[b + 1], cr.hi[b + 1], bn, nl, nh, MAXCUTS / 2);
+	if (nm < 0 || nn < 0) {
+		diag_error(L->d, op->where, "matmul '%s' has too many tiles; use a larger tile",
+			   op->stage);
+		L->err = 1;
+		return;
+	}
+	for (int64_t e = 0; e < nb; e++)
+		for (int i = 0; i < nm; i++)
+			for (int j = 0; j < nn; j++) {
+				ir_task *t = new_task(L, TASK_MATMUL, oi);
+				if (!t)
+					return;
+				ir_region a = ar, bb = br, c = cr;
+				if (b) {
+					a.lo[0] = bb.lo[0] = c.lo[0] = cr.lo[0] + e;
+					a.hi[0] = bb.hi[0] = c.hi[0] = cr.lo[0] + e + 1;
+				}
+				a.lo[b] = c.lo[b] = ml[i];
+				a.hi[b] = c.hi[b] = mh[i];
+				bb.lo[b + 1] = c.lo[b + 1] = nl[j];
+				bb.hi[b + 1] = c.hi[b + 1] = nh[j];
+				add_read(L, t, a);
+				add_read(L, t, bb);
+				t->write = c;
+				t->flops = 2.0 * (double)(mh[i] - ml[i]) * (double)(nh[j] - nl[j]) * (double)K;
+				t->bytes = (double)((mh[i] - ml[i]) + (nh[j] - nl[j])) * (double)K *
+					   elem_bytes(p, op->in[0]);
+			}
+}
+
+/* The boxes that tile tensor t's rank-0 piece when its producer is tiled:
+ * reuse the producer's write boxes, so a consumer waits on one producer. */
+static int producer_boxes(lower *L, int t, ir_region *out, int max)
+{
+	int n = 0;
+	for (int i = 0; i < L->s->ntasks; i++) {
+		const ir_task *k = &L->s->tasks[i];
+		if (k->write.tensor == t && k->write.rank == 0 &&
+		    (k->kind == TASK_MATMUL || k->kind == TASK_EW)) {
+			if (n == max)
+				return -1;
+			out[n++] = k->write;
+		}
+	}
+	return n;
+}
+
+/* Row blocks of about `bytes` each over tensor t's rank-0 piece. */
+static int row_boxes(lower *L, int t, int64_t bytes, int64_t minrows, ir_region *out, int max)
+{
+	const ir_prog *p = L->p;
+	const ir_tensor *x = &p->tensors[t];
+	ir_region full = full_region(p, t, 0);
+	int rd = x->ndim >= 2 ? x->ndim - 2 : 0;   /* the row dimension */
+	int64_t rowb = ir_dtype_size(x->dtype);
+	for (int d = rd + 1; d < x->ndim; d++)
+		rowb *= x->local[d];
+	int64_t rows = bytes / (rowb ? rowb : 1);
+	if (rows < minrows)
+		rows = minrows;
+	int64_t outer = 1;
+	for (int d = 0; d < rd; d++)
+		outer *= x->local[d];
+	int n = 0;
+	for (int64_t e = 0; e < outer; e++) {
+		int k = cut_dim(x, rd, full.lo[rd], full.hi[rd], rows, cut_lo, cut_hi, MAXCUTS);
+		if (k < 0 || n + k > max)
+			return -1;
+		for (int i = 0; i < k; i++) {
+			ir_region g = full;
+			if (rd == 1) {
+				g.lo[0] = full.lo[0] + e;
+				g.hi[0] = g.lo[0] + 1;
+			}
+			g.lo[rd] = cut_lo[i];
+			g.hi[rd] = cut_hi[i];
+			out[n++] = g;
+		}
+	}
+	return n;
+}
+
+static ir_region retarget(ir_region g, int tensor)
+{
+	g.tensor = tensor;
+	return g;
+}
+
+static void lower_elementwise(lower *L, int oi)
+{
+	ir_prog *p = L->p;
+	const ir_op *op = &p->ops[oi];
+	char cls = ir_op_class(op->kind);
+	ir_region *boxes = arena_alloc(L->a, MAXCUTS * sizeof *boxes);
+	if (!boxes) {
+		L->err = 1;
+		return;
+	}
+	int n = cls == 'E' ? producer_boxes(L, op->in[0], boxes, MAXCUTS) : 0;
+	if (n <= 0)
+		n = row_boxes(L, op->out, cls == 'R' ? 64 * 1024 : 128 * 1024,
+			      cls == 'R' ? 8 : 1, boxes, MAXCUTS);
+	if (n < 0) {
+		diag_error(L->d, op->where, "'%s' has too many tiles", op->stage);
+		L->err = 1;
+		return;
+	}
+	const ir_tensor *to = &p->tensors[op->out];
+	for (int i = 0; i < n; i++) {
+		ir_task *t = new_task(L, cls == 'R' ? TASK_ROW : TASK_EW, oi);
+		if (!t)
+			return;
+		t->write = retarget(boxes[i], op->out);
+		add_read(L, t, retarget(boxes[i], op->in[0]));
+		for (int k = 1; k < op->nin; k++) {
+			const ir_tensor *x = &p->tensors[op->in[k]];
+			if (x->ndim == to->ndim)
+				add_read(L, t, retarget(boxes[i], op->in[k]));
+			else
+				add_read(L, t, full_region(p, op->in[k], 0));
+		}
+		double elems = 1;
+		for (int d = 0; d < to->ndim; d++)
+			elems *= (double)(t->write.hi[d] - t->write.lo[d]);
+		t->bytes = elems * (ir_dtype_size(to->dtype) +
+				    op->nin * ir_dtype_size(p->tensors[op->in[0]].dtype));
+		t->flops = elems * 4;
+	}
+}
+
+/* The rank that holds shard s of group g, in rank 0's view. */
+static int shard_owner(const ir_prog *p, ir_group g, int s)
+{
+	return g == GRP_NODES ? s * p->gpus : s;
+}
+
+static int64_t chunk_rows(const lower *L, const ir_op *op, const ir_region *box,
+			  int elem, int64_t dflt)
+{
+	int64_t bytes = op->hints.chunk > 0 ? op->hints.chunk : dflt;
+	int64_t rowb = elem;
+	for (int d = 1; d < IR_MAXDIM && box->hi[d] > box->lo[d]; d++)
+		rowb *= box->hi[d] - box->lo[d];
+	int64_t rows = bytes / rowb;
+	if (rows < 1)
+		rows = 1;
+	/* align to the consumer's matmul rows where they exist */
+	const ir_prog *p = L->p;
+	for (int i = 0; i < p->nops; i++) {
+		const ir_op *c = &p->ops[i];
+		if (c->kind == OP_MATMUL && c->in[0] == op->out) {
+			int tl[4];
+			ir_mm_tile(c, L->s->dev.smem_per_sm, tl);
+			int64_t bm = tl[0];
+			if (rows >= bm)
+				rows -= rows % bm;
+			else
+				while (bm % rows)
+					rows--;
+			break;
+		}
+	}
+	return rows;
+}
+
+/* Chunks of `src` (region on rank `from`) copied into `dst` (on rank `to`),
+ * run by rank 0. */
+static void copy_chunks(lower *L, int oi, ir_taskkind kind, ir_transport tr,
+			ir_region src, ir_region dst, int64_t dflt_chunk)
+{
+	const ir_prog *p = L->p;
+	const ir_op *op = &p->ops[oi];
+	const ir_tensor *x = &p->tensors[dst.tensor];
+	int elem = ir_dtype_size(x->dtype);
+	int64_t rows = chunk_rows(L, op, &dst, elem, dflt_chunk);
+	int k = cut_dim(x, 0, dst.lo[0], dst.hi[0], rows, cut_lo, cut_hi, MAXCUTS);
+	if (k < 0) {
+		diag_error(L->d, op->where, "'%s' has too many chunks; use a larger chunk",
+			   op->stage);
+		L->err = 1;
+		return;
+	}
+	for (int i = 0; i < k; i++) {
+		ir_task *t = new_task(L, kind, oi);
+		if (!t)
+			return;
+		ir_region s = src, w = dst;
+		int64_t off = cut_lo[i] - dst.lo[0];
+		s.lo[0] = src.lo[0] + off;
+		s.hi[0] = s.lo[0] + (cut_hi[i] - cut_lo[i]);
+		w.lo[0] = cut_lo[i];
+		w.hi[0] = cut_hi[i];
+		add_read(L, t, s);
+		t->write = w;
+		t->transport = tr;
+		double elems = 1;
+		for (int d = 0; d < x->ndim; d++)
+			elems *= (double)(w.hi[d] - w.lo[d]);
+		t->bytes = elems * elem;
+	}
+}
+
+/* Y = allgather(X, d), or an explicit put stage for a set of peers. */
+static void lower_gather(lower *L, int oi)
+{
+	ir_prog *p = L->p;
+	const ir_op *op = &p->ops[oi];
+	int X = op->in[0], Y = op->out;
+	const ir_tensor *tx = &p->tensors[X];
+	ir_group g = tx->place.group;
+	int d = tx->place.dim;
+	int G = group_size(p, g);
+	ir_peers peers = op->kind == OP_PUT ? op->peers : PEERS_ALL;
+	const int64_t nv_chunk = 256 * 1024, rd_chunk = 1024 * 1024;
+
+	for (int s = 0; s < G; s++) {
+		int q = shard_owner(p, g, s);
+		int qn = q / p->gpus, qg = q % p->gpus;
+		int remote = qn != 0;
+		if ((peers == PEERS_NODE && remote) || (peers == PEERS_REMOTE && !remote))
+			continue;
+		ir_region dst = full_region(p, Y, 0);
+		dst.lo[d] = s * tx->local[d];
+		dst.hi[d] = dst.lo[d] + tx->local[d];
+		ir_region src = full_region(p, X, q);
+		if (!remote) {
+			copy_chunks(L, oi, TASK_COPY, q == 0 ? TR_LOCAL : TR_NVLINK, src, dst,
+				    nv_chunk);
+			continue;
+		}
+		if (op->kind == OP_PUT) {
+			/* explicit rdma stage: q writes its shard into everyone's Y */
+			continue;
+		}
+		/* shard s arrived by RDMA at (0, qg); pull it from there */
+		if (qg != 0) {
+			ir_region via = dst;
+			via.rank = qg;
+			copy_chunks(L, oi, TASK_COPY, TR_NVLINK, via, dst, nv_chunk);
+		}
+	}
+	/* RDMA: rank 0 sends its own shard to the GPU of the same index of every
+	 * other node (allgather), or to every remote rank (explicit put). */
+	if (p->nodes > 1 && peers != PEERS_NODE && g != GRP_GPUS) {
+		ir_region src = full_region(p, X, 0);
+		for (int n = 1; n < p->nodes; n++)
+			for (int gg = 0; gg < p->gpus; gg++) {
+				if (op->kind != OP_PUT && gg != 0)
+					continue;
+				ir_region dst = full_region(p, Y, n * p->gpus + gg);
+				dst.lo[d] = 0;
+				dst.hi[d] = tx->local[d];
+				copy_chunks(L, oi, TASK_RDMA, TR_RDMA, src, dst, rd_chunk);
+			}
+	}
+	p->tensors[X].peer_access = true;
+	p->tensors[Y].peer_access = true;
+}
+
+ir_sched *lower_run(ir_prog *p, const compile_opts *o, diags *d, arena *a)
+{
+	lower L = {.p = p, .o = o, .d = d, .a = a};
+	L.s = arena_alloc(a, sizeof *L.s);
+	cut_lo = arena_alloc(a, MAXCUTS * sizeof(int64_t));
+	cut_hi = arena_alloc(a, MAXCUTS * sizeof(int64_t));
+	if (!L.s || !cut_lo || !cut_hi)
+		return NULL;
+	L.s->prog = p;
+	L.s->dev = o && o->dev ? *o->dev : costmodel_h200();
+	L.s->ranks_per_gpu = o && o->ranks_per_gpu > 0 ? o->ranks_per_gpu : 1;
+
+	assign_rotations(&L);
+	if (L.err)
+		return NULL;
+	for (int i = 0; i < p->nops && !L.err; i++) {
+		const ir_op *op = &p->ops[i];
+		switch (op->kind) {
+		case OP_MATMUL:
+			if (p->tensors[op->out].ndim > 3) {
+				diag_error(d, op->where, "matmul of more than 3 dimensions is not supported");
+				L.err = 1;
+			} else {
+				lower_matmul(&L, i);
+			}
+			break;
+		case OP_ADD:
+		case OP_MUL:
+		case OP_SCALE:
+		case OP_CAST:
+		case OP_RELU:
+		case OP_SILU:
+		case OP_GELU:
+		case OP_RMSNORM:
+		case OP_SOFTMAX:
+			lower_elementwise(&L, i);
+			break;
+		case OP_ALLGATHER:
+		case OP_PUT:
+			lower_gather(&L, i);
+			break;
+		default:
+			diag_error(d, op->where, "'%s' cannot be lowered to tiles yet",
+				   ir_op_name(op->kind));
+			L.err = 1;
+			break;
+		}
+	}
+	if (L.err) {
+		if (!diag_has_errors(d))
+			diag_error(d, p->where, "lowering failed (too many reads in one task)");
+		return NULL;
+	}
+	return L.s;
+}

@@ -1,0 +1,314 @@
+/* main.c - the mkc command: read one .mk file, run the passes up to what
+ * --emit asks for, print it.  The only file of compiler/ that reaches up into
+ * codegen/ (to emit CUDA and run NVRTC); see DESIGN.md section 3.
+ *
+ * Exit status: 0 success, 1 errors in the input, 2 bad command line,
+ * 3 internal error.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../codegen/emit.h"
+#include "../codegen/nvrtc.h"
+#include "../grammar/ast.h"
+#include "compile.h"
+#include "costmodel.h"
+#include "inspect.h"
+#include "sema.h"
+
+/* X(id, name, last pass, what) */
+#define EMITS(X)                                                            \
+	X(AST, "ast", PASS_PARSE, "the syntax tree")                        \
+	X(CHECK, "check", PASS_CHECK, "what mkc understood: tensors, placements, ops") \
+	X(GRAPH, "graph", PASS_LOWER, "the tile graph as text")             \
+	X(SCHEDULE, "schedule", PASS_VERIFY, "roles, CTAs and task lists, with predicted times") \
+	X(JSON, "json", PASS_VERIFY, "the schedule for tools (docs/schedule.md)") \
+	X(DOT, "dot", PASS_VERIFY, "the tile graph for Graphviz")           \
+	X(SVG, "svg", PASS_VERIFY, "a timeline of the predicted schedule")  \
+	X(CU, "cu", PASS_VERIFY, "the generated CUDA C")                    \
+	X(PTX, "ptx", PASS_VERIFY, "PTX, through NVRTC")                    \
+	X(CUBIN, "cubin", PASS_VERIFY, "a cubin, through NVRTC")
+
+enum emit {
+#define X(id, name, pass, what) EMIT_##id,
+	EMITS(X)
+#undef X
+	EMIT_COUNT
+};
+
+static const struct {
+	const char *name;
+	compile_pass pass;
+	const char *what;
+} emits[] = {
+#define X(id, name, pass, what) {name, pass, what},
+	EMITS(X)
+#undef X
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: mkc [options] FILE.mk\n"
+		"  --emit=KIND        what to print (default: check)\n");
+	for (int i = 0; i < EMIT_COUNT; i++)
+		fprintf(f, "      %-8s %s\n", emits[i].name, emits[i].what);
+	fprintf(f,
+		"  -D NAME=VALUE      set a parameter, or the mesh: -D nodes=2 -D gpus=8\n"
+		"  --ranks-per-gpu=R  schedule for R virtual ranks sharing one GPU\n"
+		"  --arch=ARCH        NVRTC target for ptx/cubin (default sm_90a)\n"
+		"  --device=FILE      cost-model constants (see docs/costmodel.md)\n"
+		"  --no-cache         do not use the JIT cache for ptx/cubin\n"
+		"  -o FILE            write the output to FILE\n"
+		"  -Werror            treat warnings as errors\n"
+		"  --help, --version\n");
+}
+
+static int parse_define(const char *arg, mk_define *d)
+{
+	const char *eq = strchr(arg, '=');
+	if (!eq || eq == arg)
+		return -1;
+	char *end;
+	errno = 0;
+	long long v = strtoll(eq + 1, &end, 0);
+	if (errno || *end || end == eq + 1)
+		return -1;
+	size_t n = (size_t)(eq - arg);
+	char *name = malloc(n + 1);
+	if (!name)
+		return -1;
+	memcpy(name, arg, n);
+	name[n] = 0;
+	d->name = name;
+	d->value = v;
+	return 0;
+}
+
+static int write_out(const char *path, const void *data, size_t n)
+{
+	FILE *f = path ? fopen(path, "wb") : stdout;
+	if (!f) {
+		fprintf(stderr, "mkc: cannot open %s: %s\n", path, strerror(errno));
+		return 3;
+	}
+	size_t w = fwrite(data, 1, n, f);
+	int bad = w != n || fflush(f) != 0;
+	if (path)
+		bad |= fclose(f) != 0;
+	if (bad) {
+		fprintf(stderr, "mkc: cannot write %s: %s\n", path ? path : "output",
+			strerror(errno));
+		return 3;
+	}
+	return 0;
+}
+
+static int nvrtc_emit(const ir_sched *s, enum emit e, const char *arch,
+		      int use_cache, const char *outpath)
+{
+	strbuf cu;
+	sb_init(&cu);
+	char err[256];
+	if (cg_emit_cuda(s, NULL, &cu, err, sizeof err) != 0) {
+		fprintf(stderr, "mkc: cannot generate CUDA: %s\n", err);
+		sb_free(&cu);
+		return 1;
+	}
+	if (cu.oom) {
+		fprintf(stderr, "mkc: out of memory\n");
+		return 3;
+	}
+	cg_compile_opts co = {.arch = arch, .use_cache = use_cache};
+	cg_binary bin;
+	char name[160];
+	snprintf(name, sizeof name, "%s.cu", s->prog->name);
+	cg_status st = cg_compile(sb_str(&cu), name, &co, e == EMIT_PTX ? CG_PTX : CG_CUBIN, &bin);
+	sb_free(&cu);
+	if (bin.note)
+		fprintf(stderr, "mkc: note: %s\n", bin.note);
+	int rc = 0;
+	if (st != CG_OK) {
+		fprintf(stderr, "mkc: NVRTC: %s\n%s", cg_strerror(st),
+			bin.log ? bin.log : "");
+		rc = 3;
+	} else {
+		fprintf(stderr,
+			"mkc: %s: %d registers, %d bytes stack, %d/%d bytes spilled (stores/loads)%s\n",
+			arch ? arch : "sm_90a", bin.regs, bin.stack_bytes,
+			bin.spill_stores, bin.spill_loads,
+			bin.from_cache ? ", from cache" : "");
+		rc = write_out(outpath, bin.data, bin.size);
+	}
+	cg_binary_free(&bin);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	enum emit emit = EMIT_CHECK;
+	const char *path = NULL, *outpath = NULL, *arch = NULL, *devfile = NULL;
+	mk_define defs[64];
+	int ndefs = 0, werror = 0, use_cache = 1, rpg = 1;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(stdout);
+			return 0;
+		} else if (!strcmp(a, "--version")) {
+			printf("mkc %s\n", MK_VERSION);
+			return 0;
+		} else if (!strncmp(a, "--emit=", 7)) {
+			int k;
+			for (k = 0; k < EMIT_COUNT; k++)
+				if (!strcmp(a + 7, emits[k].name))
+					break;
+			if (k == EMIT_COUNT) {
+				fprintf(stderr, "mkc: unknown --emit kind '%s'\n", a + 7);
+				usage(stderr);
+				return 2;
+			}
+			emit = (enum emit)k;
+		} else if (!strcmp(a, "-D") || !strncmp(a, "-D", 2)) {
+			const char *v = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
+			if (!v || ndefs == 64 || parse_define(v, &defs[ndefs]) != 0) {
+				fprintf(stderr, "mkc: -D wants NAME=INTEGER%s%s\n",
+					v ? ", got " : "", v ? v : "");
+				return 2;
+			}
+			ndefs++;
+		} else if (!strcmp(a, "-o")) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "mkc: -o needs a file name\n");
+				return 2;
+			}
+			outpath = argv[++i];
+		} else if (!strncmp(a, "--arch=", 7)) {
+			arch = a + 7;
+		} else if (!strncmp(a, "--device=", 9)) {
+			devfile = a + 9;
+		} else if (!strncmp(a, "--ranks-per-gpu=", 16)) {
+			char *end;
+			long v = strtol(a + 16, &end, 10);
+			if (*end || v < 1 || v > 64) {
+				fprintf(stderr, "mkc: --ranks-per-gpu wants 1..64\n");
+				return 2;
+			}
+			rpg = (int)v;
+		} else if (!strcmp(a, "--no-cache")) {
+			use_cache = 0;
+		} else if (!strcmp(a, "-Werror")) {
+			werror = 1;
+		} else if (a[0] == '-' && a[1]) {
+			fprintf(stderr, "mkc: unknown option '%s'\n", a);
+			usage(stderr);
+			return 2;
+		} else if (path) {
+			fprintf(stderr, "mkc: one input file only ('%s' and '%s')\n", path, a);
+			return 2;
+		} else {
+			path = a;
+		}
+	}
+	if (!path) {
+		usage(stderr);
+		return 2;
+	}
+
+	ir_device dev = costmodel_h200();
+	if (devfile) {
+		char why[256];
+		if (costmodel_load(devfile, &dev, why, sizeof why) != 0) {
+			fprintf(stderr, "mkc: %s\n", why);
+			return 2;
+		}
+	}
+
+	srcset src;
+	src_init(&src);
+	int err = 0;
+	int file = strcmp(path, "-") ? src_load(&src, path, &err) : -1;
+	if (!strcmp(path, "-")) {
+		strbuf in;
+		sb_init(&in);
+		char buf[65536];
+		size_t k;
+		while ((k = fread(buf, 1, sizeof buf, stdin)) > 0)
+			sb_putn(&in, buf, k);
+		file = src_add(&src, "<stdin>", sb_str(&in), in.len);
+		sb_free(&in);
+		err = ENOMEM;
+	}
+	if (file < 0) {
+		fprintf(stderr, "mkc: cannot read %s: %s\n", path, strerror(err));
+		return 1;
+	}
+
+	arena a;
+	arena_init(&a);
+	diags d;
+	diag_init(&d, &src, &a);
+	d.werror = werror;
+	compile_opts o = {.defs = defs, .ndefs = ndefs, .ranks_per_gpu = rpg, .dev = &dev};
+	compile_out out;
+	int rc = compile_run(&src, file, &o, emits[emit].pass, &d, &a, &out);
+
+	strbuf msg;
+	sb_init(&msg);
+	diag_render(&d, &msg, isatty(2));
+	fputs(sb_str(&msg), stderr);
+	sb_free(&msg);
+
+	if (rc == 0) {
+		strbuf o2;
+		sb_init(&o2);
+		int binary = 0;
+		switch (emit) {
+		case EMIT_AST: ast_dump(out.ast, &src, &o2); break;
+		case EMIT_CHECK: sema_dump(out.prog, &o2); break;
+		case EMIT_GRAPH: inspect_graph(out.sched, &o2); break;
+		case EMIT_SCHEDULE: inspect_schedule(out.sched, &o2); break;
+		case EMIT_JSON: inspect_json(out.sched, &o2); break;
+		case EMIT_DOT: inspect_dot(out.sched, &o2); break;
+		case EMIT_SVG: inspect_svg(out.sched, &o2); break;
+		case EMIT_CU: {
+			char err[256];
+			if (cg_emit_cuda(out.sched, NULL, &o2, err, sizeof err) != 0) {
+				fprintf(stderr, "mkc: cannot generate CUDA: %s\n", err);
+				sb_free(&o2);
+				arena_free(&a);
+				src_free(&src);
+				return 1;
+			}
+			break;
+		}
+		case EMIT_PTX:
+		case EMIT_CUBIN:
+			binary = 1;
+			rc = nvrtc_emit(out.sched, emit, arch, use_cache, outpath);
+			break;
+		default: break;
+		}
+		if (o2.oom) {
+			fprintf(stderr, "mkc: out of memory\n");
+			rc = 3;
+		} else if (!binary) {
+			rc = write_out(outpath, sb_str(&o2), o2.len);
+		}
+		sb_free(&o2);
+	}
+	if (a.failed) {
+		fprintf(stderr, "mkc: out of memory\n");
+		rc = 3;
+	}
+	arena_free(&a);
+	src_free(&src);
+	for (int i = 0; i < ndefs; i++)
+		free((char *)defs[i].name);
+	return rc;
+}

@@ -1,0 +1,646 @@
+/* sched.c - roles, CTA split, task order and flags for rank 0's tile graph.
+ *
+ * 1. Dependencies from region overlap, across ranks: a task depends on every
+ *    task image (template task t run by rank r) whose write overlaps one of
+ *    its reads.  Writers of a region on rank x are found per template task:
+ *    exactly one r puts t's write on rank x.
+ * 2. Flags: the producers a consumer needs from one rank's memory form a
+ *    group; each distinct group is one flag (an epoch counter) in that
+ *    rank's flag array, expected = the group's size.  Every producer image
+ *    signals the groups it belongs to, so "one flag per produced region"
+ *    holds with regions as coarse as the consumers read them.
+ * 3. Roles and split: compute, nvlink (copies), rdma (posting RDMA writes);
+ *    CTAs per role from the `roles` hint or from the cost model (each role
+ *    gets a share of the rank's CTAs proportional to its work, copies capped
+ *    at what the link can carry).
+ * 4. Order: list scheduling on the cost model (the ready task with the
+ *    earliest possible start goes to the CTA of its role that frees first).
+ *    Every CTA's list is thus in one global order that also respects every
+ *    dependency, which is what makes the in-order role loops deadlock-free
+ *    (verify.c proves it again on the expanded graph).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile.h"
+#include "costmodel.h"
+
+typedef struct dep {
+	int task;   /* template task */
+	int r;      /* the rank shift of its image */
+} dep;
+
+typedef struct sched {
+	ir_sched *s;
+	const ir_prog *p;
+	diags *d;
+	arena *a;
+	int err;
+	/* per template task */
+	dep **deps;
+	int *ndeps;
+	/* writers of each tensor */
+	int **writers;
+	int *nwriters;
+	/* flags: producer groups */
+	int nflags, capflags;
+	ir_flag *flags;
+	dep **fprod;      /* the group of each flag */
+	int *nfprod;
+	int *frank;       /* data rank of each flag, rank 0's view */
+	int *hbucket;     /* hash: flag index + 1, 0 = empty */
+	int hcap;
+} sched;
+
+static int shift_inverse(int r, int nodes, int gpus)
+{
+	int rn = r / gpus, rg = r % gpus;
+	return ((nodes - rn) % nodes) * gpus + (gpus - rg) % gpus;
+}
+
+/* the r with sigma_r(x) = y */
+static int shift_between(int x, int y, int nodes, int gpus)
+{
+	return ir_rank_shift(y, shift_inverse(x, nodes, gpus), nodes, gpus);
+}
+
+static int overlap(const ir_region *a, const ir_region *b, int ndim)
+{
+	if (a->tensor != b->tensor || a->rank != b->rank)
+		return 0;
+	for (int d = 0; d < ndim; d++)
+		if (a->hi[d] <= b->lo[d] || b->hi[d] <= a->lo[d])
+			return 0;
+	return 1;
+}
+
+static void index_writers(sched *S)
+{
+	const ir_prog *p = S->p;
+	ir_sched *s = S->s;
+	S->writers = arena_alloc(S->a, (size_t)p->ntensors * sizeof(int *));
+	S->nwriters = arena_alloc(S->a, (size_t)p->ntensors * sizeof(int));
+	if (!S->writers || !S->nwriters) {
+		S->err = 1;
+		return;
+	}
+	for (int i = 0; i < s->ntasks; i++)
+		S->nwriters[s->tasks[i].write.tensor]++;
+	for (int t = 0; t < p->ntensors; t++) {
+		S->writers[t] = arena_alloc(S->a, (size_t)(S->nwriters[t] + 1) * sizeof(int));
+		if (!S->writers[t]) {
+			S->err = 1;
+			return;
+		}
+		S->nwriters[t] = 0;
+	}
+	for (int i = 0; i < s->ntasks; i++) {
+		int t = s->tasks[i].write.tensor;
+		S->writers[t][S->nwriters[t]++] = i;
+	}
+}
+
+static int dep_cmp(const void *a, const void *b)
+{
+	const dep *x = a, *y = b;
+	if (x->task != y->task)
+		return x->task < y->task ? -1 : 1;
+	return (x->r > y->r) - (x->r < y->r);
+}
+
+/* Producers of region g (on rank g.rank), appended to out (deduplicated
+ * later). */
+static int find_writers(sched *S, const ir_region *g, dep *out, int n, int max)
+{
+	const ir_prog *p = S->p;
+	const ir_sched *s = S->s;
+	int nd = p->tensors[g->tensor].ndim;
+	for (int k = 0; k < S->nwriters[g->tensor]; k++) {
+		const ir_task *t = &s->tasks[S->writers[g->tensor][k]];
+		int r = shift_between(t->write.rank, g->rank, p->nodes, p->gpus);
+		ir_region w = ir_region_shift(p, t->write, r);
+		if (overlap(&w, g, nd)) {
+			if (n == max)
+				return -1;
+			out[n++] = (dep){t->id, r};
+		}
+	}
+	return n;
+}
+
+/* ---- flag groups ---------------------------------------------------------- */
+
+static unsigned group_hash(int rank, const dep *v, int n)
+{
+	unsigned h = 2166136261u ^ (unsigned)rank;
+	for (int i = 0; i < n; i++) {
+		h = (h ^ (unsigned)v[i].task) * 16777619u;
+		h = (h ^ (unsigned)v[i].r) * 16777619u;
+	}
+	return h;
+}
+
+static int group_eq(sched *S, int f, int rank, const dep *v, int n)
+{
+	if (S->frank[f] != rank || S->nfprod[f] != n)
+		return 0;
+	return !memcmp(S->fprod[f], v, (size_t)n * sizeof *v);
+}
+
+static int flag_for(sched *S, int rank, dep *v, int n, const ir_region *guards, int op)
+{
+	if (S->nflags * 2 >= S->hcap) {
+		int nc = S->hcap ? S->hcap * 2 : 1024;
+		int *nb = arena_alloc(S->a, (size_t)nc * sizeof(int));
+		if (!nb) {
+			S->err = 1;
+			return -1;
+		}
+		for (int f = 0; f < S->nflags; f++) {
+			unsigned h = group_hash(S->frank[f], S->fprod[f], S->nfprod[f]) & (unsigned)(nc - 1);
+			while (nb[h])
+				h = (h + 1) & (unsigned)(nc - 1);
+			nb[h] = f + 1;
+		}
+		S->hbucket = nb;
+		S->hcap = nc;
+	}
+	unsigned h = group_hash(rank, v, n) & (unsigned)(S->hcap - 1);
+	while (S->hbucket[h]) {
+		int f = S->hbucket[h] - 1;
+		if (group_eq(S, f, rank, v, n))
+			return f;
+		h = (h + 1) & (unsigned)(S->hcap - 1);
+	}
+	if (S->nflags == S->capflags) {
+		int nc = S->capflags ? S->capflags * 2 : 256;
+		ir_flag *nf = arena_alloc(S->a, (size_t)nc * sizeof *nf);
+		dep **np = arena_alloc(S->a, (size_t)nc * sizeof *np);
+		int *nn = arena_alloc(S->a, (size_t)nc * sizeof *nn);
+		int *nr = arena_alloc(S->a, (size_t)nc * sizeof *nr);
+		if (!nf || !np || !nn || !nr) {
+			S->err = 1;
+			return -1;
+		}
+		if (S->nflags) {
+			memcpy(nf, S->flags, (size_t)S->nflags * sizeof *nf);
+			memcpy(np, S->fprod, (size_t)S->nflags * sizeof *np);
+			memcpy(nn, S->nfprod, (size_t)S->nflags * sizeof *nn);
+			memcpy(nr, S->frank, (size_t)S->nflags * sizeof *nr);
+		}
+		S->flags = nf;
+		S->fprod = np;
+		S->nfprod = nn;
+		S->frank = nr;
+		S->capflags = nc;
+	}
+	int f = S->nflags++;
+	dep *copy = arena_alloc(S->a, (size_t)n * sizeof *copy);
+	if (!copy) {
+		S->err = 1;
+		return -1;
+	}
+	memcpy(copy, v, (size_t)n * sizeof *v);
+	S->fprod[f] = copy;
+	S->nfprod[f] = n;
+	S->frank[f] = rank;
+	S->flags[f] = (ir_flag){.index = f, .expected = n, .op = op, .guards = *guards};
+	S->hbucket[h] = f + 1;
+	return f;
+}
+
+static void add_signal(sched *S, ir_task *t, ir_flagref fr)
+{
+	for (int i = 0; i < t->nsignals; i++)
+		if (t->signals[i].rank == fr.rank && t->signals[i].index == fr.index)
+			return;  /* cannot happen for distinct images; keep counts exact */
+	if (t->nsignals == IR_MAXSIGNALS) {
+		diag_error(S->d, S->p->ops[t->op].where,
+			   "internal: task %d of '%s' would signal more than %d flags",
+			   t->id, S->p->ops[t->op].stage, IR_MAXSIGNALS);
+		S->err = 1;
+		return;
+	}
+	t->signals[t->nsignals++] = fr;
+}
+
+/* For every template task: its producers, and the flags it waits on. */
+static void build_deps(sched *S)
+{
+	ir_sched *s = S->s;
+	const ir_prog *p = S->p;
+	S->deps = arena_alloc(S->a, (size_t)s->ntasks * sizeof(dep *));
+	S->ndeps = arena_alloc(S->a, (size_t)s->ntasks * sizeof(int));
+	enum { MAXP = 4096 };
+	dep *buf = arena_alloc(S->a, MAXP * sizeof *buf);
+	dep *grp = arena_alloc(S->a, MAXP * sizeof *grp);
+	if (!S->deps || !S->ndeps || !buf || !grp) {
+		S->err = 1;
+		return;
+	}
+	for (int i = 0; i < s->ntasks && !S->err; i++) {
+		ir_task *t = &s->tasks[i];
+		int n = 0;
+		for (int k = 0; k < t->nreads && n >= 0; k++)
+			n = find_writers(S, &t->reads[k], buf, n, MAXP);
+		if (n < 0) {
+			diag_error(S->d, p->ops[t->op].where,
+				   "internal: task %d of '%s' depends on more than %d tasks",
+				   i, p->ops[t->op].stage, MAXP);
+			S->err = 1;
+			return;
+		}
+		qsort(buf, (size_t)n, sizeof *buf, dep_cmp);
+		int m = 0;
+		for (int k = 0; k < n; k++)
+			if (!m || dep_cmp(&buf[m - 1], &buf[k]))
+				buf[m++] = buf[k];
+		S->deps[i] = arena_alloc(S->a, (size_t)(m + 1) * sizeof(dep));
+		if (!S->deps[i]) {
+			S->err = 1;
+			return;
+		}
+		memcpy(S->deps[i], buf, (size_t)m * sizeof(dep));
+		S->ndeps[i] = m;
+
+		/* one group per data rank */
+		int done[IR_MAXWAITS];
+		int ndone = 0;
+		for (int k = 0; k < m; k++) {
+			const ir_task *pt = &s->tasks[buf[k].task];
+			int x = ir_rank_shift(pt->write.rank, buf[k].r, p->nodes, p->gpus);
+			int seen = 0;
+			for (int j = 0; j < ndone; j++)
+				seen |= done[j] == x;
+			if (seen)
+				continue;
+			if (ndone == IR_MAXWAITS) {
+				diag_error(S->d, p->ops[t->op].where,
+					   "internal: task %d of '%s' waits on more than %d ranks",
+					   i, p->ops[t->op].stage, IR_MAXWAITS);
+				S->err = 1;
+				return;
+			}
+			done[ndone++] = x;
+			int ng = 0;
+			ir_region guards = {.tensor = -1};
+			for (int j = 0; j < m; j++) {
+				const ir_task *q = &s->tasks[buf[j].task];
+				if (ir_rank_shift(q->write.rank, buf[j].r, p->nodes, p->gpus) == x) {
+					grp[ng++] = buf[j];
+					if (guards.tensor < 0)
+						guards = ir_region_shift(p, q->write, buf[j].r);
+				}
+			}
+			int f = flag_for(S, x, grp, ng, &guards, s->tasks[grp[0].task].op);
+			if (f < 0)
+				return;
+			t->waits[t->nwaits++] = (ir_flagref){x, f};
+		}
+	}
+	/* signals: producer image (t, r) in group f on data rank x signals
+	 * flag f on rank sigma_r^-1(x) in the template */
+	for (int f = 0; f < S->nflags && !S->err; f++)
+		for (int j = 0; j < S->nfprod[f]; j++) {
+			dep q = S->fprod[f][j];
+			int inv = shift_inverse(q.r, p->nodes, p->gpus);
+			add_signal(S, &s->tasks[q.task],
+				   (ir_flagref){ir_rank_shift(S->frank[f], inv, p->nodes, p->gpus), f});
+		}
+	s->flags = S->flags;
+	s->nflags = S->nflags;
+}
+
+/* ---- roles ---------------------------------------------------------------- */
+
+static ir_rolekind role_of(const ir_task *t)
+{
+	switch (t->kind) {
+	case TASK_COPY: return ROLE_NVLINK;
+	case TASK_RDMA: return ROLE_RDMA;
+	case TASK_REDUCE: return ROLE_COMPUTE;
+	default: return ROLE_COMPUTE;
+	}
+}
+
+static double task_cost(const ir_sched *s, const ir_task *t, int role_ctas)
+{
+	switch (t->kind) {
+	case TASK_COPY:
+	case TASK_RDMA:
+		return cost_copy_us(&s->dev, t->bytes, t->transport, role_ctas, s->ranks_per_gpu);
+	case TASK_MATMUL:
+	case TASK_ATTN:
+		return cost_compute_us(&s->dev, t->flops, 1);
+	default:
+		return cost_stream_us(&s->dev, t->bytes);
+	}
+}
+
+static void choose_roles(sched *S, const compile_opts *o)
+{
+	ir_sched *s = S->s;
+	const ir_prog *p = S->p;
+	double work[ROLE_COUNT] = {0};
+	int used[ROLE_COUNT] = {0};
+	for (int i = 0; i < s->ntasks; i++) {
+		ir_rolekind r = role_of(&s->tasks[i]);
+		used[r] = 1;
+		work[r] += task_cost(s, &s->tasks[i], 1);
+	}
+	int n[ROLE_COUNT] = {0};
+	int C = s->ctas;
+	if (p->nroles > 0) {
+		int sum = 0;
+		for (int i = 0; i < p->nroles; i++) {
+			n[p->roles[i].role] = p->roles[i].ctas;
+			sum += p->roles[i].ctas;
+		}
+		if (sum > C) {
+			diag_error(S->d, p->roles_where,
+				   "roles ask for %d CTAs per rank, but a rank has %d "
+				   "(%d SMs, %d rank%s per GPU)",
+				   sum, C, s->dev.sms, s->ranks_per_gpu, s->ranks_per_gpu > 1 ? "s" : "");
+			S->err = 1;
+			return;
+		}
+		for (int r = 0; r < ROLE_COUNT; r++)
+			if (used[r] && n[r] == 0) {
+				diag_error(S->d, p->roles_where,
+					   "roles give no CTA to '%s', which has work", ir_role_name(r));
+				S->err = 1;
+			}
+		if (S->err)
+			return;
+		C = sum;
+	} else {
+		/* comm roles: proportional to their work at the link's rate,
+		 * at least one CTA, at most what saturates the link */
+		int left = C;
+		double wc = work[ROLE_COMPUTE] + work[ROLE_REDUCE];
+		for (int r = ROLE_NVLINK; r <= ROLE_RDMA; r++) {
+			if (!used[r])
+				continue;
+			double link = r == ROLE_RDMA ? s->dev.nic_gbps :
+				      s->ranks_per_gpu > 1 ? s->dev.mem_gbps / 2 / s->ranks_per_gpu
+							   : s->dev.nvlink_gbps;
+			int cap = (int)ceil(link / s->dev.copy_cta_gbps);
+			int k = (int)lround(C * work[r] / (wc + work[r] + 1e-9));
+			if (k < 1)
+				k = 1;
+			if (k > cap)
+				k = cap;
+			if (k > left - 1)
+				k = left - 1;
+			n[r] = k;
+			left -= k;
+		}
+		if (used[ROLE_COMPUTE] || used[ROLE_REDUCE])
+			n[ROLE_COMPUTE] = left;
+		(void)o;
+	}
+	/* lay out: comm roles first (CTA 0...), compute last */
+	static const ir_rolekind order[] = {ROLE_NVLINK, ROLE_RDMA, ROLE_REDUCE, ROLE_COMPUTE};
+	s->roles = arena_alloc(S->a, ROLE_COUNT * sizeof *s->roles);
+	if (!s->roles) {
+		S->err = 1;
+		return;
+	}
+	int first = 0;
+	for (size_t k = 0; k < sizeof order / sizeof order[0]; k++) {
+		ir_rolekind r = order[k];
+		if (n[r] <= 0 || !used[r])
+			continue;
+		s->roles[s->nroles++] = (ir_role){r, first, n[r]};
+		first += n[r];
+	}
+	s->ctas = first;
+}
+
+/* ---- list scheduling ------------------------------------------------------ */
+
+typedef struct heap {
+	int *v;
+	double *key;
+	int n;
+} heap;
+
+static int heap_less(const heap *h, int a, int b)
+{
+	if (h->key[a] != h->key[b])
+		return h->key[a] < h->key[b];
+	return a < b;
+}
+
+static void heap_push(heap *h, int x)
+{
+	int i = h->n++;
+	h->v[i] = x;
+	while (i > 0) {
+		int pa = (i - 1) / 2;
+		if (!heap_less(h, h->v[i], h->v[pa]))
+			break;
+		int tmp = h->v[i];
+		h->v[i] = h->v[pa];
+		h->v[pa] = tmp;
+		i = pa;
+	}
+}
+
+static int heap_pop(heap *h)
+{
+	int top = h->v[0];
+	h->v[0] = h->v[--h->n];
+	int i = 0;
+	for (;;) {
+		int l = 2 * i + 1, r = l + 1, m = i;
+		if (l < h->n && heap_less(h, h->v[l], h->v[m]))
+			m = l;
+		if (r < h->n && heap_less(h, h->v[r], h->v[m]))
+			m = r;
+		if (m == i)
+			break;
+		int tmp = h->v[i];
+		h->v[i] = h->v[m];
+		h->v[m] = tmp;
+		i = m;
+	}
+	return top;
+}
+
+static int task_order_cmp(const void *a, const void *b)
+{
+	const ir_task *x = a, *y = b;
+	if (x->cta != y->cta)
+		return x->cta < y->cta ? -1 : 1;
+	return (x->order > y->order) - (x->order < y->order);
+}
+
+static void list_schedule(sched *S)
+{
+	ir_sched *s = S->s;
+	const ir_prog *p = S->p;
+	int n = s->ntasks;
+	int *indeg = arena_alloc(S->a, (size_t)n * sizeof(int));
+	int **succ = arena_alloc(S->a, (size_t)n * sizeof(int *));
+	int *nsucc = arena_alloc(S->a, (size_t)n * sizeof(int));
+	double *ready = arena_alloc(S->a, (size_t)n * sizeof(double));
+	double *cta_free = arena_alloc(S->a, (size_t)s->ctas * sizeof(double));
+	int *cta_n = arena_alloc(S->a, (size_t)s->ctas * sizeof(int));
+	heap h = {arena_alloc(S->a, (size_t)n * sizeof(int)), ready, 0};
+	if (!indeg || !succ || !nsucc || !ready || !cta_free || !cta_n || !h.v) {
+		S->err = 1;
+		return;
+	}
+	/* template dependency graph: distinct producer template tasks */
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < S->ndeps[i]; k++) {
+			int q = S->deps[i][k].task;
+			if (q == i) {
+				diag_error(S->d, p->ops[s->tasks[i].op].where,
+					   "internal: task %d of '%s' depends on its own image on another rank",
+					   i, p->ops[s->tasks[i].op].stage);
+				S->err = 1;
+				return;
+			}
+			if (k && S->deps[i][k - 1].task == q)
+				continue;
+			indeg[i]++;
+			nsucc[q]++;
+		}
+	for (int i = 0; i < n; i++) {
+		succ[i] = arena_alloc(S->a, (size_t)(nsucc[i] + 1) * sizeof(int));
+		if (!succ[i]) {
+			S->err = 1;
+			return;
+		}
+		nsucc[i] = 0;
+	}
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < S->ndeps[i]; k++) {
+			int q = S->deps[i][k].task;
+			if (k && S->deps[i][k - 1].task == q)
+				continue;
+			succ[q][nsucc[q]++] = i;
+		}
+	int role_of_kind[ROLE_COUNT];
+	for (int r = 0; r < ROLE_COUNT; r++)
+		role_of_kind[r] = -1;
+	for (int r = 0; r < s->nroles; r++)
+		role_of_kind[s->roles[r].kind] = r;
+
+	for (int i = 0; i < n; i++)
+		if (!indeg[i])
+			heap_push(&h, i);
+	int done = 0;
+	double end = 0;
+	while (h.n) {
+		int i = heap_pop(&h);
+		ir_task *t = &s->tasks[i];
+		int ri = role_of_kind[role_of(t)];
+		const ir_role *ro = &s->roles[ri];
+		int best = ro->first_cta;
+		for (int c = ro->first_cta; c < ro->first_cta + ro->ctas; c++)
+			if (cta_free[c] < cta_free[best])
+				best = c;
+		t->role = ri;
+		t->cta = best;
+		t->order = cta_n[best]++;
+		t->cost_us = task_cost(s, t, ro->ctas);
+		t->t0 = ready[i] > cta_free[best] ? ready[i] : cta_free[best];
+		t->t1 = t->t0 + t->cost_us;
+		cta_free[best] = t->t1;
+		if (t->t1 > end)
+			end = t->t1;
+		done++;
+		for (int k = 0; k < nsucc[i]; k++) {
+			int j = succ[i][k];
+			double lat = s->dev.flag_lat_us;
+			if (t->transport == TR_RDMA)
+				lat += s->dev.nic_lat_us;
+			if (t->t1 + lat > ready[j])
+				ready[j] = t->t1 + lat;
+			if (--indeg[j] == 0)
+				heap_push(&h, j);
+		}
+	}
+	if (done != n) {
+		diag_error(S->d, p->where,
+			   "internal: the tile graph has a cycle (%d of %d tasks could be ordered)",
+			   done, n);
+		S->err = 1;
+		return;
+	}
+	s->predicted_us = end;
+
+	/* tasks in (cta, order); ids follow */
+	qsort(s->tasks, (size_t)n, sizeof *s->tasks, task_order_cmp);
+	for (int i = 0; i < n; i++)
+		s->tasks[i].id = i;
+	s->cta_first = arena_alloc(S->a, (size_t)(s->ctas + 1) * sizeof(int));
+	if (!s->cta_first) {
+		S->err = 1;
+		return;
+	}
+	for (int c = 0, i = 0; c <= s->ctas; c++) {
+		while (i < n && s->tasks[i].cta < c)
+			i++;
+		s->cta_first[c] = i;
+	}
+
+	/* the floor: all SMs computing, every link busy all the time */
+	double comp = 0, nv = 0, rd = 0;
+	for (int i = 0; i < n; i++) {
+		const ir_task *t = &s->tasks[i];
+		if (t->kind == TASK_COPY && t->transport == TR_NVLINK)
+			nv += t->bytes;
+		else if (t->kind == TASK_RDMA)
+			rd += t->bytes;
+		else if (t->kind != TASK_COPY)
+			comp += task_cost(s, t, 1);
+	}
+	int all = s->dev.sms / s->ranks_per_gpu;
+	s->compute_us = comp / all;
+	double link = s->ranks_per_gpu > 1 ? s->dev.mem_gbps / 2 / s->ranks_per_gpu : s->dev.nvlink_gbps;
+	double c1 = nv / (link * 1e9) * 1e6, c2 = rd / (s->dev.nic_gbps * 1e9) * 1e6;
+	s->comm_us = c1 > c2 ? c1 : c2;
+	s->bound_us = s->compute_us > s->comm_us ? s->compute_us : s->comm_us;
+}
+
+int sched_run(ir_sched *s, const compile_opts *o, diags *d, arena *a)
+{
+	sched S = {.s = s, .p = s->prog, .d = d, .a = a};
+	s->ctas = s->dev.sms / s->ranks_per_gpu;
+	s->threads = 256;
+	s->smem = 0;
+	for (int i = 0; i < S.p->nops; i++)
+		if (S.p->ops[i].kind == OP_MATMUL) {
+			int tl[4];
+			ir_mm_tile(&S.p->ops[i], s->dev.smem_per_sm, tl);
+			int sm = ir_mm_smem(tl);
+			if (sm > s->dev.smem_per_sm) {
+				diag_error(d, S.p->ops[i].hints.ntile ? S.p->ops[i].hints.tile_where
+								      : S.p->ops[i].where,
+					   "a %dx%dx%d matmul tile needs %d bytes of shared memory; "
+					   "an SM has %d",
+					   tl[0], tl[1], tl[2], sm, s->dev.smem_per_sm);
+				return 1;
+			}
+			if (sm > s->smem)
+				s->smem = sm;
+		}
+	if (s->ctas < 2) {
+		diag_error(d, S.p->where, "%d ranks per GPU leave %d CTA per rank; need at least 2",
+			   s->ranks_per_gpu, s->ctas);
+		return 1;
+	}
+	index_writers(&S);
+	if (!S.err)
+		build_deps(&S);
+	if (!S.err)
+		choose_roles(&S, o);
+	if (!S.err)
+		list_schedule(&S);
+	return S.err || a->failed ? 1 : 0;
+}

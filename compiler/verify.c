@@ -1,0 +1,371 @@
+/* verify.c - static proofs on the expanded schedule, run on every compile.
+ *
+ * The scheduler builds rank 0's tasks and relies on symmetry; this pass does
+ * not.  It expands every rank's tasks (ir_task_shift) and checks, from the
+ * expanded tasks alone:
+ *   1. every flag reference is in range, and every flag of every rank gets
+ *      exactly `expected` signals per run;
+ *   2. the graph of program order (each CTA runs its list in order) and
+ *      signal -> wait edges is acyclic: then in-order role loops cannot
+ *      deadlock under any timing, given that all CTAs are resident;
+ *   3. all CTAs are resident: CTAs x ranks per GPU <= SMs, shared memory
+ *      and threads within one SM's limits (one CTA per SM);
+ *   4. every read of a tensor written in the kernel is covered by writes,
+ *      and each such write is ordered before the read (a flag the reader
+ *      waits on, program order, or a path in the graph);
+ *   5. no two writes of one tensor on one rank overlap.
+ * A failure is the compiler's bug: an error naming the task and region.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile.h"
+
+typedef struct vtask {
+	ir_task t;
+	int node;         /* graph node */
+} vtask;
+
+typedef struct ver {
+	const ir_sched *s;
+	const ir_prog *p;
+	diags *d;
+	arena *a;
+	int world, n;     /* expanded task count */
+	ir_task *x;       /* expanded tasks: rank-major */
+	int nnodes;       /* tasks, then flag instances */
+	int *head, *next, *to, nedges, capedges;
+	int *indeg;
+	int err;
+} ver;
+
+static int flag_node(const ver *V, int rank, int index)
+{
+	return V->n + rank * V->s->nflags + index;
+}
+
+static void edge(ver *V, int a, int b)
+{
+	if (V->nedges == V->capedges) {
+		int nc = V->capedges ? V->capedges * 2 : 4096;
+		int *nt = arena_alloc(V->a, (size_t)nc * sizeof(int));
+		int *nn = arena_alloc(V->a, (size_t)nc * sizeof(int));
+		if (!nt || !nn) {
+			V->err = 1;
+			return;
+		}
+		if (V->nedges) {
+			memcpy(nt, V->to, (size_t)V->nedges * sizeof(int));
+			memcpy(nn, V->next, (size_t)V->nedges * sizeof(int));
+		}
+		V->to = nt;
+		V->next = nn;
+		V->capedges = nc;
+	}
+	V->to[V->nedges] = b;
+	V->next[V->nedges] = V->head[a];
+	V->head[a] = V->nedges++;
+	V->indeg[b]++;
+}
+
+static void describe(const ver *V, const ir_task *t, strbuf *sb)
+{
+	const ir_op *op = &V->p->ops[t->op];
+	sb_printf(sb, "task %d (%s of stage '%s', rank %d, CTA %d)", t->id,
+		  ir_task_name(t->kind), op->stage, t->rank, t->cta);
+}
+
+static void region_str(const ver *V, const ir_region *g, strbuf *sb)
+{
+	const ir_tensor *x = &V->p->tensors[g->tensor];
+	sb_printf(sb, "%s@%d[", x->name, g->rank);
+	for (int d = 0; d < x->ndim; d++)
+		sb_printf(sb, "%s%lld:%lld", d ? ", " : "", (long long)g->lo[d], (long long)g->hi[d]);
+	sb_puts(sb, "]");
+}
+
+static void fail(ver *V, const ir_task *t, const ir_region *g, const char *what)
+{
+	strbuf sb;
+	sb_init(&sb);
+	if (t)
+		describe(V, t, &sb);
+	if (g) {
+		sb_puts(&sb, t ? ", region " : "region ");
+		region_str(V, g, &sb);
+	}
+	diag_error(V->d, t ? V->p->ops[t->op].where : V->p->where,
+		   "internal: schedule verification failed: %s%s%s", what,
+		   sb.len ? ": " : "", sb_str(&sb));
+	sb_free(&sb);
+	V->err = 1;
+}
+
+static int64_t volume(const ir_region *g, int nd)
+{
+	int64_t v = 1;
+	for (int d = 0; d < nd; d++)
+		v *= g->hi[d] > g->lo[d] ? g->hi[d] - g->lo[d] : 0;
+	return v;
+}
+
+static int64_t inter(const ir_region *a, const ir_region *b, int nd)
+{
+	if (a->tensor != b->tensor || a->rank != b->rank)
+		return 0;
+	int64_t v = 1;
+	for (int d = 0; d < nd; d++) {
+		int64_t lo = a->lo[d] > b->lo[d] ? a->lo[d] : b->lo[d];
+		int64_t hi = a->hi[d] < b->hi[d] ? a->hi[d] : b->hi[d];
+		if (hi <= lo)
+			return 0;
+		v *= hi - lo;
+	}
+	return v;
+}
+
+/* writers of one (tensor, rank), sorted by lo[0] */
+typedef struct wlist {
+	int *v;
+	int n;
+	int64_t maxlen;
+} wlist;
+
+static const ver *sort_ctx;
+static int by_lo0(const void *a, const void *b)
+{
+	const ir_task *x = &sort_ctx->x[*(const int *)a], *y = &sort_ctx->x[*(const int *)b];
+	return (x->write.lo[0] > y->write.lo[0]) - (x->write.lo[0] < y->write.lo[0]);
+}
+
+static int reaches(ver *V, int from, int target, int *mark, int stamp, int *stack)
+{
+	int sp = 0;
+	stack[sp++] = from;
+	mark[from] = stamp;
+	while (sp) {
+		int u = stack[--sp];
+		if (u == target)
+			return 1;
+		for (int e = V->head[u]; e >= 0; e = V->next[e]) {
+			int v = V->to[e];
+			if (mark[v] != stamp) {
+				mark[v] = stamp;
+				stack[sp++] = v;
+			}
+		}
+	}
+	return 0;
+}
+
+int verify_run(const ir_sched *s, diags *d, arena *a)
+{
+	ver V = {.s = s, .p = s->prog, .d = d, .a = a};
+	const ir_prog *p = s->prog;
+	V.world = p->world;
+	V.n = V.world * s->ntasks;
+
+	/* 3. residency */
+	if (s->ctas * s->ranks_per_gpu > s->dev.sms || s->smem > s->dev.smem_per_sm ||
+	    s->threads > 1024 || s->threads * s->ranks_per_gpu * 0 > s->dev.max_threads_per_sm) {
+		diag_error(d, p->where,
+			   "internal: %d CTAs x %d ranks per GPU (%d B shared memory, %d threads each) "
+			   "cannot all be resident on %d SMs",
+			   s->ctas, s->ranks_per_gpu, s->smem, s->threads, s->dev.sms);
+		return 1;
+	}
+	for (int i = 0; i < s->ntasks; i++) {
+		const ir_task *t = &s->tasks[i];
+		if (t->cta < 0 || t->cta >= s->ctas || t->role < 0 || t->role >= s->nroles ||
+		    t->cta < s->roles[t->role].first_cta ||
+		    t->cta >= s->roles[t->role].first_cta + s->roles[t->role].ctas) {
+			fail(&V, t, NULL, "task outside its role's CTAs");
+			return 1;
+		}
+	}
+
+	V.x = arena_alloc(a, (size_t)(V.n ? V.n : 1) * sizeof *V.x);
+	V.nnodes = V.n + V.world * s->nflags;
+	V.head = arena_alloc(a, (size_t)(V.nnodes + 1) * sizeof(int));
+	V.indeg = arena_alloc(a, (size_t)(V.nnodes + 1) * sizeof(int));
+	int *count = arena_alloc(a, (size_t)(V.world * s->nflags + 1) * sizeof(int));
+	if (!V.x || !V.head || !V.indeg || !count)
+		return 1;
+	for (int i = 0; i < V.nnodes; i++)
+		V.head[i] = -1;
+	for (int r = 0; r < V.world; r++)
+		for (int i = 0; i < s->ntasks; i++) {
+			ir_task u = ir_task_shift(s, &s->tasks[i], r);
+			u.id = r * s->ntasks + i;
+			V.x[u.id] = u;
+		}
+
+	/* 1. flag references and counts; graph edges */
+	for (int k = 0; k < V.n && !V.err; k++) {
+		const ir_task *t = &V.x[k];
+		for (int i = 0; i < t->nwaits; i++) {
+			ir_flagref f = t->waits[i];
+			if (f.rank < 0 || f.rank >= V.world || f.index < 0 || f.index >= s->nflags) {
+				fail(&V, t, NULL, "wait on a flag out of range");
+				break;
+			}
+			edge(&V, flag_node(&V, f.rank, f.index), k);
+		}
+		for (int i = 0; i < t->nsignals; i++) {
+			ir_flagref f = t->signals[i];
+			if (f.rank < 0 || f.rank >= V.world || f.index < 0 || f.index >= s->nflags) {
+				fail(&V, t, NULL, "signal of a flag out of range");
+				break;
+			}
+			count[f.rank * s->nflags + f.index]++;
+			edge(&V, k, flag_node(&V, f.rank, f.index));
+		}
+		/* program order: the next task of the same CTA */
+		int i = k % s->ntasks;
+		if (i + 1 < s->ntasks && s->tasks[i + 1].cta == s->tasks[i].cta)
+			edge(&V, k, k + 1);
+	}
+	if (V.err)
+		return 1;
+	for (int r = 0; r < V.world; r++)
+		for (int f = 0; f < s->nflags; f++)
+			if (count[r * s->nflags + f] != s->flags[f].expected) {
+				char what[160];
+				snprintf(what, sizeof what,
+					 "flag %d of rank %d gets %d signals per run, expects %d",
+					 f, r, count[r * s->nflags + f], s->flags[f].expected);
+				fail(&V, NULL, NULL, what);
+				return 1;
+			}
+
+	/* 2. acyclic (Kahn) */
+	int *q = arena_alloc(a, (size_t)(V.nnodes + 1) * sizeof(int));
+	int *deg = arena_alloc(a, (size_t)(V.nnodes + 1) * sizeof(int));
+	if (!q || !deg)
+		return 1;
+	memcpy(deg, V.indeg, (size_t)V.nnodes * sizeof(int));
+	int qh = 0, qt = 0;
+	for (int i = 0; i < V.nnodes; i++)
+		if (!deg[i])
+			q[qt++] = i;
+	while (qh < qt) {
+		int u = q[qh++];
+		for (int e = V.head[u]; e >= 0; e = V.next[e])
+			if (--deg[V.to[e]] == 0)
+				q[qt++] = V.to[e];
+	}
+	if (qt != V.nnodes) {
+		for (int k = 0; k < V.n; k++)
+			if (deg[k]) {
+				fail(&V, &V.x[k], NULL,
+				     "in-order CTA loops can deadlock (a cycle of waits passes through)");
+				return 1;
+			}
+		fail(&V, NULL, NULL, "a cycle of waits among flags");
+		return 1;
+	}
+
+	/* 4, 5. writers per (tensor, rank) */
+	int nt = p->ntensors;
+	wlist *wl = arena_alloc(a, (size_t)(nt * V.world + 1) * sizeof *wl);
+	if (!wl)
+		return 1;
+	for (int k = 0; k < V.n; k++) {
+		const ir_task *t = &V.x[k];
+		wl[t->write.tensor * V.world + t->write.rank].n++;
+	}
+	for (int i = 0; i < nt * V.world; i++) {
+		wl[i].v = arena_alloc(a, (size_t)(wl[i].n + 1) * sizeof(int));
+		if (!wl[i].v)
+			return 1;
+		wl[i].n = 0;
+	}
+	for (int k = 0; k < V.n; k++) {
+		const ir_task *t = &V.x[k];
+		wlist *w = &wl[t->write.tensor * V.world + t->write.rank];
+		w->v[w->n++] = k;
+		int64_t len = t->write.hi[0] - t->write.lo[0];
+		if (len > w->maxlen)
+			w->maxlen = len;
+	}
+	sort_ctx = &V;
+	for (int i = 0; i < nt * V.world; i++)
+		qsort(wl[i].v, (size_t)wl[i].n, sizeof(int), by_lo0);
+
+	/* 5. no overlapping writes */
+	for (int i = 0; i < nt * V.world && !V.err; i++) {
+		int nd = p->tensors[i / V.world].ndim;
+		for (int j = 0; j < wl[i].n && !V.err; j++) {
+			const ir_task *t = &V.x[wl[i].v[j]];
+			for (int k = j + 1; k < wl[i].n; k++) {
+				const ir_task *u = &V.x[wl[i].v[k]];
+				if (u->write.lo[0] >= t->write.hi[0])
+					break;
+				if (inter(&t->write, &u->write, nd)) {
+					fail(&V, u, &u->write, "two tasks write the same elements");
+					break;
+				}
+			}
+		}
+	}
+	if (V.err)
+		return 1;
+
+	/* 4. reads covered and ordered */
+	int *mark = arena_alloc(a, (size_t)(V.nnodes + 1) * sizeof(int));
+	int *stack = arena_alloc(a, (size_t)(V.nnodes + V.nedges + 1) * sizeof(int));
+	if (!mark || !stack)
+		return 1;
+	int stamp = 0;
+	for (int k = 0; k < V.n && !V.err; k++) {
+		const ir_task *t = &V.x[k];
+		for (int ri = 0; ri < t->nreads && !V.err; ri++) {
+			const ir_region *g = &t->reads[ri];
+			const ir_tensor *x = &p->tensors[g->tensor];
+			if (x->kind == TK_IN && x->nwriters == 0)
+				continue;
+			const wlist *w = &wl[g->tensor * V.world + g->rank];
+			int64_t covered = 0;
+			/* writers with lo[0] < g->hi[0]: binary search the end */
+			int lo = 0, hi = w->n;
+			while (lo < hi) {
+				int mid = (lo + hi) / 2;
+				if (V.x[w->v[mid]].write.lo[0] < g->hi[0])
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			for (int j = lo - 1; j >= 0; j--) {
+				const ir_task *u = &V.x[w->v[j]];
+				if (u->write.lo[0] + w->maxlen <= g->lo[0])
+					break;
+				int64_t c = inter(&u->write, g, x->ndim);
+				if (!c)
+					continue;
+				covered += c;
+				int ok = 0;
+				for (int a1 = 0; a1 < u->nsignals && !ok; a1++)
+					for (int b1 = 0; b1 < t->nwaits && !ok; b1++)
+						ok = u->signals[a1].rank == t->waits[b1].rank &&
+						     u->signals[a1].index == t->waits[b1].index;
+				if (!ok && u->rank == t->rank && u->cta == t->cta && u->order < t->order)
+					ok = 1;
+				if (!ok)
+					ok = reaches(&V, w->v[j], k, mark, ++stamp, stack);
+				if (!ok) {
+					strbuf sb;
+					sb_init(&sb);
+					sb_puts(&sb, "it reads what ");
+					describe(&V, u, &sb);
+					sb_puts(&sb, " writes, with nothing ordering the two");
+					fail(&V, t, g, sb_str(&sb));
+					sb_free(&sb);
+				}
+			}
+			if (!V.err && covered != volume(g, x->ndim))
+				fail(&V, t, g, "it reads elements that no task writes");
+		}
+	}
+	return V.err;
+}

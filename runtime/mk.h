@@ -1,0 +1,170 @@
+/* mk.h - libmk: compile .mk pipelines to one persistent GPU kernel and run them.
+ *
+ * The one public header of the runtime.  A typical embedding:
+ *
+ *   mk_ctx *ctx;
+ *   mk_pipeline *pl;
+ *   if (mk_ctx_create(NULL, &ctx) != MK_OK) ... mk_ctx_error(ctx) says why
+ *   mk_load_opts lo = MK_LOAD_OPTS_INIT;
+ *   lo.ranks = 2;                               // two virtual ranks on this GPU
+ *   if (mk_pipeline_load_file(ctx, "ag_gemm.mk", &lo, &pl) != MK_OK)
+ *           fputs(mk_ctx_log(ctx), stderr);      // diagnostics, NVRTC log
+ *   mk_tensor_write_f32(pl, "A", 0, a0, n); ...  // each rank's piece
+ *   mk_run(pl);                                 // one launch, all ranks
+ *   mk_tensor_read_f32(pl, "C", 1, c1, n);
+ *   mk_pipeline_destroy(pl);
+ *   mk_ctx_destroy(ctx);
+ *
+ * Rules: handles are opaque; every create has a destroy that accepts NULL;
+ * every call returns an mk_status with a stable value and mk_strerror();
+ * the library never prints and never exits: diagnostics, the NVRTC log and
+ * stall reports are returned as text.  The CUDA driver is loaded at run
+ * time, so a program linked with libmk starts on a machine without a GPU,
+ * and mk_ctx_create then returns MK_ERR_NO_DRIVER or MK_ERR_NO_GPU.
+ * Calls on one context are not thread-safe; use one context per thread.
+ */
+#ifndef MK_H
+#define MK_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* X(name, value, message): the status codes.  Values never change. */
+#define MK_STATUS_LIST(X)                                                    \
+	X(MK_OK, 0, "success")                                               \
+	X(MK_ERR_INVALID, 1, "invalid argument")                             \
+	X(MK_ERR_NOMEM, 2, "out of memory")                                  \
+	X(MK_ERR_NO_DRIVER, 3, "no CUDA driver found")                       \
+	X(MK_ERR_NO_GPU, 4, "no GPU visible")                                \
+	X(MK_ERR_CUDA, 5, "CUDA driver call failed")                         \
+	X(MK_ERR_SOURCE, 6, "the pipeline has errors")                       \
+	X(MK_ERR_NVRTC, 7, "NVRTC could not compile the generated kernel")   \
+	X(MK_ERR_NOT_FOUND, 8, "no such tensor, parameter or rank")          \
+	X(MK_ERR_SIZE, 9, "buffer size does not match the tensor")           \
+	X(MK_ERR_STALL, 10, "a wait timed out; see the stall report")        \
+	X(MK_ERR_UNSUPPORTED, 11, "not supported by this build or device")   \
+	X(MK_ERR_IO, 12, "file error")                                       \
+	X(MK_ERR_INTERNAL, 13, "internal error")                             \
+	X(MK_ERR_STATE, 14, "not valid in the pipeline's current state")     \
+	X(MK_ERR_TOO_LARGE, 15, "does not fit on the device")                \
+	X(MK_ERR_PEER, 16, "a peer rank failed or disappeared")
+
+typedef enum mk_status {
+#define MK_X_(name, value, msg) name = value,
+	MK_STATUS_LIST(MK_X_)
+#undef MK_X_
+} mk_status;
+
+const char *mk_strerror(mk_status s);     /* "no GPU visible" */
+const char *mk_status_name(mk_status s);  /* "MK_ERR_NO_GPU" */
+const char *mk_version(void);
+
+typedef struct mk_ctx mk_ctx;
+typedef struct mk_pipeline mk_pipeline;
+
+/* ---- context: one GPU, the driver, the JIT cache ----------------------- */
+typedef struct mk_ctx_opts {
+	int device;              /* CUDA device ordinal */
+	const char *cache_dir;   /* NULL: $XDG_CACHE_HOME/mk or ~/.cache/mk */
+	int no_cache;            /* 1: compile every time */
+} mk_ctx_opts;
+
+/* On failure *out is still a context (or NULL when out of memory) whose
+ * mk_ctx_error() tells why; destroy it. */
+mk_status mk_ctx_create(const mk_ctx_opts *o, mk_ctx **out);
+void mk_ctx_destroy(mk_ctx *c);
+/* One line on the last failure of this context ("" if none). */
+const char *mk_ctx_error(const mk_ctx *c);
+/* Diagnostics and NVRTC log of the last load ("" if none). */
+const char *mk_ctx_log(const mk_ctx *c);
+/* "NVIDIA H200, 132 SMs, sm_90" */
+const char *mk_ctx_device(const mk_ctx *c);
+
+/* ---- loading a pipeline --------------------------------------------------- */
+typedef struct mk_param {
+	const char *name;        /* a `param`, or the mesh built-ins nodes / gpus */
+	long long value;
+} mk_param;
+
+typedef struct mk_load_opts {
+	const mk_param *params;
+	int nparams;
+	int ranks;               /* virtual ranks on this GPU, one launch (>= 1) */
+	unsigned timeout_ms;     /* bound on every wait in the kernel */
+	int trace;               /* record per-task times for mk_trace_write */
+} mk_load_opts;
+
+#define MK_LOAD_OPTS_INIT {NULL, 0, 1, 5000, 0}
+
+/* Parse, check, schedule, generate, compile (through the cache), load the
+ * module, allocate every tensor of every rank.  MK_ERR_SOURCE: the
+ * pipeline has errors, mk_ctx_log() lists them (file:line:col). */
+mk_status mk_pipeline_load_file(mk_ctx *c, const char *path, const mk_load_opts *o,
+				mk_pipeline **out);
+mk_status mk_pipeline_load_string(mk_ctx *c, const char *name, const char *text,
+				  const mk_load_opts *o, mk_pipeline **out);
+void mk_pipeline_destroy(mk_pipeline *p);
+
+/* ---- tensors -------------------------------------------------------------- */
+typedef enum mk_tensor_kind { MK_TENSOR_IN, MK_TENSOR_OUT, MK_TENSOR_TEMP } mk_tensor_kind;
+
+typedef struct mk_tensor_info {
+	const char *name;
+	mk_tensor_kind kind;
+	const char *dtype;       /* "bf16", "f16", "f32", "i32", "e4m3" */
+	int elem_size;
+	int ndim;
+	long long shape[4];      /* logical shape */
+	long long local[4];      /* what one rank stores */
+	size_t bytes;            /* of one rank's piece */
+} mk_tensor_info;
+
+int mk_pipeline_ntensors(const mk_pipeline *p);
+int mk_pipeline_ranks(const mk_pipeline *p);
+mk_status mk_tensor_info_get(const mk_pipeline *p, int index, mk_tensor_info *out);
+int mk_tensor_find(const mk_pipeline *p, const char *name);   /* -1 if none */
+
+/* Copy one rank's piece in or out: raw bytes in the element type, or
+ * float32 converted (round to nearest even).  `bytes` / `count` must match
+ * the piece exactly (MK_ERR_SIZE otherwise). */
+mk_status mk_tensor_write(mk_pipeline *p, const char *name, int rank, const void *src,
+			  size_t bytes);
+mk_status mk_tensor_read(mk_pipeline *p, const char *name, int rank, void *dst, size_t bytes);
+mk_status mk_tensor_write_f32(mk_pipeline *p, const char *name, int rank, const float *src,
+			      size_t count);
+mk_status mk_tensor_read_f32(mk_pipeline *p, const char *name, int rank, float *dst,
+			     size_t count);
+/* Use caller-owned device memory (a CUdeviceptr) for a rank's piece. */
+mk_status mk_tensor_bind(mk_pipeline *p, const char *name, int rank,
+			 unsigned long long devptr, size_t bytes);
+mk_status mk_tensor_devptr(const mk_pipeline *p, const char *name, int rank,
+			   unsigned long long *devptr);
+
+/* ---- running ----------------------------------------------------------------
+ * One-shot: launch, run every rank, wait.  Resident: the kernel stays on the
+ * GPU and waits on a doorbell in host-mapped memory; each mk_resident_run
+ * rings it and waits for completion, costing no launch at all. */
+mk_status mk_run(mk_pipeline *p);
+/* ms: time of the run on the GPU (CUDA events), may be NULL. */
+mk_status mk_run_timed(mk_pipeline *p, float *ms);
+mk_status mk_resident_start(mk_pipeline *p);
+mk_status mk_resident_run(mk_pipeline *p, float *ms);
+mk_status mk_resident_stop(mk_pipeline *p);
+
+/* After MK_ERR_STALL: which rank, role, CTA, task and flag waited, the
+ * expected and seen values, the stage and tile.  "" when no stall. */
+const char *mk_stall_report(const mk_pipeline *p);
+/* Per-task begin/end of the last run (needs mk_load_opts.trace) as a Chrome
+ * trace, one track per rank and CTA; opens in Perfetto. */
+mk_status mk_trace_write(mk_pipeline *p, const char *path);
+/* The generated CUDA source, the schedule as text. */
+const char *mk_pipeline_source(const mk_pipeline *p);
+const char *mk_pipeline_schedule(const mk_pipeline *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

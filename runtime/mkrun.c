@@ -1,0 +1,546 @@
+/* mkrun.c - run a .mk pipeline end to end and check it.
+ *
+ *   inputs (seeded random, or .npy) -> the pipeline on the GPU (virtual ranks
+ *   in one launch) -> the same pipeline through the CPU reference executor
+ *   -> per-output comparison with tolerances for the element type -> timing
+ *   (median of --iters runs after warm-up, CUDA events) -> optional trace
+ *   and .npy outputs.
+ *
+ * Exit status: 0 when every output matches, 1 on a mismatch or any error
+ * (including "no GPU": then one line says so; --cpu still works), 2 on a
+ * bad command line.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../compiler/cpuref.h"
+#include "mk.h"
+#include "mk_int.h"
+#include "npy.h"
+
+typedef struct opts {
+	const char *path, *inputs, *save, *trace;
+	mk_param params[64];
+	int nparams;
+	int ranks, iters, warmup, resident, cpu, quiet;
+	unsigned timeout_ms;
+	unsigned long long seed;
+} opts;
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: mkrun FILE.mk [options]\n"
+		"  -D NAME=VALUE     set a parameter (or the mesh: -D nodes=1 -D gpus=R)\n"
+		"  --ranks R         virtual ranks sharing this GPU, one launch (default 1)\n"
+		"  --iters N         timed runs after warm-up (default 20)\n"
+		"  --warmup N        untimed runs first (default 3)\n"
+		"  --inputs DIR      read inputs from DIR/NAME.rR.npy (default: random)\n"
+		"  --seed S          seed of the random inputs (default 1)\n"
+		"  --save DIR        write outputs as DIR/NAME.rR.npy\n"
+		"  --trace FILE      per-task begin/end of one run, Chrome trace format\n"
+		"  --resident        time the resident kernel (doorbell) instead of launches\n"
+		"  --timeout MS      bound on every wait in the kernel (default 5000)\n"
+		"  --cpu             run the CPU reference only (no GPU needed)\n"
+		"  --quiet           print only the summary line\n");
+}
+
+static int parse_args(int argc, char **argv, opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->ranks = 1;
+	o->iters = 20;
+	o->warmup = 3;
+	o->seed = 1;
+	o->timeout_ms = 5000;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEEDV()                                                            \
+	do {                                                               \
+		if (!v) {                                                  \
+			fprintf(stderr, "mkrun: %s needs a value\n", a);   \
+			return 2;                                          \
+		}                                                          \
+		i++;                                                       \
+	} while (0)
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(stdout);
+			exit(0);
+		} else if (!strncmp(a, "-D", 2)) {
+			const char *d = a[2] ? a + 2 : v;
+			if (!a[2])
+				NEEDV();
+			const char *eq = d ? strchr(d, '=') : NULL;
+			char *end = NULL;
+			long long val = eq ? strtoll(eq + 1, &end, 0) : 0;
+			if (!eq || eq == d || !end || *end || end == eq + 1 || o->nparams == 64) {
+				fprintf(stderr, "mkrun: -D wants NAME=INTEGER\n");
+				return 2;
+			}
+			o->params[o->nparams].name = strndup(d, (size_t)(eq - d));
+			o->params[o->nparams++].value = val;
+		} else if (!strcmp(a, "--ranks") || !strcmp(a, "--iters") || !strcmp(a, "--warmup") ||
+			   !strcmp(a, "--timeout") || !strcmp(a, "--seed")) {
+			NEEDV();
+			char *end;
+			long long n = strtoll(v, &end, 10);
+			if (*end || n < 0 || (strcmp(a, "--seed") && n > 1000000)) {
+				fprintf(stderr, "mkrun: bad value for %s: %s\n", a, v);
+				return 2;
+			}
+			if (!strcmp(a, "--ranks"))
+				o->ranks = (int)n;
+			else if (!strcmp(a, "--iters"))
+				o->iters = (int)n;
+			else if (!strcmp(a, "--warmup"))
+				o->warmup = (int)n;
+			else if (!strcmp(a, "--timeout"))
+				o->timeout_ms = (unsigned)n;
+			else
+				o->seed = (unsigned long long)n;
+		} else if (!strcmp(a, "--inputs")) {
+			NEEDV();
+			o->inputs = v;
+		} else if (!strcmp(a, "--save")) {
+			NEEDV();
+			o->save = v;
+		} else if (!strcmp(a, "--trace")) {
+			NEEDV();
+			o->trace = v;
+		} else if (!strcmp(a, "--resident")) {
+			o->resident = 1;
+		} else if (!strcmp(a, "--cpu")) {
+			o->cpu = 1;
+		} else if (!strcmp(a, "--quiet")) {
+			o->quiet = 1;
+		} else if (a[0] == '-') {
+			fprintf(stderr, "mkrun: unknown option '%s'\n", a);
+			usage(stderr);
+			return 2;
+		} else if (o->path) {
+			fprintf(stderr, "mkrun: one pipeline file only\n");
+			return 2;
+		} else {
+			o->path = a;
+		}
+#undef NEEDV
+	}
+	if (!o->path) {
+		usage(stderr);
+		return 2;
+	}
+	if (o->ranks < 1 || o->ranks > 64) {
+		fprintf(stderr, "mkrun: --ranks must be 1..64\n");
+		return 2;
+	}
+	return 0;
+}
+
+/* ---- host data: bufs[t * world + r], float32, local shapes --------------- */
+
+static uint64_t rng_next(uint64_t *s)
+{
+	/* splitmix64 */
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static float **alloc_bufs(const ir_prog *p)
+{
+	int n = p->ntensors * p->world;
+	float **b = calloc((size_t)n, sizeof *b);
+	if (!b)
+		return NULL;
+	for (int t = 0; t < p->ntensors; t++)
+		for (int r = 0; r < p->world; r++) {
+			size_t k = (size_t)ir_tensor_elems(&p->tensors[t]);
+			b[t * p->world + r] = calloc(k ? k : 1, sizeof(float));
+			if (!b[t * p->world + r])
+				return NULL;
+		}
+	return b;
+}
+
+static void free_bufs(const ir_prog *p, float **b)
+{
+	if (!b)
+		return;
+	for (int i = 0; i < p->ntensors * p->world; i++)
+		free(b[i]);
+	free(b);
+}
+
+/* Bound of the i32 values a tensor may hold: the expert count of a dispatch
+ * or combine that reads it as routing indices, else 16. */
+static int64_t int_bound(const ir_prog *p, int t)
+{
+	for (int i = 0; i < p->nops; i++) {
+		const ir_op *op = &p->ops[i];
+		if (op->kind == OP_DISPATCH && op->nin > 1 && op->in[1] == t)
+			return op->experts;
+	}
+	return 16;
+}
+
+static int make_inputs(const ir_prog *p, const opts *o, float **b)
+{
+	uint64_t s = o->seed;
+	for (int t = 0; t < p->ntensors; t++) {
+		const ir_tensor *x = &p->tensors[t];
+		if (x->kind != TK_IN)
+			continue;
+		int64_t n = ir_tensor_elems(x);
+		for (int r = 0; r < p->world; r++) {
+			float *d = b[t * p->world + r];
+			if (o->inputs) {
+				char path[4096], err[256];
+				int64_t shape[NPY_MAXDIM];
+				int nd;
+				float *data;
+				if (npy_path(path, sizeof path, o->inputs, x->name, r) != 0 ||
+				    npy_read_f32(path, shape, &nd, NPY_MAXDIM, &data, err, sizeof err) != 0) {
+					fprintf(stderr, "mkrun: %s\n", err);
+					return -1;
+				}
+				int ok = nd == x->ndim;
+				for (int dd = 0; ok && dd < nd; dd++)
+					ok = shape[dd] == x->local[dd];
+				if (!ok) {
+					fprintf(stderr, "mkrun: %s: shape does not match %s's piece on rank %d\n",
+						path, x->name, r);
+					free(data);
+					return -1;
+				}
+				memcpy(d, data, (size_t)n * sizeof(float));
+				free(data);
+				continue;
+			}
+			if (x->dtype == DT_I32) {
+				int64_t bound = int_bound(p, t);
+				for (int64_t i = 0; i < n; i++)
+					d[i] = (float)(rng_next(&s) % (uint64_t)bound);
+			} else {
+				for (int64_t i = 0; i < n; i++)
+					d[i] = (float)((double)(rng_next(&s) >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+			}
+		}
+	}
+	return 0;
+}
+
+static int save_tensors(const ir_prog *p, float **b, const char *dir, int inputs_too)
+{
+	mkdir(dir, 0755);
+	for (int t = 0; t < p->ntensors; t++) {
+		const ir_tensor *x = &p->tensors[t];
+		if (x->kind == TK_TEMP || (x->kind == TK_IN && !inputs_too))
+			continue;
+		for (int r = 0; r < p->world; r++) {
+			char path[4096], err[256];
+			if (npy_path(path, sizeof path, dir, x->name, r) != 0 ||
+			    npy_write_f32(path, x->local, x->ndim, b[t * p->world + r], err, sizeof err)) {
+				fprintf(stderr, "mkrun: %s\n", err);
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+/* ---- comparison ------------------------------------------------------------ */
+
+static double rtol_of(ir_dtype t)
+{
+	switch (t) {
+	case DT_BF16: return 1.0 / 64;   /* 4 ulps of bf16's 8-bit mantissa */
+	case DT_F16: return 1.0 / 512;
+	case DT_E4M3: return 1.0 / 4;
+	default: return 1e-4;
+	}
+}
+
+static int compare(const ir_prog *p, float **ref, float **gpu, int quiet)
+{
+	int bad = 0;
+	for (int t = 0; t < p->ntensors; t++) {
+		const ir_tensor *x = &p->tensors[t];
+		if (x->kind != TK_OUT)
+			continue;
+		int64_t n = ir_tensor_elems(x);
+		for (int r = 0; r < p->world; r++) {
+			const float *a = gpu[t * p->world + r], *e = ref[t * p->world + r];
+			double amax = 0, se = 0, sr = 0, maxabs = 0, maxrel = 0;
+			for (int64_t i = 0; i < n; i++)
+				if (fabs(e[i]) > amax)
+					amax = fabs(e[i]);
+			double rtol = rtol_of(x->dtype), atol = rtol * 0.0625 * (amax > 0 ? amax : 1);
+			int64_t fails = 0, first = -1;
+			for (int64_t i = 0; i < n; i++) {
+				double d = fabs((double)a[i] - e[i]);
+				if (isnan(a[i]) != isnan(e[i]) || d > atol + rtol * fabs(e[i])) {
+					if (first < 0)
+						first = i;
+					fails++;
+				}
+				if (!isnan(d)) {
+					if (d > maxabs)
+						maxabs = d;
+					if (fabs(e[i]) > atol && d / fabs(e[i]) > maxrel)
+						maxrel = d / fabs(e[i]);
+					se += d * d;
+				} else {
+					se = INFINITY;
+				}
+				sr += (double)e[i] * e[i];
+			}
+			double rl2 = sr > 0 ? sqrt(se / sr) : sqrt(se);
+			if (!quiet || fails)
+				printf("  %-10s rank %d: max abs err %.3g (|ref| up to %.3g), max rel err %.3g, "
+				       "rel l2 %.3g  %s\n", x->name, r, maxabs, amax, maxrel, rl2,
+				       fails ? "MISMATCH" : "ok");
+			if (fails) {
+				printf("    %lld of %lld elements off; first at %lld: gpu %g, ref %g\n",
+				       (long long)fails, (long long)n, (long long)first, a[first], e[first]);
+				bad = 1;
+			}
+		}
+	}
+	return bad;
+}
+
+static int cmp_float(const void *a, const void *b)
+{
+	float x = *(const float *)a, y = *(const float *)b;
+	return (x > y) - (x < y);
+}
+
+static int run_cpu(const opts *o)
+{
+	srcset src;
+	src_init(&src);
+	int err = 0;
+	int file = src_load(&src, o->path, &err);
+	if (file < 0) {
+		fprintf(stderr, "mkrun: cannot read %s: %s\n", o->path, strerror(err));
+		return 1;
+	}
+	arena a;
+	arena_init(&a);
+	compile_out co;
+	strbuf log;
+	sb_init(&log);
+	mk_status st = mk_compile_only(&src, file, o->params, o->nparams, o->ranks, &a, &co, &log);
+	fputs(sb_str(&log), stderr);
+	sb_free(&log);
+	int rc = 1;
+	float **b = NULL;
+	if (st != MK_OK) {
+		fprintf(stderr, "mkrun: %s\n", mk_strerror(st));
+		goto out;
+	}
+	const ir_prog *p = co.prog;
+	b = alloc_bufs(p);
+	if (!b || make_inputs(p, o, b) != 0)
+		goto out;
+	char e2[512];
+	cpuref_opts ro = {.round_storage = 1};
+	if (cpuref_run(p, b, &ro, e2, sizeof e2) != 0) {
+		fprintf(stderr, "mkrun: CPU reference: %s\n", e2);
+		goto out;
+	}
+	for (int t = 0; t < p->ntensors; t++) {
+		const ir_tensor *x = &p->tensors[t];
+		if (x->kind != TK_OUT)
+			continue;
+		for (int r = 0; r < p->world; r++) {
+			double s = 0, m = 0;
+			const float *d = b[t * p->world + r];
+			for (int64_t i = 0; i < ir_tensor_elems(x); i++) {
+				s += (double)d[i] * d[i];
+				if (fabs(d[i]) > m)
+					m = fabs(d[i]);
+			}
+			printf("  %-10s rank %d: l2 %.6g, max |x| %.6g\n", x->name, r, sqrt(s), m);
+		}
+	}
+	if (o->save && save_tensors(p, b, o->save, 1) != 0)
+		goto out;
+	printf("mkrun: %s: CPU reference ran on %d rank%s\n", p->name, p->world,
+	       p->world > 1 ? "s" : "");
+	rc = 0;
+out:
+	if (co.prog)
+		free_bufs(co.prog, b);
+	arena_free(&a);
+	src_free(&src);
+	return rc;
+}
+
+static int run_gpu(const opts *o)
+{
+	mk_ctx *ctx = NULL;
+	mk_pipeline *pl = NULL;
+	float **ref = NULL, **gpu = NULL;
+	float *times = NULL;
+	int rc = 1;
+	mk_status st = mk_ctx_create(NULL, &ctx);
+	if (st == MK_ERR_NO_DRIVER || st == MK_ERR_NO_GPU) {
+		fprintf(stderr, "mkrun: no GPU here (%s); --cpu runs the CPU reference only\n",
+			mk_ctx_error(ctx));
+		goto out;
+	}
+	if (st != MK_OK) {
+		fprintf(stderr, "mkrun: %s: %s\n", mk_strerror(st), mk_ctx_error(ctx));
+		goto out;
+	}
+	mk_load_opts lo = MK_LOAD_OPTS_INIT;
+	lo.params = o->params;
+	lo.nparams = o->nparams;
+	lo.ranks = o->ranks;
+	lo.timeout_ms = o->timeout_ms;
+	lo.trace = o->trace != NULL;
+	st = mk_pipeline_load_file(ctx, o->path, &lo, &pl);
+	fputs(mk_ctx_log(ctx), stderr);
+	if (st != MK_OK) {
+		fprintf(stderr, "mkrun: %s: %s\n", mk_strerror(st), mk_ctx_error(ctx));
+		goto out;
+	}
+	const ir_prog *p = mk_pipeline_prog(pl);
+	const ir_sched *s = mk_pipeline_sched(pl);
+	if (!o->quiet) {
+		printf("mkrun: %s on %s: %d rank%s x %d CTAs (", p->name, mk_ctx_device(ctx), p->world,
+		       p->world > 1 ? "s" : "", s->ctas);
+		for (int r = 0; r < s->nroles; r++)
+			printf("%s%s %d", r ? ", " : "", ir_role_name(s->roles[r].kind), s->roles[r].ctas);
+		printf("), %d tasks and %d flags per rank\n", s->ntasks, s->nflags);
+	}
+	ref = alloc_bufs(p);
+	gpu = alloc_bufs(p);
+	if (!ref || !gpu || make_inputs(p, o, ref) != 0)
+		goto out;
+	for (int t = 0; t < p->ntensors; t++)
+		if (p->tensors[t].kind == TK_IN)
+			for (int r = 0; r < p->world; r++) {
+				st = mk_tensor_write_f32(pl, p->tensors[t].name, r, ref[t * p->world + r],
+							 (size_t)ir_tensor_elems(&p->tensors[t]));
+				if (st != MK_OK) {
+					fprintf(stderr, "mkrun: %s\n", mk_ctx_error(ctx));
+					goto out;
+				}
+			}
+	char err[512];
+	cpuref_opts ro = {.round_storage = 1};
+	if (cpuref_run(p, ref, &ro, err, sizeof err) != 0) {
+		fprintf(stderr, "mkrun: CPU reference: %s\n", err);
+		goto out;
+	}
+	float first_ms = 0;
+	st = mk_run_timed(pl, &first_ms);
+	if (st != MK_OK) {
+		fprintf(stderr, "mkrun: %s: %s\n%s", mk_strerror(st),
+			st == MK_ERR_STALL ? "" : mk_ctx_error(ctx), mk_stall_report(pl));
+		goto out;
+	}
+	if (o->trace) {
+		st = mk_trace_write(pl, o->trace);
+		if (st != MK_OK) {
+			fprintf(stderr, "mkrun: trace: %s\n", mk_ctx_error(ctx));
+			goto out;
+		}
+	}
+	for (int t = 0; t < p->ntensors; t++)
+		if (p->tensors[t].kind == TK_OUT)
+			for (int r = 0; r < p->world; r++)
+				if (mk_tensor_read_f32(pl, p->tensors[t].name, r, gpu[t * p->world + r],
+						       (size_t)ir_tensor_elems(&p->tensors[t])) != MK_OK) {
+					fprintf(stderr, "mkrun: %s\n", mk_ctx_error(ctx));
+					goto out;
+				}
+	int bad = compare(p, ref, gpu, o->quiet);
+
+	/* timing */
+	int n = o->iters;
+	times = calloc((size_t)(n > 0 ? n : 1), sizeof *times);
+	if (!times)
+		goto out;
+	if (o->resident && (st = mk_resident_start(pl)) != MK_OK) {
+		fprintf(stderr, "mkrun: %s: %s\n", mk_strerror(st), mk_ctx_error(ctx));
+		goto out;
+	}
+	for (int i = 0; i < o->warmup + n; i++) {
+		float ms = 0;
+		st = o->resident ? mk_resident_run(pl, &ms) : mk_run_timed(pl, &ms);
+		if (st != MK_OK) {
+			fprintf(stderr, "mkrun: run %d: %s: %s\n%s", i + 2, mk_strerror(st),
+				mk_ctx_error(ctx), mk_stall_report(pl));
+			goto out;
+		}
+		if (i >= o->warmup)
+			times[i - o->warmup] = ms;
+	}
+	if (o->resident && (st = mk_resident_stop(pl)) != MK_OK) {
+		fprintf(stderr, "mkrun: %s: %s\n", mk_strerror(st), mk_ctx_error(ctx));
+		goto out;
+	}
+	/* the repeated runs must give the same outputs, bit for bit */
+	int same = 1;
+	for (int t = 0; t < p->ntensors && same; t++)
+		if (p->tensors[t].kind == TK_OUT)
+			for (int r = 0; r < p->world && same; r++) {
+				size_t k = (size_t)ir_tensor_elems(&p->tensors[t]);
+				float *again = malloc(k * sizeof(float) + 1);
+				if (!again)
+					goto out;
+				if (mk_tensor_read_f32(pl, p->tensors[t].name, r, again, k) != MK_OK)
+					same = 0;
+				else
+					same = !memcmp(again, gpu[t * p->world + r], k * sizeof(float));
+				free(again);
+			}
+	if (!same) {
+		printf("  repeated runs changed the outputs (a race?)\n");
+		bad = 1;
+	}
+	if (o->save && save_tensors(p, gpu, o->save, 0) != 0)
+		goto out;
+	if (n > 0) {
+		qsort(times, (size_t)n, sizeof *times, cmp_float);
+		printf("mkrun: %s: %s; %s median %.1f us over %d runs (min %.1f, max %.1f), "
+		       "predicted %.1f us\n", p->name, bad ? "MISMATCH" : "match",
+		       o->resident ? "resident" : "one-shot", times[n / 2] * 1e3, n, times[0] * 1e3,
+		       times[n - 1] * 1e3, s->predicted_us);
+	} else {
+		printf("mkrun: %s: %s (first run %.1f us)\n", p->name, bad ? "MISMATCH" : "match",
+		       first_ms * 1e3);
+	}
+	rc = bad;
+out:
+	if (pl) {
+		free_bufs(mk_pipeline_prog(pl), ref);
+		free_bufs(mk_pipeline_prog(pl), gpu);
+	}
+	free(times);
+	mk_pipeline_destroy(pl);
+	mk_ctx_destroy(ctx);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	opts o;
+	int rc = parse_args(argc, argv, &o);
+	if (rc)
+		return rc;
+	rc = o.cpu ? run_cpu(&o) : run_gpu(&o);
+	for (int i = 0; i < o.nparams; i++)
+		free((char *)o.params[i].name);
+	return rc;
+}

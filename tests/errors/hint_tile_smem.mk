@@ -1,0 +1,8 @@
+# a tile whose two pipeline stages do not fit in shared memory
+pipeline p {
+  param M = 1024, N = 1024, K = 1024
+  in  A : bf16[M, K]
+  in  B : bf16[K, N]
+  out C : bf16[M, N]
+  C = matmul(A, B)  tile 256 x 256 x 128
+}

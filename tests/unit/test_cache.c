@@ -1,0 +1,368 @@
+/* test_cache.c - SHA-256 against FIPS 180-4 vectors, and the JIT cache:
+ * directory resolution, put/get, misses, corrupt entries, and compiling on
+ * when the cache directory cannot be written.  Works in a temp directory,
+ * never in the user's cache.
+ */
+#include "codegen/cache.h"
+#include "codegen/nvrtc.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int failures;
+
+#define CHECK(cond, ...)                                                     \
+	do {                                                                 \
+		if (cond) {                                                  \
+			printf("ok    ");                                    \
+		} else {                                                     \
+			printf("FAIL  ");                                    \
+			failures++;                                          \
+		}                                                            \
+		printf(__VA_ARGS__);                                         \
+		printf("\n");                                                \
+	} while (0)
+
+static void hex_of(const void *p, size_t n, char out[65])
+{
+	sha256_ctx c;
+	unsigned char d[32];
+
+	sha256_init(&c);
+	sha256_update(&c, p, n);
+	sha256_final(&c, d);
+	sha256_hex(d, out);
+}
+
+static void test_sha256(void)
+{
+	static const struct {
+		const char *msg, *hex;
+	} v[] = {
+		{ "", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" },
+		{ "abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" },
+		{ "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+		  "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1" },
+		{ "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmno"
+		  "ijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu",
+		  "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1" },
+	};
+	char hex[65];
+	unsigned char d[32], *mil;
+	sha256_ctx c;
+	size_t i;
+
+	for (i = 0; i < sizeof v / sizeof v[0]; i++) {
+		hex_of(v[i].msg, strlen(v[i].msg), hex);
+		CHECK(!strcmp(hex, v[i].hex), "SHA-256 of %zu-byte FIPS vector \"%.12s%s\" = %.16s...",
+		      strlen(v[i].msg), v[i].msg, strlen(v[i].msg) > 12 ? "..." : "", hex);
+	}
+	/* One million 'a', fed in uneven pieces to exercise the buffering. */
+	mil = malloc(1000000);
+	if (!mil) {
+		CHECK(0, "malloc");
+		return;
+	}
+	memset(mil, 'a', 1000000);
+	sha256_init(&c);
+	for (i = 0; i < 1000000;) {
+		size_t k = 1 + (i * 7919) % 131;
+		if (k > 1000000 - i)
+			k = 1000000 - i;
+		sha256_update(&c, mil + i, k);
+		i += k;
+	}
+	sha256_final(&c, d);
+	sha256_hex(d, hex);
+	CHECK(!strcmp(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"),
+	      "SHA-256 of one million 'a' in uneven pieces = %.16s...", hex);
+	/* Lengths around the padding boundary (55, 56, 63, 64 bytes) agree
+	 * whether fed at once or byte by byte. */
+	for (i = 54; i <= 66; i++) {
+		char one[65], bytes[65];
+		size_t j;
+		hex_of(mil, i, one);
+		sha256_init(&c);
+		for (j = 0; j < i; j++)
+			sha256_update(&c, mil + j, 1);
+		sha256_final(&c, d);
+		sha256_hex(d, bytes);
+		if (strcmp(one, bytes))
+			CHECK(0, "SHA-256 of %zu bytes: one call and byte by byte differ", i);
+	}
+	CHECK(1, "SHA-256 lengths 54..66: one call equals byte by byte");
+	free(mil);
+}
+
+static void rm_tree(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	struct stat st;
+	char path[4096 + 264];
+
+	if (!d)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+			chmod(path, 0700);
+			rm_tree(path);
+		} else {
+			unlink(path);
+		}
+	}
+	closedir(d);
+	rmdir(dir);
+}
+
+static int count_files(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)) != NULL)
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			n++;
+	closedir(d);
+	return n;
+}
+
+static int write_file(const char *path, const void *p, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+	int ok = f && fwrite(p, 1, n, f) == n;
+	if (f && fclose(f) != 0)
+		ok = 0;
+	return ok ? 0 : -1;
+}
+
+static void test_dirs(const char *top)
+{
+	char buf[2048], want[2048], p[2048];
+	struct stat st;
+	char *home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+	char *xdg = getenv("XDG_CACHE_HOME") ? strdup(getenv("XDG_CACHE_HOME")) : NULL;
+
+	snprintf(p, sizeof p, "%s/a/b/c", top);
+	CHECK(cg_cache_dir(p, buf, sizeof buf) == CG_OK && !strcmp(buf, p), "override a/b/c is created");
+	CHECK(stat(p, &st) == 0 && (st.st_mode & 0777) == 0700, "  with mode 0700 (%o)",
+	      (unsigned)(st.st_mode & 0777));
+	snprintf(p, sizeof p, "%s/a", top);
+	CHECK(stat(p, &st) == 0 && (st.st_mode & 0777) == 0700, "  and its parents too (%o)",
+	      (unsigned)(st.st_mode & 0777));
+
+	snprintf(p, sizeof p, "%s/wide", top);
+	mkdir(p, 0755);
+	chmod(p, 0755);
+	CHECK(cg_cache_dir(p, buf, sizeof buf) == CG_OK, "an existing 0755 directory is used");
+	CHECK(stat(p, &st) == 0 && (st.st_mode & 0777) == 0755, "  and left as it is (%o)",
+	      (unsigned)(st.st_mode & 0777));
+
+	snprintf(p, sizeof p, "%s/xdg", top);
+	setenv("XDG_CACHE_HOME", p, 1);
+	snprintf(want, sizeof want, "%s/xdg/mk", top);
+	CHECK(cg_cache_dir(NULL, buf, sizeof buf) == CG_OK && !strcmp(buf, want),
+	      "$XDG_CACHE_HOME/mk: %s", buf);
+	snprintf(p, sizeof p, "%s/home", top);
+	setenv("HOME", p, 1);
+	setenv("XDG_CACHE_HOME", "relative/ignored", 1);
+	snprintf(want, sizeof want, "%s/home/.cache/mk", top);
+	CHECK(cg_cache_dir(NULL, buf, sizeof buf) == CG_OK && !strcmp(buf, want),
+	      "relative $XDG_CACHE_HOME ignored, $HOME/.cache/mk: %s", buf);
+	unsetenv("XDG_CACHE_HOME");
+	CHECK(cg_cache_dir(NULL, buf, sizeof buf) == CG_OK && !strcmp(buf, want),
+	      "no $XDG_CACHE_HOME: $HOME/.cache/mk");
+
+	snprintf(p, sizeof p, "%s/file", top);
+	write_file(p, "x", 1);
+	snprintf(p, sizeof p, "%s/file/sub", top);
+	CHECK(cg_cache_dir(p, buf, sizeof buf) == CG_EIO, "a path under a regular file is CG_EIO (%s)",
+	      strerror(errno));
+	snprintf(p, sizeof p, "%s/file", top);
+	CHECK(cg_cache_dir(p, buf, sizeof buf) == CG_EIO, "a regular file is CG_EIO");
+
+	if (home)
+		setenv("HOME", home, 1);
+	else
+		unsetenv("HOME");
+	if (xdg)
+		setenv("XDG_CACHE_HOME", xdg, 1);
+	free(home);
+	free(xdg);
+}
+
+/* The test entry: bytes with every value, so no text assumption hides. */
+static unsigned char payload[5000];
+
+static void test_entries(const char *top)
+{
+	char dir[2048], path[2200];
+	const char *key = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+	void *d = NULL;
+	size_t n = 0, i;
+	struct stat st;
+	unsigned char *raw;
+
+	for (i = 0; i < sizeof payload; i++)
+		payload[i] = (unsigned char)(i * 131 + 7);
+	snprintf(dir, sizeof dir, "%s/cache", top);
+	snprintf(path, sizeof path, "%s/%s.cubin", dir, key);
+	CHECK(cg_cache_dir(dir, dir, sizeof dir) == CG_OK, "cache dir %s", dir);
+
+	CHECK(cg_cache_get(dir, key, &d, &n) == CG_EIO && d == NULL, "empty cache: miss");
+	CHECK(cg_cache_put(dir, key, payload, sizeof payload) == CG_OK, "put %zu bytes", sizeof payload);
+	CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600 &&
+	      st.st_size == (off_t)(sizeof payload + 48), "entry is KEY.cubin, mode 0600, 48-byte header");
+	CHECK(count_files(dir) == 1, "no temporary file left behind");
+	raw = malloc(sizeof payload + 49);  /* room for "an extra byte" */
+	{
+		FILE *f = fopen(path, "rb");
+		size_t got = f ? fread(raw, 1, sizeof payload + 48, f) : 0;
+		if (f)
+			fclose(f);
+		CHECK(got == sizeof payload + 48 && !memcmp(raw, "MKCACHE1", 8) && raw[8] == (5000 & 255) &&
+		      raw[9] == 5000 >> 8 && !memcmp(raw + 48, payload, sizeof payload),
+		      "header: magic MKCACHE1, little-endian length, then the payload");
+	}
+	CHECK(cg_cache_get(dir, key, &d, &n) == CG_OK && n == sizeof payload &&
+	      !memcmp(d, payload, n), "get: hit, same bytes");
+	free(d);
+	d = NULL;
+	CHECK(cg_cache_get(dir, "ffff", &d, &n) == CG_EIO, "other key: miss");
+	CHECK(cg_cache_get(dir, "../cache/x", &d, &n) == CG_EINVAL &&
+	      cg_cache_put(dir, "a/b", payload, 1) == CG_EINVAL && cg_cache_put(dir, "", payload, 1) == CG_EINVAL,
+	      "keys that could leave the directory are CG_EINVAL");
+	CHECK(cg_cache_put(dir, "empty", "", 0) == CG_OK && cg_cache_get(dir, "empty", &d, &n) == CG_OK &&
+	      n == 0, "an empty payload round-trips");
+	free(d);
+	d = NULL;
+
+	/* Damage: each must be a miss that deletes the entry, and a put
+	 * afterwards must make it a hit again. */
+	{
+		static const char *what[] = { "a flipped payload byte", "a flipped checksum byte",
+					      "a truncated payload", "a truncated header",
+					      "an extra byte", "bad magic", "an empty file" };
+		int k;
+		for (k = 0; k < 7; k++) {
+			size_t len = sizeof payload + 48;
+			memcpy(raw + 48, payload, sizeof payload);
+			cg_cache_put(dir, key, payload, sizeof payload);
+			{
+				FILE *f = fopen(path, "rb");
+				if (f) {
+					len = fread(raw, 1, len, f);
+					fclose(f);
+				}
+			}
+			switch (k) {
+			case 0: raw[48 + 1234] ^= 0x40; break;
+			case 1: raw[16 + 5] ^= 1; break;
+			case 2: len -= 100; break;
+			case 3: len = 20; break;
+			case 4: raw[len++] = 0; break;
+			case 5: raw[7] = '2'; break;
+			case 6: len = 0; break;
+			}
+			write_file(path, raw, len);
+			CHECK(cg_cache_get(dir, key, &d, &n) == CG_EIO && d == NULL,
+			      "%s: detected as a miss", what[k]);
+			CHECK(access(path, F_OK) != 0, "  and the bad entry deleted");
+			CHECK(cg_cache_put(dir, key, payload, sizeof payload) == CG_OK &&
+			      cg_cache_get(dir, key, &d, &n) == CG_OK && n == sizeof payload &&
+			      !memcmp(d, payload, n), "  and rebuilt by the next put");
+			free(d);
+			d = NULL;
+		}
+	}
+	free(raw);
+
+	snprintf(path, sizeof path, "%s/file", top);
+	write_file(path, "x", 1);
+	snprintf(dir, sizeof dir, "%s/file/sub", top);
+	CHECK(cg_cache_put(dir, key, payload, 10) == CG_EIO, "put into a path under a regular file: CG_EIO");
+	CHECK(cg_cache_get(dir, key, &d, &n) == CG_EIO, "get from it: miss");
+}
+
+/* The cache is an optimisation: a compile must succeed without one. */
+static void test_unwritable(const char *top)
+{
+	static const char src[] = "extern \"C\" __global__ void k(int *p) { p[threadIdx.x] = 1; }\n";
+	cg_compile_opts o = { 0 };
+	cg_binary b;
+	char dir[2048], why[256];
+	cg_status s;
+
+	if (cg_nvrtc_version(NULL, NULL, why, sizeof why) != CG_OK) {
+		CHECK(0, "NVRTC needed for the fallback test: %s", why);
+		return;
+	}
+	snprintf(dir, sizeof dir, "%s/file/sub", top);
+	o.use_cache = 1;
+	o.cache_dir = dir;
+	s = cg_compile(src, "k.cu", &o, CG_CUBIN, &b);
+	CHECK(s == CG_OK && b.size > 0 && !b.from_cache, "cache dir under a regular file: compiles anyway");
+	CHECK(b.note && strstr(b.note, "not writable") && !strchr(b.note, '\n'),
+	      "  with a one-line note: %s", b.note ? b.note : "(none)");
+	cg_binary_free(&b);
+
+	/* A read-only directory stops writes only when we are not root. */
+	if (geteuid() != 0) {
+		snprintf(dir, sizeof dir, "%s/ro", top);
+		mkdir(dir, 0500);
+		chmod(dir, 0500);
+		s = cg_compile(src, "k.cu", &o, CG_CUBIN, &b);
+		CHECK(s == CG_OK && b.note, "0500 cache dir: compiles anyway, note: %s", b.note ? b.note : "(none)");
+		cg_binary_free(&b);
+		chmod(dir, 0700);
+	} else {
+		printf("      (root: a 0500 directory would not stop writes; not tested)\n");
+	}
+
+	snprintf(dir, sizeof dir, "%s/ok", top);
+	s = cg_compile(src, "k.cu", &o, CG_PTX, &b);
+	CHECK(s == CG_OK && !b.note && !b.from_cache, "writable cache dir: no note");
+	cg_binary_free(&b);
+	s = cg_compile(src, "k.cu", &o, CG_PTX, &b);
+	CHECK(s == CG_OK && b.from_cache && b.size == strlen(b.data), "cached PTX is a hit and a C string");
+	cg_binary_free(&b);
+}
+
+int main(void)
+{
+	const char *base = getenv("MK_CACHE_DIR_FOR_TESTS");
+	char parent[1024], top[1100];
+
+	if (!base || !*base)
+		base = getenv("TMPDIR");
+	if (!base || !*base)
+		base = "/tmp";
+	if (cg_cache_dir(base, parent, sizeof parent) != CG_OK) {
+		printf("FAIL  cannot create %s: %s\n", base, strerror(errno));
+		return 1;
+	}
+	snprintf(top, sizeof top, "%s/cache.XXXXXX", parent);
+	if (!mkdtemp(top)) {
+		printf("FAIL  mkdtemp %s: %s\n", top, strerror(errno));
+		return 1;
+	}
+	printf("      working in %s\n", top);
+	test_sha256();
+	test_dirs(top);
+	test_entries(top);
+	test_unwritable(top);
+	rm_tree(top);
+	printf("%s\n", failures ? "FAILED" : "all passed");
+	return failures != 0;
+}

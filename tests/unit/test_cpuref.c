@@ -1,0 +1,1014 @@
+/* test_cpuref.c - the CPU reference executor on hand-built programs.
+ *
+ * Every op on small hand-computed cases, at world 1, 2, 4 and a 2 x 2 mesh
+ * for the collectives; matmul and attention against naive loops written
+ * here; storage rounding exhaustively over bf16, f16 and e4m3; the routing
+ * errors of dispatch.  Exit 0 = pass.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/cpuref.h"
+
+static int failures, checks;
+
+static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void check(int ok, const char *fmt, ...)
+{
+	checks++;
+	if (ok)
+		return;
+	failures++;
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "FAIL: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+}
+
+static void near(const char *what, double got, double want, double tol)
+{
+	int ok = fabs(got - want) <= tol * (1 + fabs(want)) || (isnan(got) && isnan(want));
+	check(ok, "%s: got %.9g, want %.9g", what, got, want);
+}
+
+/* ---- building programs by hand ----------------------------------------- */
+
+#define MAXT 16
+#define MAXO 16
+
+typedef struct prog {
+	ir_prog p;
+	ir_tensor t[MAXT];
+	ir_op o[MAXO];
+	float **buf;
+} prog;
+
+#define LOCAL ((ir_place){PL_LOCAL, 0, GRP_WORLD})
+#define PARTIAL ((ir_place){PL_PARTIAL, 0, GRP_WORLD})
+#define SPLIT(d) ((ir_place){PL_SPLIT, (d), GRP_WORLD})
+#define SPLITG(d, g) ((ir_place){PL_SPLIT, (d), (g)})
+#define SH(...) (int64_t[]){__VA_ARGS__}, (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))
+
+static void mesh(prog *b, int nodes, int gpus)
+{
+	memset(b, 0, sizeof *b);
+	b->p.name = "test";
+	b->p.nodes = nodes;
+	b->p.gpus = gpus;
+	b->p.world = nodes * gpus;
+	b->p.tensors = b->t;
+	b->p.ops = b->o;
+}
+
+/* A tensor with its local shape worked out from the placement. */
+static int ten(prog *b, const char *name, ir_tkind kind, ir_dtype dt, ir_place pl,
+	       const int64_t *shape, int nd)
+{
+	ir_tensor *t = &b->t[b->p.ntensors];
+	memset(t, 0, sizeof *t);
+	t->name = name;
+	t->kind = kind;
+	t->dtype = dt;
+	t->ndim = nd;
+	t->place = pl;
+	t->producer = -1;
+	int gs = pl.group == GRP_GPUS ? b->p.gpus : pl.group == GRP_NODES ? b->p.nodes : b->p.world;
+	for (int d = 0; d < nd; d++) {
+		t->shape[d] = shape[d];
+		t->local[d] = pl.kind == PL_SPLIT && pl.dim == d ? shape[d] / gs : shape[d];
+	}
+	return b->p.ntensors++;
+}
+
+static int in(prog *b, const char *name, ir_place pl, const int64_t *shape, int nd)
+{
+	return ten(b, name, TK_IN, DT_F32, pl, shape, nd);
+}
+
+static int out(prog *b, const char *name, ir_place pl, const int64_t *shape, int nd)
+{
+	return ten(b, name, TK_OUT, DT_F32, pl, shape, nd);
+}
+
+static ir_op *op(prog *b, ir_opkind k, int o, int nin, ...)
+{
+	ir_op *x = &b->o[b->p.nops++];
+	memset(x, 0, sizeof *x);
+	x->kind = k;
+	x->out = o;
+	x->nin = nin;
+	x->stage = b->t[o].name;
+	va_list ap;
+	va_start(ap, nin);
+	for (int i = 0; i < nin; i++)
+		x->in[i] = va_arg(ap, int);
+	va_end(ap);
+	if (b->t[o].producer < 0)
+		b->t[o].producer = b->p.nops - 1;
+	return x;
+}
+
+static void alloc(prog *b)
+{
+	int n = b->p.ntensors * b->p.world;
+	b->buf = calloc((size_t)n, sizeof *b->buf);
+	for (int t = 0; t < b->p.ntensors; t++)
+		for (int r = 0; r < b->p.world; r++)
+			b->buf[t * b->p.world + r] =
+				calloc((size_t)ir_tensor_elems(&b->t[t]) + 1, sizeof(float));
+}
+
+static void release(prog *b)
+{
+	for (int i = 0; b->buf && i < b->p.ntensors * b->p.world; i++)
+		free(b->buf[i]);
+	free(b->buf);
+	b->buf = NULL;
+}
+
+static float *P(prog *b, int t, int r) { return b->buf[t * b->p.world + r]; }
+
+static void fill(prog *b, int t, int r, const float *v)
+{
+	memcpy(P(b, t, r), v, (size_t)ir_tensor_elems(&b->t[t]) * sizeof(float));
+}
+
+static unsigned rng = 12345;
+static float frand(void)
+{
+	rng = rng * 1103515245u + 12345u;
+	return (float)((rng >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+static void randomize(prog *b, int t)
+{
+	for (int r = 0; r < b->p.world; r++)
+		for (int64_t i = 0; i < ir_tensor_elems(&b->t[t]); i++)
+			P(b, t, r)[i] = frand();
+}
+
+static char err[256];
+
+static int run(prog *b, int round, int threads)
+{
+	cpuref_opts o = {round, threads};
+	err[0] = 0;
+	if (!b->buf)
+		alloc(b);
+	return cpuref_run(&b->p, b->buf, &o, err, sizeof err);
+}
+
+static void expect(const char *what, const float *got, const float *want, int64_t n, double tol)
+{
+	char name[160];
+	for (int64_t i = 0; i < n; i++) {
+		snprintf(name, sizeof name, "%s[%lld]", what, (long long)i);
+		near(name, got[i], want[i], tol);
+	}
+}
+
+/* ---- storage rounding ----------------------------------------------------- */
+
+static float from_bits(uint32_t u)
+{
+	float f;
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+static float bf16_val(uint32_t h) { return from_bits(h << 16); }
+
+static float f16_val(uint32_t h)
+{
+	int s = h >> 15, e = (h >> 10) & 31, m = h & 1023;
+	float v = e == 0 ? ldexpf((float)m, -24)
+		: e == 31 ? (m ? NAN : INFINITY) : ldexpf((float)(1024 + m), e - 25);
+	return s ? -v : v;
+}
+
+static float e4m3_val(uint32_t h)
+{
+	int s = h >> 7, e = (h >> 3) & 15, m = h & 7;
+	float v = e == 15 && m == 7 ? NAN
+		: e == 0 ? ldexpf((float)m, -9) : ldexpf((float)(8 + m), e - 10);
+	return s ? -v : v;
+}
+
+/* Every finite positive value of a format is kept; the midpoint of two
+ * neighbours goes to the one with the even code; just off the midpoint goes
+ * to the nearer one; negatives mirror. */
+static void round_format(const char *name, ir_dtype t, float (*val)(uint32_t), uint32_t nmax)
+{
+	int bad = 0;
+	for (uint32_t h = 0; h < nmax && bad < 5; h++) {
+		float a = val(h), b = val(h + 1);
+		if (!isfinite(a) || !isfinite(b))
+			continue;
+		float m = (float)(((double)a + b) / 2), even = (h & 1) ? b : a;
+		float ra = cpuref_round(t, a), rm = cpuref_round(t, m);
+		float lo = cpuref_round(t, nextafterf(m, -INFINITY));
+		float hi = cpuref_round(t, nextafterf(m, INFINITY));
+		float nm = cpuref_round(t, -m);
+		int ok = ra == a && rm == even && lo == a && hi == b && nm == -even;
+		if (!ok) {
+			bad++;
+			check(0, "%s code %#x: round(%g)=%g, round(mid %g)=%g want %g, below %g above %g",
+			      name, h, a, ra, m, rm, even, lo, hi);
+		}
+		checks++;
+	}
+	check(bad == 0, "%s rounding", name);
+}
+
+/* bf16 by the usual bit trick, for comparison on random floats. */
+static float bf16_bits(float x)
+{
+	uint32_t u;
+	memcpy(&u, &x, 4);
+	u = (u + 0x7fff + ((u >> 16) & 1)) & 0xffff0000u;
+	return from_bits(u);
+}
+
+static void test_round(void)
+{
+	round_format("bf16", DT_BF16, bf16_val, 0x7f7f);
+	round_format("f16", DT_F16, f16_val, 0x7bff);
+	round_format("e4m3", DT_E4M3, e4m3_val, 0x7e);
+
+	/* hand cases: ties to even, overflow, NaN, Inf, subnormals */
+	near("bf16 1+2^-8 (tie, even down)", cpuref_round(DT_BF16, 1 + 0x1p-8f), 1, 0);
+	near("bf16 1+3*2^-8 (tie, even up)", cpuref_round(DT_BF16, 1 + 0x3p-8f), 1 + 0x1p-6, 0);
+	near("bf16 1+2^-8+2^-20", cpuref_round(DT_BF16, 1 + 0x1p-8f + 0x1p-20f), 1 + 0x1p-7, 0);
+	near("bf16 -1-2^-8", cpuref_round(DT_BF16, -1 - 0x1p-8f), -1, 0);
+	check(isinf(cpuref_round(DT_BF16, 3.4028235e38f)), "bf16 FLT_MAX -> inf");
+	check(cpuref_round(DT_BF16, -INFINITY) == -INFINITY, "bf16 -inf");
+	check(cpuref_round(DT_BF16, INFINITY) == INFINITY, "bf16 inf");
+	check(isnan(cpuref_round(DT_BF16, NAN)), "bf16 nan");
+	near("bf16 max", cpuref_round(DT_BF16, 0x1.fep127f), 0x1.fep127, 0);
+	near("bf16 min subnormal", cpuref_round(DT_BF16, 0x1p-133f), 0x1p-133, 0);
+	near("bf16 half min subnormal (tie to 0)", cpuref_round(DT_BF16, 0x1p-134f), 0, 0);
+	near("bf16 float subnormal", cpuref_round(DT_BF16, 0x1p-149f), 0, 0);
+	near("f16 65504", cpuref_round(DT_F16, 65504), 65504, 0);
+	near("f16 65519", cpuref_round(DT_F16, 65519), 65504, 0);
+	check(isinf(cpuref_round(DT_F16, 65520)), "f16 65520 -> inf");
+	near("f16 2^-24", cpuref_round(DT_F16, 0x1p-24f), 0x1p-24, 0);
+	near("f16 2^-25 (tie to 0)", cpuref_round(DT_F16, 0x1p-25f), 0, 0);
+	near("f16 3*2^-26", cpuref_round(DT_F16, 0x3p-26f), 0x1p-24, 0);
+	check(isnan(cpuref_round(DT_F16, NAN)), "f16 nan");
+	near("e4m3 448", cpuref_round(DT_E4M3, 448), 448, 0);
+	near("e4m3 464 (tie)", cpuref_round(DT_E4M3, 464), 448, 0);
+	near("e4m3 1000 saturates", cpuref_round(DT_E4M3, 1000), 448, 0);
+	near("e4m3 -inf saturates", cpuref_round(DT_E4M3, -INFINITY), -448, 0);
+	near("e4m3 0.3", cpuref_round(DT_E4M3, 0.3f), 0.3125, 0);
+	near("e4m3 2^-9", cpuref_round(DT_E4M3, 0x1p-9f), 0x1p-9, 0);
+	near("e4m3 2^-10 (tie to 0)", cpuref_round(DT_E4M3, 0x1p-10f), 0, 0);
+	check(isnan(cpuref_round(DT_E4M3, NAN)), "e4m3 nan");
+	near("f32 unchanged", cpuref_round(DT_F32, 0.1f), 0.1f, 0);
+	near("i32 2.5 -> 2", cpuref_round(DT_I32, 2.5f), 2, 0);
+	near("i32 3.5 -> 4", cpuref_round(DT_I32, 3.5f), 4, 0);
+
+	int bad = 0;
+	for (int i = 0; i < 200000; i++) {
+		rng = rng * 1664525u + 1013904223u;
+		float x = from_bits(rng);
+		if (isnan(x))
+			continue;
+		float a = cpuref_round(DT_BF16, x), b = bf16_bits(x);
+		if (a != b && bad++ < 5)
+			check(0, "bf16 of %a: %a, bit trick %a", x, a, b);
+	}
+	check(bad == 0, "bf16 random vs bit trick");
+}
+
+/* ---- matmul ---------------------------------------------------------------- */
+
+static void naive_mm(const float *a, const float *b, double *c, int M, int K, int N)
+{
+	for (int i = 0; i < M; i++)
+		for (int j = 0; j < N; j++) {
+			double s = 0;
+			for (int k = 0; k < K; k++)
+				s += (double)a[i * K + k] * b[k * N + j];
+			c[i * N + j] = s;
+		}
+}
+
+static void test_matmul(void)
+{
+	prog b;
+	mesh(&b, 1, 1);
+	int A = in(&b, "A", LOCAL, SH(2, 2)), B = in(&b, "B", LOCAL, SH(2, 2));
+	int C = out(&b, "C", LOCAL, SH(2, 2));
+	op(&b, OP_MATMUL, C, 2, A, B);
+	alloc(&b);
+	fill(&b, A, 0, (float[]){1, 2, 3, 4});
+	fill(&b, B, 0, (float[]){5, 6, 7, 8});
+	check(!run(&b, 0, 1), "matmul 2x2 runs: %s", err);
+	expect("matmul 2x2", P(&b, C, 0), (float[]){19, 22, 43, 50}, 4, 0);
+	release(&b);
+
+	/* random, world 1, 2 (rows split), 4 (split(1) x split(0) -> partial) */
+	enum { M = 8, K = 12, N = 5 };
+	float a[M * K], bb[K * N];
+	double want[M * N];
+	for (int i = 0; i < M * K; i++)
+		a[i] = frand();
+	for (int i = 0; i < K * N; i++)
+		bb[i] = frand();
+	naive_mm(a, bb, want, M, K, N);
+
+	for (int w = 1; w <= 2; w++) {
+		mesh(&b, 1, w);
+		A = in(&b, "A", SPLIT(0), SH(M, K));
+		B = in(&b, "B", LOCAL, SH(K, N));
+		C = out(&b, "C", SPLIT(0), SH(M, N));
+		op(&b, OP_MATMUL, C, 2, A, B);
+		alloc(&b);
+		for (int r = 0; r < w; r++) {
+			fill(&b, A, r, a + r * (M / w) * K);
+			fill(&b, B, r, bb);
+		}
+		check(!run(&b, 0, 1), "matmul split(0) x local runs: %s", err);
+		for (int r = 0; r < w; r++)
+			for (int i = 0; i < M / w * N; i++)
+				near("matmul split(0) x local", P(&b, C, r)[i], want[r * (M / w) * N + i], 1e-6);
+		release(&b);
+	}
+
+	mesh(&b, 1, 4);
+	A = in(&b, "A", SPLIT(1), SH(M, K));
+	B = in(&b, "B", SPLIT(0), SH(K, N));
+	C = out(&b, "C", PARTIAL, SH(M, N));
+	op(&b, OP_MATMUL, C, 2, A, B);
+	alloc(&b);
+	for (int r = 0; r < 4; r++) {
+		for (int i = 0; i < M; i++)
+			for (int k = 0; k < K / 4; k++)
+				P(&b, A, r)[i * (K / 4) + k] = a[i * K + r * (K / 4) + k];
+		fill(&b, B, r, bb + r * (K / 4) * N);
+	}
+	check(!run(&b, 0, 1), "matmul split(1) x split(0) runs: %s", err);
+	for (int i = 0; i < M * N; i++) {
+		double s = 0;
+		for (int r = 0; r < 4; r++)
+			s += P(&b, C, r)[i];
+		near("matmul partial sums", s, want[i], 1e-5);
+	}
+	release(&b);
+
+	/* batched, with B per batch and B shared */
+	for (int shared = 0; shared < 2; shared++) {
+		mesh(&b, 1, 1);
+		A = in(&b, "A", LOCAL, SH(2, 3, 4));
+		B = shared ? in(&b, "B", LOCAL, SH(4, 5)) : in(&b, "B", LOCAL, SH(2, 4, 5));
+		C = out(&b, "C", LOCAL, SH(2, 3, 5));
+		op(&b, OP_MATMUL, C, 2, A, B);
+		alloc(&b);
+		randomize(&b, A);
+		randomize(&b, B);
+		check(!run(&b, 0, 1), "batched matmul runs: %s", err);
+		for (int e = 0; e < 2; e++) {
+			double w2[15];
+			naive_mm(P(&b, A, 0) + e * 12, P(&b, B, 0) + (shared ? 0 : e * 20), w2, 3, 4, 5);
+			for (int i = 0; i < 15; i++)
+				near("batched matmul", P(&b, C, 0)[e * 15 + i], w2[i], 1e-6);
+		}
+		release(&b);
+	}
+
+	/* big enough for threads: 4 threads equal 1 thread bit for bit */
+	enum { BM = 96, BK = 160, BN = 300 };
+	mesh(&b, 1, 1);
+	A = in(&b, "A", LOCAL, SH(BM, BK));
+	B = in(&b, "B", LOCAL, SH(BK, BN));
+	C = out(&b, "C", LOCAL, SH(BM, BN));
+	op(&b, OP_MATMUL, C, 2, A, B);
+	alloc(&b);
+	randomize(&b, A);
+	randomize(&b, B);
+	check(!run(&b, 0, 1), "big matmul, 1 thread: %s", err);
+	float *c1 = malloc(sizeof(float) * BM * BN);
+	memcpy(c1, P(&b, C, 0), sizeof(float) * BM * BN);
+	check(!run(&b, 0, 4), "big matmul, 4 threads: %s", err);
+	check(!memcmp(c1, P(&b, C, 0), sizeof(float) * BM * BN), "threads change nothing");
+	free(c1);
+	double *w3 = malloc(sizeof(double) * BM * BN);
+	naive_mm(P(&b, A, 0), P(&b, B, 0), w3, BM, BK, BN);
+	int bad = 0;
+	for (int i = 0; i < BM * BN; i++)
+		bad += fabs(P(&b, C, 0)[i] - w3[i]) > 1e-5;
+	check(!bad, "big matmul vs naive: %d differ", bad);
+	free(w3);
+	release(&b);
+
+	/* empty pieces are fine */
+	mesh(&b, 1, 1);
+	A = in(&b, "A", LOCAL, SH(0, 3));
+	B = in(&b, "B", LOCAL, SH(3, 2));
+	C = out(&b, "C", LOCAL, SH(0, 2));
+	op(&b, OP_MATMUL, C, 2, A, B);
+	check(!run(&b, 0, 4), "empty matmul: %s", err);
+	release(&b);
+
+	/* shapes that do not multiply are an error */
+	mesh(&b, 1, 1);
+	A = in(&b, "A", LOCAL, SH(2, 3));
+	B = in(&b, "B", LOCAL, SH(2, 2));
+	C = out(&b, "C", LOCAL, SH(2, 2));
+	op(&b, OP_MATMUL, C, 2, A, B);
+	check(run(&b, 0, 1) == -1 && strstr(err, "matmul"), "bad matmul rejected: %s", err);
+	release(&b);
+}
+
+/* ---- elementwise and row-wise --------------------------------------------- */
+
+static void unary(ir_opkind k, const float *x, const float *want, int n, double scalar,
+		  ir_dtype to, const char *what)
+{
+	prog b;
+	mesh(&b, 1, 1);
+	int X = in(&b, "X", LOCAL, SH(n));
+	int Y = out(&b, "Y", LOCAL, SH(n));
+	ir_op *o = op(&b, k, Y, 1, X);
+	o->scalar = scalar;
+	o->to = to;
+	alloc(&b);
+	fill(&b, X, 0, x);
+	check(!run(&b, 0, 1), "%s runs", what);
+	expect(what, P(&b, Y, 0), want, n, 1e-7);
+	release(&b);
+}
+
+static void test_elementwise(void)
+{
+	prog b;
+	/* add / mul, same shape, at world 2 with rows split */
+	for (int k = 0; k < 2; k++) {
+		mesh(&b, 1, 2);
+		int X = in(&b, "X", SPLIT(0), SH(4, 2)), Y = in(&b, "Y", SPLIT(0), SH(4, 2));
+		int Z = out(&b, "Z", SPLIT(0), SH(4, 2));
+		op(&b, k ? OP_MUL : OP_ADD, Z, 2, X, Y);
+		alloc(&b);
+		fill(&b, X, 0, (float[]){1, 2, 3, 4});
+		fill(&b, X, 1, (float[]){5, 6, 7, 8});
+		fill(&b, Y, 0, (float[]){10, 20, 30, 40});
+		fill(&b, Y, 1, (float[]){-1, -2, -3, -4});
+		check(!run(&b, 0, 1), "add/mul runs: %s", err);
+		if (k) {
+			expect("mul r0", P(&b, Z, 0), (float[]){10, 40, 90, 160}, 4, 0);
+			expect("mul r1", P(&b, Z, 1), (float[]){-5, -12, -21, -32}, 4, 0);
+		} else {
+			expect("add r0", P(&b, Z, 0), (float[]){11, 22, 33, 44}, 4, 0);
+			expect("add r1", P(&b, Z, 1), (float[]){4, 4, 4, 4}, 4, 0);
+		}
+		release(&b);
+	}
+
+	/* broadcast of a 1-D operand over rows; X split on rows, then on cols */
+	for (int sd = 0; sd < 2; sd++) {
+		mesh(&b, 1, 2);
+		int X = in(&b, "X", SPLIT(sd), SH(2, 4)), W = in(&b, "W", LOCAL, SH(4));
+		int Z = out(&b, "Z", SPLIT(sd), SH(2, 4));
+		op(&b, OP_ADD, Z, 2, X, W);
+		alloc(&b);
+		for (int r = 0; r < 2; r++) {
+			fill(&b, X, r, (float[]){0, 0, 0, 0});
+			fill(&b, W, r, (float[]){1, 2, 3, 4});
+		}
+		check(!run(&b, 0, 1), "broadcast add runs: %s", err);
+		if (sd == 0) {
+			expect("bcast rows r0", P(&b, Z, 0), (float[]){1, 2, 3, 4}, 4, 0);
+			expect("bcast rows r1", P(&b, Z, 1), (float[]){1, 2, 3, 4}, 4, 0);
+		} else {
+			expect("bcast cols r0", P(&b, Z, 0), (float[]){1, 2, 1, 2}, 4, 0);
+			expect("bcast cols r1", P(&b, Z, 1), (float[]){3, 4, 3, 4}, 4, 0);
+		}
+		release(&b);
+	}
+
+	/* operand placements that do not line up are an error */
+	mesh(&b, 1, 2);
+	int X = in(&b, "X", SPLIT(0), SH(4, 2)), Y = in(&b, "Y", SPLIT(1), SH(4, 2));
+	int Z = out(&b, "Z", SPLIT(0), SH(4, 2));
+	op(&b, OP_ADD, Z, 2, X, Y);
+	check(run(&b, 0, 1) == -1 && strstr(err, "'Y'"), "misplaced operand rejected: %s", err);
+	release(&b);
+
+	float x[] = {-2, -0.5f, 0, 1, 3};
+	unary(OP_SCALE, x, (float[]){3, 0.75f, 0, -1.5f, -4.5f}, 5, -1.5, DT_F32, "scale");
+	unary(OP_RELU, x, (float[]){0, 0, 0, 1, 3}, 5, 0, DT_F32, "relu");
+	unary(OP_SILU, x, (float[]){-0.23840584f, -0.18877033f, 0, 0.73105858f, 2.85772238f}, 5,
+	      0, DT_F32, "silu");
+	unary(OP_GELU, x, (float[]){-0.04550026f, -0.15426877f, 0, 0.84134475f, 2.99595031f}, 5,
+	      0, DT_F32, "gelu");
+	unary(OP_CAST, (float[]){1 + 0x1p-8f, 1 + 0x3p-8f, 1.0f / 3},
+	      (float[]){1, 1 + 0x1p-6f, 0.333984375f}, 3, 0, DT_BF16, "cast bf16");
+	unary(OP_CAST, (float[]){1000, 0.3f}, (float[]){448, 0.3125f}, 2, 0, DT_E4M3, "cast e4m3");
+
+	/* storage rounding: inputs are read rounded and outputs stored rounded;
+	 * the caller's inputs are not touched */
+	mesh(&b, 1, 1);
+	X = ten(&b, "X", TK_IN, DT_BF16, LOCAL, SH(3));
+	Y = ten(&b, "Y", TK_IN, DT_F32, LOCAL, SH(3));
+	Z = ten(&b, "Z", TK_OUT, DT_BF16, LOCAL, SH(3));
+	op(&b, OP_ADD, Z, 2, X, Y);
+	alloc(&b);
+	fill(&b, X, 0, (float[]){1 + 0x1p-9f, 1, 256});
+	fill(&b, Y, 0, (float[]){0, 0x1p-9f, 1});
+	check(!run(&b, 1, 1), "rounded add runs: %s", err);
+	expect("rounded add", P(&b, Z, 0), (float[]){1, 1, 256}, 3, 0);
+	near("input kept", P(&b, X, 0)[0], 1 + 0x1p-9, 0);
+	check(!run(&b, 0, 1), "unrounded add runs: %s", err);
+	expect("unrounded add", P(&b, Z, 0), (float[]){1 + 0x1p-9f, 1 + 0x1p-9f, 257}, 3, 0);
+	release(&b);
+}
+
+/* x[i] of rank r's piece = 100 * r + i, so every value says where it came from */
+static void mark(prog *b, int t)
+{
+	for (int r = 0; r < b->p.world; r++)
+		for (int64_t i = 0; i < ir_tensor_elems(&b->t[t]); i++)
+			P(b, t, r)[i] = (float)(100 * r + i);
+}
+
+static void test_rowwise(void)
+{
+	prog b;
+	for (int hasw = 0; hasw < 2; hasw++) {
+		mesh(&b, 1, 2);
+		int X = in(&b, "X", SPLIT(0), SH(2, 2)), W = in(&b, "W", LOCAL, SH(2));
+		int Y = out(&b, "Y", SPLIT(0), SH(2, 2));
+		if (hasw)
+			op(&b, OP_RMSNORM, Y, 2, X, W);
+		else
+			op(&b, OP_RMSNORM, Y, 1, X);
+		alloc(&b);
+		fill(&b, X, 0, (float[]){3, 4});
+		fill(&b, X, 1, (float[]){1, -1});
+		for (int r = 0; r < 2; r++)
+			fill(&b, W, r, (float[]){2, 0.5f});
+		check(!run(&b, 0, 1), "rmsnorm runs: %s", err);
+		double i0 = 1 / sqrt(12.5 + 1e-6), i1 = 1 / sqrt(1 + 1e-6);
+		double w0 = hasw ? 2 : 1, w1 = hasw ? 0.5 : 1;
+		expect("rmsnorm r0", P(&b, Y, 0), (float[]){(float)(3 * i0 * w0), (float)(4 * i0 * w1)}, 2, 1e-7);
+		expect("rmsnorm r1", P(&b, Y, 1), (float[]){(float)(i1 * w0), (float)(-i1 * w1)}, 2, 1e-7);
+		release(&b);
+	}
+
+	mesh(&b, 1, 1);
+	int X = in(&b, "X", LOCAL, SH(2, 3)), Y = out(&b, "Y", LOCAL, SH(2, 3));
+	op(&b, OP_SOFTMAX, Y, 1, X);
+	alloc(&b);
+	fill(&b, X, 0, (float[]){1, 2, 3, 1000, 1000, 1000});
+	check(!run(&b, 0, 1), "softmax runs: %s", err);
+	expect("softmax", P(&b, Y, 0),
+	       (float[]){0.09003057f, 0.24472847f, 0.66524096f, 1.f / 3, 1.f / 3, 1.f / 3}, 6, 1e-7);
+	release(&b);
+
+	/* a row split over ranks cannot be normalised locally */
+	mesh(&b, 1, 2);
+	X = in(&b, "X", SPLIT(1), SH(2, 4));
+	Y = out(&b, "Y", SPLIT(1), SH(2, 4));
+	op(&b, OP_SOFTMAX, Y, 1, X);
+	check(run(&b, 0, 1) == -1 && strstr(err, "last dim"), "split rows rejected: %s", err);
+	release(&b);
+
+	/* sum over each dim; over a split dim each rank sums its piece */
+	for (int d = 0; d < 2; d++) {
+		mesh(&b, 1, 1);
+		X = in(&b, "X", LOCAL, SH(2, 3));
+		Y = out(&b, "Y", LOCAL, SH(d ? 2 : 3));
+		op(&b, OP_SUM, Y, 1, X)->dim = d;
+		alloc(&b);
+		fill(&b, X, 0, (float[]){1, 2, 3, 4, 5, 6});
+		check(!run(&b, 0, 1), "sum runs: %s", err);
+		if (d)
+			expect("sum dim 1", P(&b, Y, 0), (float[]){6, 15}, 2, 0);
+		else
+			expect("sum dim 0", P(&b, Y, 0), (float[]){5, 7, 9}, 3, 0);
+		release(&b);
+	}
+	mesh(&b, 1, 2);
+	X = in(&b, "X", SPLIT(1), SH(2, 4));
+	Y = out(&b, "Y", PARTIAL, SH(2));
+	op(&b, OP_SUM, Y, 1, X)->dim = 1;
+	alloc(&b);
+	mark(&b, X);
+	check(!run(&b, 0, 1), "sum over split runs: %s", err);
+	expect("sum split r0", P(&b, Y, 0), (float[]){1, 5}, 2, 0);
+	expect("sum split r1", P(&b, Y, 1), (float[]){201, 205}, 2, 0);
+	release(&b);
+}
+
+/* ---- attention --------------------------------------------------------------- */
+
+/* softmax(q k^T * scale + mask) v with a -inf mask, one head. */
+static void naive_attn(const float *q, const float *k, const float *v, float *o, int S,
+		       int D, int causal)
+{
+	double s[64];
+	for (int i = 0; i < S; i++) {
+		double m = -INFINITY, z = 0;
+		for (int j = 0; j < S; j++) {
+			double x = 0;
+			for (int d = 0; d < D; d++)
+				x += (double)q[i * D + d] * k[j * D + d];
+			s[j] = causal && j > i ? -INFINITY : x / sqrt((double)D);
+			m = fmax(m, s[j]);
+		}
+		for (int j = 0; j < S; j++)
+			z += s[j] = exp(s[j] - m);
+		for (int d = 0; d < D; d++) {
+			double a = 0;
+			for (int j = 0; j < S; j++)
+				a += s[j] * v[j * D + d];
+			o[i * D + d] = (float)(a / z);
+		}
+	}
+}
+
+static void test_attention(void)
+{
+	prog b;
+	/* by hand: a zero query averages V; scores 0 and ln 2 weigh 1:2 */
+	mesh(&b, 1, 1);
+	int Q = in(&b, "Q", LOCAL, SH(2, 1)), K = in(&b, "K", LOCAL, SH(2, 1));
+	int V = in(&b, "V", LOCAL, SH(2, 1)), O = out(&b, "O", LOCAL, SH(2, 1));
+	op(&b, OP_ATTENTION, O, 3, Q, K, V);
+	alloc(&b);
+	fill(&b, Q, 0, (float[]){0, 1});
+	fill(&b, K, 0, (float[]){0, (float)log(2.0)});
+	fill(&b, V, 0, (float[]){0, 3});
+	check(!run(&b, 0, 1), "attention runs: %s", err);
+	expect("attention by hand", P(&b, O, 0), (float[]){1.5f, 2}, 2, 1e-6);
+	b.o[0].causal = 1;
+	check(!run(&b, 0, 1), "causal attention runs: %s", err);
+	expect("causal by hand", P(&b, O, 0), (float[]){0, 2}, 2, 1e-6);
+	release(&b);
+
+	/* causal and full against the masked naive form, S=12 D=8, 2 heads */
+	enum { S = 12, D = 8, H = 2 };
+	static float q[H * S * D], k[H * S * D], v[H * S * D], want[H * S * D];
+	for (int i = 0; i < H * S * D; i++)
+		q[i] = frand(), k[i] = frand(), v[i] = frand();
+	for (int causal = 0; causal < 2; causal++) {
+		mesh(&b, 1, 1);
+		Q = in(&b, "Q", LOCAL, SH(H, S, D));
+		K = in(&b, "K", LOCAL, SH(H, S, D));
+		V = in(&b, "V", LOCAL, SH(H, S, D));
+		O = out(&b, "O", LOCAL, SH(H, S, D));
+		op(&b, OP_ATTENTION, O, 3, Q, K, V)->causal = causal;
+		alloc(&b);
+		fill(&b, Q, 0, q), fill(&b, K, 0, k), fill(&b, V, 0, v);
+		check(!run(&b, 0, 1), "batched attention runs: %s", err);
+		for (int h = 0; h < H; h++)
+			naive_attn(q + h * S * D, k + h * S * D, v + h * S * D, want + h * S * D, S, D, causal);
+		expect(causal ? "causal vs masked" : "full vs naive", P(&b, O, 0), want, H * S * D, 1e-5);
+
+		/* ring attention: sequence split over 2, 4 and a 2x2 mesh equals the
+		 * local attention on the concatenation; also heads split */
+		int meshes[][2] = {{1, 2}, {1, 4}, {2, 2}};
+		for (int m = 0; m < 4; m++) {
+			prog c;
+			int nodes = m < 3 ? meshes[m][0] : 1, gpus = m < 3 ? meshes[m][1] : 2;
+			ir_place pl = m < 3 ? SPLIT(1) : SPLIT(0);
+			mesh(&c, nodes, gpus);
+			int q2 = in(&c, "Q", pl, SH(H, S, D)), k2 = in(&c, "K", pl, SH(H, S, D));
+			int v2 = in(&c, "V", pl, SH(H, S, D)), o2 = out(&c, "O", pl, SH(H, S, D));
+			op(&c, OP_ATTENTION, o2, 3, q2, k2, v2)->causal = causal;
+			alloc(&c);
+			int w = c.p.world;
+			for (int r = 0; r < w; r++)
+				for (int t = 0; t < 3; t++) {
+					const float *src = t == 0 ? q : t == 1 ? k : v;
+					int64_t lo[3] = {0}, *ls = c.t[t].local;
+					lo[pl.dim] = r * ls[pl.dim];
+					for (int64_t a = 0; a < ls[0]; a++)
+						for (int64_t s = 0; s < ls[1]; s++)
+							memcpy(P(&c, t, r) + (a * ls[1] + s) * D,
+							       src + ((lo[0] + a) * S + lo[1] + s) * D, D * sizeof(float));
+				}
+			check(!run(&c, 0, 2), "ring attention runs: %s", err);
+			int bad = 0;
+			for (int r = 0; r < w; r++) {
+				int64_t *ls = c.t[o2].local, lo[3] = {0};
+				lo[pl.dim] = r * ls[pl.dim];
+				for (int64_t a = 0; a < ls[0]; a++)
+					for (int64_t s = 0; s < ls[1]; s++)
+						for (int d = 0; d < D; d++)
+							bad += fabsf(P(&c, o2, r)[(a * ls[1] + s) * D + d] -
+								     P(&b, O, 0)[((lo[0] + a) * S + lo[1] + s) * D + d]) > 1e-6f;
+			}
+			check(!bad, "ring attention %dx%d %s causal=%d: %d differ", nodes, gpus,
+			      m < 3 ? "seq split" : "heads split", causal, bad);
+			release(&c);
+		}
+		release(&b);
+	}
+}
+
+/* ---- collectives and put ------------------------------------------------------- */
+
+static void test_allgather(void)
+{
+	prog b;
+	for (int w = 1; w <= 4; w *= 2) {
+		mesh(&b, 1, w);
+		int X = in(&b, "X", SPLIT(0), SH(2 * w, 2)), Y = out(&b, "Y", LOCAL, SH(2 * w, 2));
+		int X1 = in(&b, "X1", SPLIT(1), SH(2, 2 * w)), Y1 = out(&b, "Y1", LOCAL, SH(2, 2 * w));
+		op(&b, OP_ALLGATHER, Y, 1, X)->dim = 0;
+		op(&b, OP_ALLGATHER, Y1, 1, X1)->dim = 1;
+		alloc(&b);
+		mark(&b, X);
+		mark(&b, X1);
+		check(!run(&b, 0, 1), "allgather runs: %s", err);
+		for (int r = 0; r < w; r++)
+			for (int s = 0; s < w; s++)
+				for (int i = 0; i < 4; i++) {
+					near("allgather dim 0", P(&b, Y, r)[s * 4 + i], 100 * s + i, 0);
+					near("allgather dim 1", P(&b, Y1, r)[(i / 2) * 2 * w + s * 2 + i % 2],
+					     100 * s + i, 0);
+				}
+		release(&b);
+	}
+	/* 2x2 mesh: over the world, over the gpus of a node, over the nodes */
+	ir_group groups[] = {GRP_WORLD, GRP_GPUS, GRP_NODES};
+	for (int g = 0; g < 3; g++) {
+		mesh(&b, 2, 2);
+		int n = g == GRP_WORLD ? 4 : 2;
+		int X = in(&b, "X", SPLITG(0, groups[g]), SH(n, 3));
+		int Y = out(&b, "Y", LOCAL, SH(n, 3));
+		op(&b, OP_ALLGATHER, Y, 1, X)->dim = 0;
+		alloc(&b);
+		mark(&b, X);
+		check(!run(&b, 0, 1), "mesh allgather runs: %s", err);
+		for (int r = 0; r < 4; r++)
+			for (int s = 0; s < n; s++) {
+				int src = g == GRP_WORLD ? s : g == GRP_GPUS ? (r / 2) * 2 + s : s * 2 + r % 2;
+				for (int i = 0; i < 3; i++)
+					near("mesh allgather", P(&b, Y, r)[s * 3 + i], 100 * src + i, 0);
+			}
+		release(&b);
+	}
+}
+
+static void test_reduce(void)
+{
+	prog b;
+	for (int w = 1; w <= 4; w *= 2) {
+		mesh(&b, 1, w);
+		int X = in(&b, "X", PARTIAL, SH(2 * w, 2)), Y = out(&b, "Y", SPLIT(0), SH(2 * w, 2));
+		int Z = out(&b, "Z", LOCAL, SH(2 * w, 2));
+		op(&b, OP_REDUCE_SCATTER, Y, 1, X)->dim = 0;
+		op(&b, OP_ALLREDUCE, Z, 1, X);
+		alloc(&b);
+		mark(&b, X);
+		check(!run(&b, 0, 1), "reduce_scatter / allreduce run: %s", err);
+		double rs = 0;
+		for (int r = 0; r < w; r++)
+			rs += 100 * r;
+		for (int r = 0; r < w; r++) {
+			for (int i = 0; i < 4; i++)
+				near("reduce_scatter", P(&b, Y, r)[i], rs + w * (4 * r + i), 0);
+			for (int i = 0; i < 4 * w; i++)
+				near("allreduce", P(&b, Z, r)[i], rs + w * i, 0);
+		}
+		release(&b);
+	}
+	/* 2x2 mesh, dim 1: over the world, and over the gpus of each node */
+	for (int g = 0; g < 2; g++) {
+		mesh(&b, 2, 2);
+		int X = in(&b, "X", PARTIAL, SH(2, 4));
+		int Y = out(&b, "Y", SPLITG(1, g ? GRP_GPUS : GRP_WORLD), SH(2, 4));
+		op(&b, OP_REDUCE_SCATTER, Y, 1, X)->dim = 1;
+		alloc(&b);
+		mark(&b, X);
+		check(!run(&b, 0, 1), "mesh reduce_scatter runs: %s", err);
+		for (int r = 0; r < 4; r++) {
+			int64_t cols = b.t[Y].local[1];
+			for (int i = 0; i < 2; i++)
+				for (int j = 0; j < cols; j++) {
+					int x = i * 4 + (int)(g ? (r % 2) * cols : r * cols) + j;
+					double want = g ? 100 * ((r / 2) * 2) + 100 * ((r / 2) * 2 + 1) + 2 * x
+							: 600 + 4 * x;
+					near("mesh reduce_scatter", P(&b, Y, r)[i * cols + j], want, 0);
+				}
+		}
+		release(&b);
+	}
+}
+
+static void test_ring_shift(void)
+{
+	prog b;
+	mesh(&b, 2, 2);
+	int X = in(&b, "X", SPLIT(0), SH(8, 2)), Y = out(&b, "Y", SPLIT(0), SH(8, 2));
+	op(&b, OP_RING_SHIFT, Y, 1, X);
+	alloc(&b);
+	mark(&b, X);
+	check(!run(&b, 0, 1), "ring_shift runs: %s", err);
+	for (int r = 0; r < 4; r++)
+		for (int i = 0; i < 4; i++)
+			near("ring_shift", P(&b, Y, r)[i], 100 * ((r + 3) % 4) + i, 0);
+	release(&b);
+}
+
+static void test_put(void)
+{
+	prog b;
+	/* node + remote puts together make an allgather; all alone does too;
+	 * node alone leaves the other node's shards zero */
+	for (int v = 0; v < 3; v++) {
+		mesh(&b, 2, 2);
+		int X = in(&b, "X", SPLIT(0), SH(8, 3)), Y = out(&b, "Y", LOCAL, SH(8, 3));
+		if (v == 0) {
+			op(&b, OP_PUT, Y, 1, X)->peers = PEERS_NODE;
+			op(&b, OP_PUT, Y, 1, X)->peers = PEERS_REMOTE;
+		} else {
+			op(&b, OP_PUT, Y, 1, X)->peers = v == 1 ? PEERS_ALL : PEERS_NODE;
+		}
+		alloc(&b);
+		mark(&b, X);
+		check(!run(&b, 0, 1), "put runs: %s", err);
+		for (int r = 0; r < 4; r++)
+			for (int s = 0; s < 4; s++)
+				for (int i = 0; i < 6; i++) {
+					double want = v == 2 && s / 2 != r / 2 ? 0 : 100 * s + i;
+					near("put", P(&b, Y, r)[s * 6 + i], want, 0);
+				}
+		release(&b);
+	}
+	/* along dim 1 */
+	mesh(&b, 1, 2);
+	int X = in(&b, "X", SPLIT(1), SH(2, 4)), Y = out(&b, "Y", LOCAL, SH(2, 4));
+	ir_op *o = op(&b, OP_PUT, Y, 1, X);
+	o->peers = PEERS_ALL;
+	o->dim = 1;
+	alloc(&b);
+	mark(&b, X);
+	check(!run(&b, 0, 1), "put dim 1 runs: %s", err);
+	for (int r = 0; r < 2; r++)
+		expect("put dim 1", P(&b, Y, r), (float[]){0, 1, 100, 101, 2, 3, 102, 103}, 8, 0);
+	release(&b);
+}
+
+/* ---- dispatch and combine ------------------------------------------------------- */
+
+/* X[T,H], idx[T,k], gate[T,k] split(0); Xe = dispatch; Ye = scale(Xe, 2);
+ * Y = combine(Ye, idx, gate). */
+typedef struct moe {
+	prog b;
+	int X, I, G, Xe, Ye, Y;
+} moe;
+
+static void moe_build(moe *m, int nodes, int gpus, int64_t T, int64_t k, int64_t E,
+		      int64_t C, int64_t H)
+{
+	prog *b = &m->b;
+	mesh(b, nodes, gpus);
+	m->X = in(b, "X", SPLIT(0), SH(T, H));
+	m->I = ten(b, "idx", TK_IN, DT_I32, SPLIT(0), SH(T, k));
+	m->G = in(b, "gate", SPLIT(0), SH(T, k));
+	m->Xe = ten(b, "Xe", TK_TEMP, DT_F32, SPLIT(0), SH(E, C, H));
+	m->Ye = ten(b, "Ye", TK_TEMP, DT_F32, SPLIT(0), SH(E, C, H));
+	m->Y = out(b, "Y", SPLIT(0), SH(T, H));
+	ir_op *o = op(b, OP_DISPATCH, m->Xe, 2, m->X, m->I);
+	o->experts = E;
+	o->capacity = C;
+	op(b, OP_SCALE, m->Ye, 1, m->Xe)->scalar = 2;
+	op(b, OP_COMBINE, m->Y, 3, m->Ye, m->I, m->G);
+	alloc(b);
+}
+
+static void test_moe(void)
+{
+	moe m;
+	prog *b = &m.b;
+	/* by hand, world 2: T=4 (2 a rank), k=2, E=4 (2 a rank), C=3, H=2.
+	 * Global tokens g0 g1 (rank 0), g2 g3 (rank 1), token g = [10g+1, 10g+2].
+	 * Routing: g0 -> 1,2; g1 -> 1,3; g2 -> 0,1; g3 -> 3,2.
+	 * Buckets in (rank, token, choice) order:
+	 *   e0: g2   e1: g0 g1 g2   e2: g0 g3   e3: g1 g3 */
+	moe_build(&m, 1, 2, 4, 2, 4, 3, 2);
+	fill(b, m.X, 0, (float[]){1, 2, 11, 12});
+	fill(b, m.X, 1, (float[]){21, 22, 31, 32});
+	fill(b, m.I, 0, (float[]){1, 2, 1, 3});
+	fill(b, m.I, 1, (float[]){0, 1, 3, 2});
+	fill(b, m.G, 0, (float[]){0.5f, 0.25f, 1, -1});
+	fill(b, m.G, 1, (float[]){1, 1, 0.5f, 0.5f});
+	check(!run(b, 0, 1), "moe runs: %s", err);
+	expect("dispatch rank 0", P(b, m.Xe, 0),
+	       (float[]){21, 22, 0, 0, 0, 0, 1, 2, 11, 12, 21, 22}, 12, 0);
+	expect("dispatch rank 1", P(b, m.Xe, 1),
+	       (float[]){1, 2, 31, 32, 0, 0, 11, 12, 31, 32, 0, 0}, 12, 0);
+	/* Y[g] = 2 * sum_j gate * X[g] */
+	expect("combine rank 0", P(b, m.Y, 0), (float[]){1.5f, 3, 0, 0}, 4, 0);
+	expect("combine rank 1", P(b, m.Y, 1), (float[]){84, 88, 62, 64}, 4, 0);
+
+	/* bad routing ids and overflow: errors naming what went wrong */
+	fill(b, m.I, 1, (float[]){0, 4, 3, 2});
+	check(run(b, 0, 1) == -1 && strstr(err, "rank 1") && strstr(err, "token 0 choice 1") &&
+	      strstr(err, "routes to 4"), "out-of-range id: %s", err);
+	fill(b, m.I, 1, (float[]){0, -1, 3, 2});
+	check(run(b, 0, 1) == -1 && strstr(err, "routes to -1"), "negative id: %s", err);
+	fill(b, m.I, 1, (float[]){0, 1.5f, 3, 2});
+	check(run(b, 0, 1) == -1 && strstr(err, "routes to 1.5"), "fractional id: %s", err);
+	fill(b, m.I, 1, (float[]){1, 1, 3, 2});
+	check(run(b, 0, 1) == -1 && strstr(err, "expert 1 receives 4 tokens") &&
+	      strstr(err, "capacity 3"), "overflow: %s", err);
+	release(b);
+
+	/* random routing at world 1, 2, 4 and 2x2: with capacity for every
+	 * token, combine(2 * dispatch(X)) = 2 * (sum of gates) * X, and every
+	 * bucket is filled from slot 0 without gaps */
+	int meshes[][2] = {{1, 1}, {1, 2}, {1, 4}, {2, 2}};
+	for (int mi = 0; mi < 4; mi++) {
+		int w = meshes[mi][0] * meshes[mi][1];
+		int64_t T = 8 * w, k = 2, E = 4 * w, C = T, H = 3;
+		moe_build(&m, meshes[mi][0], meshes[mi][1], T, k, E, C, H);
+		randomize(b, m.X);
+		randomize(b, m.G);
+		int64_t *count = calloc((size_t)E, sizeof *count);
+		for (int r = 0; r < w; r++)
+			for (int i = 0; i < 8 * k; i++) {
+				rng = rng * 1103515245u + 12345u;
+				int e = (int)((rng >> 10) % (unsigned)E);
+				P(b, m.I, r)[i] = (float)e;
+				count[e]++;
+			}
+		check(!run(b, 0, 1), "random moe runs: %s", err);
+		int bad = 0;
+		for (int r = 0; r < w; r++)
+			for (int t = 0; t < 8; t++) {
+				float *g = P(b, m.G, r) + t * k, *x = P(b, m.X, r) + t * H;
+				for (int h = 0; h < H; h++)
+					bad += fabs(P(b, m.Y, r)[t * H + h] - 2.0 * (g[0] + g[1]) * x[h]) > 1e-5;
+			}
+		for (int r = 0; r < w; r++)
+			for (int e = 0; e < 4; e++)
+				for (int s = 0; s < C; s++) {
+					float v = P(b, m.Xe, r)[(e * C + s) * H];
+					int used = s < count[r * 4 + e];
+					bad += used ? 0 : v != 0;
+				}
+		check(!bad, "random moe %dx%d: %d wrong", meshes[mi][0], meshes[mi][1], bad);
+		free(count);
+		release(b);
+	}
+}
+
+/* ---- malformed programs ------------------------------------------------------ */
+
+static void test_errors(void)
+{
+	prog b;
+	mesh(&b, 1, 2);
+	int X = in(&b, "X", SPLIT(0), SH(4, 2)), Y = out(&b, "Y", SPLIT(0), SH(4, 2));
+	op(&b, OP_RELU, Y, 1, X);
+	b.t[X].local[0] = 4;  /* not what split(0) over 2 says */
+	check(run(&b, 0, 1) == -1 && strstr(err, "tensor 'X'"), "bad local shape: %s", err);
+	release(&b);
+
+	mesh(&b, 1, 2);
+	X = in(&b, "X", PARTIAL, SH(4, 2));
+	Y = out(&b, "Y", PARTIAL, SH(4, 2));
+	op(&b, OP_GELU, Y, 1, X);
+	check(run(&b, 0, 1) == -1 && strstr(err, "partial"), "gelu of partial: %s", err);
+	release(&b);
+
+	mesh(&b, 1, 2);
+	X = in(&b, "X", LOCAL, SH(4, 2));
+	Y = out(&b, "Y", SPLIT(0), SH(4, 2));
+	op(&b, OP_ALLGATHER, Y, 1, X)->dim = 0;
+	check(run(&b, 0, 1) == -1 && strstr(err, "op 0 (allgather 'Y')"), "allgather of local: %s", err);
+	release(&b);
+
+	mesh(&b, 1, 1);
+	b.p.world = 3;
+	check(run(&b, 0, 1) == -1 && strstr(err, "mesh"), "bad mesh: %s", err);
+	release(&b);
+}
+
+int main(void)
+{
+	test_round();
+	test_matmul();
+	test_elementwise();
+	test_rowwise();
+	test_attention();
+	test_allgather();
+	test_reduce();
+	test_ring_shift();
+	test_put();
+	test_moe();
+	test_errors();
+	printf("test_cpuref: %d checks, %d failed\n", checks, failures);
+	return failures != 0;
+}
