@@ -25,8 +25,8 @@ WARN   += -Werror
 endif
 CPPFLAGS += -D_GNU_SOURCE -DMK_VERSION='"$(VERSION)"' -I. -I$(B)/gen -isystem $(CUDA_HOME)/include
 CFLAGS   ?= -O2 -g
-CFLAGS   += $(WARN) -fPIC $(SAN)
-LDFLAGS  += $(SAN)
+override CFLAGS += $(WARN) -fPIC $(SAN)
+override LDFLAGS += $(SAN)
 LDLIBS   += -ldl -lm -lpthread
 
 GEN_C    := $(B)/gen/lex.c $(B)/gen/parse.c $(B)/gen/mkd_embed.c

@@ -131,6 +131,13 @@ static void box3(const ir_tensor *x, const ir_region *g, long long lo[3], long l
 	}
 }
 
+/* Stages that wait for each read just before using it (the kernel loop
+ * does not wait for them up front). */
+static int progressive(const ir_op *op)
+{
+	return op->kind == OP_ATTENTION;
+}
+
 static void tables(em *E)
 {
 	const ir_sched *s = E->s;
@@ -141,14 +148,17 @@ static void tables(em *E)
 		sb_printf(o, "%s S_%s = %d", i ? "," : "", p->ops[i].stage, i);
 	sb_puts(o, " };\n\n");
 	sb_puts(o, "struct mk_task {\n"
-		   "\tshort stage, src;     // op; tensor read by a copy\n"
-		   "\tshort peer;           // copy: the rank read from (rank 0's view)\n"
-		   "\tshort nwait, nsig;\n"
-		   "\tint wait0, sig0;      // into MK_WAITS / MK_SIGNALS\n"
+		   "\tshort stage;          // op\n"
+		   "\tshort nread, nwait, nsig;\n"
+		   "\tint read0, wait0, sig0;  // into MK_READS / MK_WAITS / MK_SIGNALS\n"
 		   "\tint lo[3], hi[3];     // the box written, rank 0's view, 3-D\n"
 		   "};\n"
+		   "struct mk_read {         // a box read: tensor, rank (rank 0's view), its wait\n"
+		   "\tshort tensor, rank, wait;\n"
+		   "\tint lo[3], hi[3];\n"
+		   "};\n"
 		   "struct mk_fref { int rank, index; };  // a flag of a rank (rank 0's view)\n\n");
-	int nw = 0, ns = 0;
+	int nr = 0, nw = 0, ns = 0;
 	sb_puts(o, "__device__ const mk_task MK_TASKS[MK_NTASKS + 1] = {\n");
 	for (int c = 0; c < s->ctas; c++) {
 		int a = s->cta_first[c], b = s->cta_first[c + 1];
@@ -159,21 +169,9 @@ static void tables(em *E)
 			const ir_tensor *x = &p->tensors[t->write.tensor];
 			long long lo[3], hi[3];
 			box3(x, &t->write, lo, hi);
-			int src = -1, peer = 0;
-			if (t->kind == TASK_COPY) {
-				src = t->reads[0].tensor;
-				peer = t->reads[0].rank;
-				if (t->write.rank != 0) {
-					fail(E, "a copy task writes another rank's memory", p->ops[t->op].stage);
-					return;
-				}
-				for (int d = 0; d < x->ndim; d++)
-					if (t->reads[0].lo[d] != t->write.lo[d] ||
-					    t->reads[0].hi[d] != t->write.hi[d]) {
-						fail(E, "copies that reshape a box are not supported",
-						     p->ops[t->op].stage);
-						return;
-					}
+			if (t->kind == TASK_COPY && t->write.rank != 0) {
+				fail(E, "a copy task writes another rank's memory", p->ops[t->op].stage);
+				return;
 			} else if (t->kind == TASK_RDMA) {
 				fail(E, "RDMA stages need the proxy transport (not built yet)",
 				     p->ops[t->op].stage);
@@ -184,10 +182,11 @@ static void tables(em *E)
 			inspect_region(p, &t->write, &r);
 			sb_printf(o, "\t{S_%s, %d, %d, %d, %d, %d, %d, {%lld, %lld, %lld}, {%lld, %lld, %lld}},"
 				  " // t%d %s %s\n",
-				  p->ops[t->op].stage, src, peer, t->nwaits, t->nsignals, nw, ns,
+				  p->ops[t->op].stage, t->nreads, t->nwaits, t->nsignals, nr, nw, ns,
 				  lo[0], lo[1], lo[2], hi[0], hi[1], hi[2], i, ir_task_name(t->kind),
 				  sb_str(&r));
 			sb_free(&r);
+			nr += t->nreads;
 			nw += t->nwaits;
 			ns += t->nsignals;
 		}
@@ -198,6 +197,18 @@ static void tables(em *E)
 	for (int c = 0; c <= s->ctas; c++)
 		sb_printf(o, "%s%s%d", c ? "," : "", c % 16 ? " " : "\n\t", s->cta_first[c]);
 	sb_puts(o, "\n};\n\n");
+
+	sb_printf(o, "__device__ const mk_read MK_READS[%d] = {\n", nr + 1);
+	for (int i = 0; i < s->ntasks; i++)
+		for (int j = 0; j < s->tasks[i].nreads; j++) {
+			const ir_region *g = &s->tasks[i].reads[j];
+			long long lo[3], hi[3];
+			box3(&p->tensors[g->tensor], g, lo, hi);
+			sb_printf(o, "\t{T_%s, %d, %d, {%lld, %lld, %lld}, {%lld, %lld, %lld}},%s\n",
+				  p->tensors[g->tensor].name, g->rank, s->tasks[i].read_wait[j],
+				  lo[0], lo[1], lo[2], hi[0], hi[1], hi[2], j ? "" : "  // t...");
+		}
+	sb_puts(o, "\t{0, 0, -1, {0, 0, 0}, {0, 0, 0}}\n};\n");
 
 	sb_printf(o, "__device__ const mk_fref MK_WAITS[%d] = {", nw + 1);
 	int k = 0;
@@ -218,6 +229,31 @@ static void tables(em *E)
 	for (int f = 0; f < s->nflags; f++)
 		sb_printf(o, "%s%d", f % 16 ? ", " : f ? ",\n\t" : "\n\t", s->flags[f].expected);
 	sb_printf(o, "%s0\n};\n\n", s->nflags ? ", " : "\n\t");
+
+	sb_puts(o,
+		"// Wait k of a task (thread 0 only; false when the run is aborted).\n"
+		"static __device__ __forceinline__ bool mk_wait(const mkd_params &p, int rank, int cta,\n"
+		"\t\t\t\t\t\t  int i, const mk_task &t, int k, u64 epoch)\n"
+		"{\n"
+		"\tconst mk_fref f = MK_WAITS[t.wait0 + k];\n"
+		"\tconst int fr = mkd_shift_rank<MK_NODES, MK_GPUS>(f.rank, rank);\n"
+		"\treturn mkd_wait(p, (const u64 *)p.ranks[fr].flags + f.index, epoch * MK_EXPECTED[f.index],\n"
+		"\t\t\tfr, f.index, mkd_waiter{rank, cta, i, t.stage});\n"
+		"}\n\n"
+		"// The box read r of a task, as rank `rank` sees it.\n"
+		"struct mk_box {\n"
+		"\tint tensor, rank;\n"
+		"\ti64 lo[3], hi[3];\n"
+		"};\n"
+		"static __device__ __forceinline__ mk_box mk_read_box(int rank, const mk_task &t, int r)\n"
+		"{\n"
+		"\tconst mk_read &g = MK_READS[t.read0 + r];\n"
+		"\tmk_box b;\n"
+		"\tb.tensor = g.tensor;\n"
+		"\tb.rank = mkd_shift_rank<MK_NODES, MK_GPUS>(g.rank, rank);\n"
+		"\tmkd_box_shift<MK_NODES, MK_GPUS>(MK_T[g.tensor], rank, g.lo, g.hi, b.lo, b.hi);\n"
+		"\treturn b;\n"
+		"}\n\n");
 }
 
 /* ---- stage functions ------------------------------------------------------ */
@@ -230,8 +266,9 @@ static void stage_head(em *E, const ir_op *op, const char *what)
 	for (int i = 0; i < op->nin; i++)
 		sb_printf(E->o, "%s%s", i ? ", " : "", p->tensors[op->in[i]].name);
 	sb_printf(E->o, ")%s%s\n", what ? ", " : "", what ? what : "");
-	sb_printf(E->o, "static __device__ __noinline__ void stage_%s(const mkd_params &p, int rank, "
-		  "const mk_task &t, char *smem)\n{\n", op->stage);
+	sb_printf(E->o, "static __device__ __noinline__ bool stage_%s(const mkd_params &p, int rank, "
+		  "int cta, int i, u64 epoch, char *smem)\n{\n", op->stage);
+	sb_puts(E->o, "\tconst mk_task &t = MK_TASKS[i];\n");
 	sb_printf(E->o, "\ti64 lo[3], hi[3];  // the box of %s this rank writes\n"
 		  "\tmkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_%s], rank, t.lo, t.hi, lo, hi);\n",
 		  p->tensors[op->out].name, p->tensors[op->out].name);
@@ -241,16 +278,122 @@ static void stage_copy(em *E, const ir_op *op)
 {
 	const ir_prog *p = E->p;
 	const ir_tensor *y = &p->tensors[op->out];
+	int es = ir_dtype_size(y->dtype);
 	stage_head(E, op, "copy a box from the rank that holds it");
 	sb_printf(E->o,
-		  "\tconst int from = mkd_shift_rank<MK_NODES, MK_GPUS>(t.peer, rank);\n"
-		  "\tconst mkd_tensor &S = MK_T[t.src], &D = MK_T[T_%s];\n"
-		  "\tfor (i64 e = lo[0]; e < hi[0]; e++)\n"
-		  "\t\tmkd_copy_2d(mkd_at<MK_GPUS>(p, T_%s, D, rank, e, lo[1], lo[2]), D.local[2] * %d,\n"
-		  "\t\t\t    mkd_at<MK_GPUS>(p, t.src, S, from, e, lo[1], lo[2]), S.local[2] * %d,\n"
-		  "\t\t\t    hi[1] - lo[1], (hi[2] - lo[2]) * %d);\n}\n\n",
-		  y->name, y->name, ir_dtype_size(y->dtype), ir_dtype_size(y->dtype),
-		  ir_dtype_size(y->dtype));
+		  "\tconst mk_box s = mk_read_box(rank, t, 0);\n"
+		  "\tconst mkd_tensor &S = MK_T[s.tensor], &D = MK_T[T_%s];\n"
+		  "\tfor (i64 e = 0; e < hi[0] - lo[0]; e++)\n"
+		  "\t\tmkd_copy_2d(mkd_at<MK_GPUS>(p, T_%s, D, rank, lo[0] + e, lo[1], lo[2]), D.local[2] * %d,\n"
+		  "\t\t\t    mkd_at<MK_GPUS>(p, s.tensor, S, s.rank, s.lo[0] + e, s.lo[1], s.lo[2]),\n"
+		  "\t\t\t    S.local[2] * %d, hi[1] - lo[1], (hi[2] - lo[2]) * %d);\n"
+		  "\treturn true;\n}\n\n",
+		  y->name, y->name, es, es, es);
+}
+
+/* Y[box] = sum over the reads (one box of X on each rank of the group). */
+static void stage_reduce(em *E, const ir_op *op)
+{
+	const ir_prog *p = E->p;
+	const ir_tensor *y = &p->tensors[op->out];
+	const ir_tensor *x = &p->tensors[op->in[0]];
+	stage_head(E, op, "sum one box over the group's ranks, fp32");
+	/* the source counts this op's tasks use: each a template instance, so
+	 * the source pointers live in registers */
+	int used[IR_MAXREADS + 1] = {0};
+	for (int i = 0; i < E->s->ntasks; i++)
+		if (&p->ops[E->s->tasks[i].op] == op)
+			used[E->s->tasks[i].nreads] = 1;
+	sb_printf(E->o,
+		  "\tconst mkd_tensor &Y = MK_T[T_%s];\n"
+		  "\tfor (i64 e = 0; e < hi[0] - lo[0]; e++) {\n"
+		  "\t\t%s *dst = (%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, lo[0] + e, lo[1], lo[2]);\n"
+		  "\t\tconst int rows = (int)(hi[1] - lo[1]), cols = (int)(hi[2] - lo[2]);\n"
+		  "\t\tswitch (t.nread) {\n",
+		  y->name, ctype(y->dtype), ctype(y->dtype), y->name);
+	for (int n = 1; n <= IR_MAXREADS; n++) {
+		if (!used[n])
+			continue;
+		sb_printf(E->o,
+			  "\t\tcase %d: {\n"
+			  "\t\t\tmkd_srcs<%s, %d> src;\n"
+			  "\t\t\tfor (int r = 0; r < %d; r++) {\n"
+			  "\t\t\t\tconst mk_box s = mk_read_box(rank, t, r);\n"
+			  "\t\t\t\tsrc.set(r, (const %s *)mkd_at<MK_GPUS>(p, s.tensor, MK_T[s.tensor], s.rank,\n"
+			  "\t\t\t\t\ts.lo[0] + e, s.lo[1], s.lo[2]), MK_T[s.tensor].local[2]);\n"
+			  "\t\t\t}\n"
+			  "\t\t\tmkd_reduce_sum(src, dst, Y.local[2], rows, cols);\n"
+			  "\t\t\tbreak;\n"
+			  "\t\t}\n",
+			  n, ctype(x->dtype), n, n, ctype(x->dtype));
+	}
+	sb_puts(E->o, "\t\t}\n\t}\n\treturn true;\n}\n\n");
+}
+
+/* O[q rows] = softmax(Q K^T * scale) V over the key blocks (reads 1, 3,
+ * ... are K blocks, 2, 4, ... V blocks), each waited on just before use. */
+static void stage_attention(em *E, const ir_op *op)
+{
+	const ir_prog *p = E->p;
+	const ir_tensor *q = &p->tensors[op->in[0]], *k = &p->tensors[op->in[1]],
+			*o = &p->tensors[op->out];
+	int64_t D = q->shape[q->ndim - 1];
+	if (D % 32 || D > 256) {
+		fail(E, "attention needs a head dimension that is a multiple of 32, at most 256",
+		     op->stage);
+		return;
+	}
+	double scale = op->scalar != 0 ? op->scalar : 1.0 / __builtin_sqrt((double)D);
+	stage_head(E, op, "online softmax over the key blocks as they arrive");
+	sb_printf(E->o,
+		  "\tconst mk_box qb = mk_read_box(rank, t, 0);\n"
+		  "\tconst %s *Qp = (const %s *)mkd_at<MK_GPUS>(p, qb.tensor, MK_T[qb.tensor], qb.rank, qb.lo[0], qb.lo[1], 0);\n"
+		  "\t%s *Op = (%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, lo[0], lo[1], 0);\n"
+		  "\tmkd_attn_state<%lld> *st = (mkd_attn_state<%lld> *)smem;\n"
+		  "\tconst int rows = (int)(hi[1] - lo[1]);\n"
+		  "\tmkd_attn_begin<%lld>(st, Qp, MK_T[qb.tensor].local[2], rows, %.9gf);\n"
+		  "\tfor (int b = 1; b + 1 < t.nread; b += 2) {\n"
+		  "\t\tconst mk_box kb = mk_read_box(rank, t, b), vb = mk_read_box(rank, t, b + 1);\n"
+		  "\t\tif (%d && kb.lo[1] > lo[1] + rows - 1)\n"
+		  "\t\t\tcontinue;  // causal: the whole block lies after the last query\n"
+		  "\t\tif (threadIdx.x == 0) {\n"
+		  "\t\t\tbool good = true;\n"
+		  "\t\t\tconst int wk = MK_READS[t.read0 + b].wait, wv = MK_READS[t.read0 + b + 1].wait;\n"
+		  "\t\t\tif (wk >= 0)\n"
+		  "\t\t\t\tgood = mk_wait(p, rank, cta, i, t, wk, epoch);\n"
+		  "\t\t\tif (good && wv >= 0)\n"
+		  "\t\t\t\tgood = mk_wait(p, rank, cta, i, t, wv, epoch);\n"
+		  "\t\t\tst->ok = good;\n"
+		  "\t\t}\n"
+		  "\t\t__syncthreads();\n"
+		  "\t\tif (!st->ok)\n"
+		  "\t\t\treturn false;\n"
+		  "\t\tmkd_attn_block<%lld>(st, (const %s *)mkd_at<MK_GPUS>(p, kb.tensor, MK_T[kb.tensor], kb.rank, kb.lo[0], kb.lo[1], 0),\n"
+		  "\t\t\t(const %s *)mkd_at<MK_GPUS>(p, vb.tensor, MK_T[vb.tensor], vb.rank, vb.lo[0], vb.lo[1], 0),\n"
+		  "\t\t\tMK_T[kb.tensor].local[2], (int)(kb.hi[1] - kb.lo[1]), rows, %d, lo[1], kb.lo[1]);\n"
+		  "\t}\n"
+		  "\tmkd_attn_end<%lld>(st, Op, MK_T[T_%s].local[2], rows);\n"
+		  "\treturn true;\n}\n\n",
+		  ctype(q->dtype), ctype(q->dtype), ctype(o->dtype), ctype(o->dtype), o->name, o->name,
+		  (long long)D, (long long)D, (long long)D, scale, op->causal ? 1 : 0, (long long)D,
+		  ctype(k->dtype), ctype(k->dtype), op->causal ? 1 : 0, (long long)D, o->name);
+}
+
+/* Y[rows] = sum of each row of X. */
+static void stage_sum(em *E, const ir_op *op)
+{
+	const ir_prog *p = E->p;
+	const ir_tensor *x = &p->tensors[op->in[0]], *y = &p->tensors[op->out];
+	stage_head(E, op, "row sums");
+	sb_printf(E->o,
+		  "\tconst mk_box s = mk_read_box(rank, t, 0);\n"
+		  "\tfor (i64 e = 0; e < s.hi[0] - s.lo[0]; e++)\n"
+		  "\t\tmkd_row_sum((const %s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, s.lo[0] + e, s.lo[1], s.lo[2]),\n"
+		  "\t\t\tMK_T[T_%s].local[2], (%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, %s),\n"
+		  "\t\t\t(int)(s.hi[1] - s.lo[1]), (int)(s.hi[2] - s.lo[2]));\n"
+		  "\treturn true;\n}\n\n",
+		  ctype(x->dtype), x->name, x->name, x->name, ctype(y->dtype), y->name, y->name,
+		  y->ndim == 1 ? "0, 0, s.lo[1]" : "0, s.lo[0] + e, s.lo[1]");
 }
 
 static void stage_matmul(em *E, const ir_op *op)
@@ -277,7 +420,7 @@ static void stage_matmul(em *E, const ir_op *op)
 		  "\tconst %s *b = (const %s *)mkd_at<MK_GPUS>(p, T_%s, B, rank, %s, k0, lo[2]);\n"
 		  "\t%s *c = (%s *)mkd_at<MK_GPUS>(p, T_%s, C, rank, lo[0], lo[1], lo[2]);\n"
 		  "\tmkd_mma_tile<%s, %s, %d, %d, %d, %d>::run(a, A.local[2], b, B.local[2], c, C.local[2],\n"
-		  "\t\t(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]), (int)K, 0, 0, smem, mkd_epi_none());\n}\n\n",
+		  "\t\t(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]), (int)K, 0, 0, smem, mkd_epi_none());\n\treturn true;\n}\n\n",
 		  A->name, B->name, C->name,
 		  ctype(A->dtype), ctype(A->dtype), A->name,
 		  ctype(B->dtype), ctype(B->dtype), B->name, B->ndim == 3 ? "lo[0]" : "0",
@@ -316,7 +459,7 @@ static void stage_ew(em *E, const ir_op *op)
 			  "\t\tmkd_ew2(%s, (const %s *)mkd_at<MK_GPUS>(p, T_%s, X, rank, e, lo[1], lo[2]), X.local[2],\n"
 			  "\t\t\t(const %s *)mkd_at<MK_GPUS>(p, T_%s, Z, rank, %s), Z.local[2], %s,\n"
 			  "\t\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, e, lo[1], lo[2]), Y.local[2],\n"
-			  "\t\t\t(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));\n}\n\n",
+			  "\t\t\t(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));\n\treturn true;\n}\n\n",
 			  fn, ctype(x->dtype), x->name, ctype(z->dtype), z->name,
 			  bc ? "0, 0, lo[2]" : "e, lo[1], lo[2]", bc ? "true" : "false",
 			  ctype(y->dtype), y->name);
@@ -326,7 +469,7 @@ static void stage_ew(em *E, const ir_op *op)
 		  "\tfor (i64 e = lo[0]; e < hi[0]; e++)\n"
 		  "\t\tmkd_ew1(%s, (const %s *)mkd_at<MK_GPUS>(p, T_%s, X, rank, e, lo[1], lo[2]), X.local[2],\n"
 		  "\t\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, e, lo[1], lo[2]), Y.local[2],\n"
-		  "\t\t\t(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));\n}\n\n",
+		  "\t\t\t(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));\n\treturn true;\n}\n\n",
 		  fn, ctype(x->dtype), x->name, ctype(y->dtype), y->name);
 }
 
@@ -347,7 +490,7 @@ static void stage_row(em *E, const ir_op *op)
 			  "\tfor (i64 e = lo[0]; e < hi[0]; e++)\n"
 			  "\t\tmkd_rmsnorm((const %s *)mkd_at<MK_GPUS>(p, T_%s, X, rank, e, lo[1], lo[2]), X.local[2], w,\n"
 			  "\t\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, e, lo[1], lo[2]), Y.local[2],\n"
-			  "\t\t\t(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));\n}\n\n",
+			  "\t\t\t(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));\n\treturn true;\n}\n\n",
 			  ctype(x->dtype), x->name, ctype(y->dtype), y->name);
 		return;
 	}
@@ -355,7 +498,7 @@ static void stage_row(em *E, const ir_op *op)
 		  "\tfor (i64 e = lo[0]; e < hi[0]; e++)\n"
 		  "\t\tmkd_softmax((const %s *)mkd_at<MK_GPUS>(p, T_%s, X, rank, e, lo[1], lo[2]), X.local[2],\n"
 		  "\t\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, e, lo[1], lo[2]), Y.local[2],\n"
-		  "\t\t\t(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));\n}\n\n",
+		  "\t\t\t(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));\n\treturn true;\n}\n\n",
 		  ctype(x->dtype), x->name, ctype(y->dtype), y->name);
 }
 
@@ -368,7 +511,12 @@ static void stages(em *E)
 		switch (op->kind) {
 		case OP_MATMUL: stage_matmul(E, op); break;
 		case OP_ALLGATHER:
-		case OP_PUT: stage_copy(E, op); break;
+		case OP_PUT:
+		case OP_RING_SHIFT: stage_copy(E, op); break;
+		case OP_REDUCE_SCATTER:
+		case OP_ALLREDUCE: stage_reduce(E, op); break;
+		case OP_ATTENTION: stage_attention(E, op); break;
+		case OP_SUM: stage_sum(E, op); break;
 		case OP_RMSNORM:
 		case OP_SOFTMAX: stage_row(E, op); break;
 		case OP_ADD:
@@ -387,6 +535,10 @@ static void kernel(em *E)
 {
 	const ir_prog *p = E->p;
 	strbuf *o = E->o;
+	sb_puts(o, "// stages that wait for each read themselves\n__device__ const bool MK_PROGRESSIVE[] = {");
+	for (int i = 0; i < p->nops; i++)
+		sb_printf(o, "%s%s", i ? ", " : "", progressive(&p->ops[i]) ? "true" : "false");
+	sb_puts(o, "};\n\n");
 	char name[128];
 	cg_kernel_name(E->s, name, sizeof name);
 	sb_printf(o,
@@ -406,7 +558,7 @@ static void kernel(em *E)
 		  "\t\t\tu64 e = p.epoch;\n"
 		  "\t\t\tif (p.control) {  // resident: wait for the host's next epoch\n"
 		  "\t\t\t\tdo {\n"
-		  "\t\t\t\t\te = *(volatile u64 *)&p.control->doorbell;\n"
+		  "\t\t\t\t\te = mkd_ld_acquire_sys(&p.control->doorbell);\n"
 		  "\t\t\t\t\tif (e == last && !mkd_ld_volatile_u32(&p.report->aborted))\n"
 		  "\t\t\t\t\t\t__nanosleep(200);\n"
 		  "\t\t\t\t} while (e == last && !mkd_ld_volatile_u32(&p.report->aborted));\n"
@@ -422,31 +574,31 @@ static void kernel(em *E)
 		  "\t\t\tbreak;\n"
 		  "\t\tbool aborted = false;\n"
 		  "\t\tfor (int i = MK_CTA_FIRST[cta]; i < MK_CTA_FIRST[cta + 1]; i++) {\n"
-		  "\t\t\tconst mk_task t = MK_TASKS[i];\n"
+		  "\t\t\tconst mk_task &t = MK_TASKS[i];\n"
 		  "\t\t\tif (threadIdx.x == 0) {\n"
 		  "\t\t\t\tbool good = true;\n"
-		  "\t\t\t\tfor (int w = 0; w < t.nwait && good; w++) {\n"
-		  "\t\t\t\t\tconst mk_fref f = MK_WAITS[t.wait0 + w];\n"
-		  "\t\t\t\t\tconst int fr = mkd_shift_rank<MK_NODES, MK_GPUS>(f.rank, rank);\n"
-		  "\t\t\t\t\tconst u64 *flag = (const u64 *)p.ranks[fr].flags + f.index;\n"
-		  "\t\t\t\t\tgood = mkd_wait(p, flag, epoch * MK_EXPECTED[f.index], fr, f.index,\n"
-		  "\t\t\t\t\t\t\tmkd_waiter{rank, cta, i, t.stage});\n"
-		  "\t\t\t\t}\n"
+		  "\t\t\t\tif (!MK_PROGRESSIVE[t.stage])  // else the stage waits per read\n"
+		  "\t\t\t\t\tfor (int w = 0; w < t.nwait && good; w++)\n"
+		  "\t\t\t\t\t\tgood = mk_wait(p, rank, cta, i, t, w, epoch);\n"
 		  "\t\t\t\tok = good;\n"
 		  "\t\t\t\tif (p.trace)\n"
 		  "\t\t\t\t\tp.trace[(i64)rank * MK_NTASKS + i].t0 = mkd_globaltimer();\n"
 		  "\t\t\t}\n"
 		  "\t\t\t__syncthreads();\n"
-		  "\t\t\tif (!ok) {\n"
-		  "\t\t\t\taborted = true;\n"
-		  "\t\t\t\tbreak;\n"
-		  "\t\t\t}\n"
-		  "\t\t\tswitch (t.stage) {\n", name);
+		  "\t\t\tbool done = ok;\n"
+		  "\t\t\tif (done) {\n"
+		  "\t\t\t\tswitch (t.stage) {\n", name);
 	for (int i = 0; i < p->nops; i++)
-		sb_printf(o, "\t\t\tcase S_%s: stage_%s(p, rank, t, smem); break;\n", p->ops[i].stage,
-			  p->ops[i].stage);
+		sb_printf(o, "\t\t\t\tcase S_%s: done = stage_%s(p, rank, cta, i, epoch, smem); break;\n",
+			  p->ops[i].stage, p->ops[i].stage);
 	sb_puts(o,
+		"\t\t\t\t}\n"
 		"\t\t\t}\n"
+		"\t\t\tif (!done) {\n"
+		"\t\t\t\taborted = true;\n"
+		"\t\t\t\tbreak;\n"
+		"\t\t\t}\n");
+	sb_puts(o,
 		"\t\t\t__syncthreads();\n"
 		"\t\t\tif (threadIdx.x == 0) {\n"
 		"\t\t\t\tfor (int k = 0; k < t.nsig; k++) {\n"
@@ -462,8 +614,7 @@ static void kernel(em *E)
 		"\t\t\tbreak;\n"
 		"\t\tlast = epoch;\n"
 		"\t\tif (threadIdx.x == 0) {  // resident: this CTA is done with the epoch\n"
-		"\t\t\t__threadfence_system();\n"
-		"\t\t\tatomicAdd(&p.control->done, 1ull);\n"
+		"\t\t\tmkd_red_add_sys(&p.control->done, 1);\n"
 		"\t\t}\n"
 		"\t}\n"
 		"}\n");

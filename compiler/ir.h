@@ -243,8 +243,8 @@ typedef enum ir_taskkind {
 
 const char *ir_task_name(ir_taskkind k);
 
-#define IR_MAXREADS 8
-#define IR_MAXWAITS 16
+#define IR_MAXREADS 17
+#define IR_MAXWAITS 17
 #define IR_MAXSIGNALS 16
 
 typedef struct ir_task {
@@ -260,6 +260,7 @@ typedef struct ir_task {
 	ir_region write;
 	int nwaits;
 	ir_flagref waits[IR_MAXWAITS];
+	signed char read_wait[IR_MAXREADS];  /* the wait guarding each read, -1 none */
 	int nsignals;
 	ir_flagref signals[IR_MAXSIGNALS];
 	ir_transport transport; /* COPY / RDMA: how the bytes move */

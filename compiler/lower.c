@@ -530,6 +530,465 @@ static void lower_gather(lower *L, int oi)
 	p->tensors[Y].peer_access = true;
 }
 
+/* ---- expansion: collectives written in terms of others ------------------ */
+
+static int add_tensor(lower *L, const ir_tensor *proto, const char *base, const char *suffix)
+{
+	ir_prog *p = L->p;
+	ir_tensor *nt = arena_alloc(L->a, (size_t)(p->ntensors + 1) * sizeof *nt);
+	if (!nt) {
+		L->err = 1;
+		return -1;
+	}
+	memcpy(nt, p->tensors, (size_t)p->ntensors * sizeof *nt);
+	ir_tensor t = *proto;
+	/* a C identifier no user name can take: names cannot hold "__" and a
+	 * digit-led suffix both */
+	t.name = arena_printf(L->a, "%s__%s", base, suffix);
+	for (int k = 2; ir_find_tensor(p, t.name) >= 0; k++)
+		t.name = arena_printf(L->a, "%s__%s%d", base, suffix, k);
+	t.kind = TK_TEMP;
+	t.producer = -1;
+	t.nwriters = 0;
+	t.nuses = 0;
+	t.peer_access = false;
+	memset(t.rot, 0, sizeof t.rot);
+	nt[p->ntensors] = t;
+	p->tensors = nt;
+	return p->ntensors++;
+}
+
+/* Inserts op before index `at`; producer indices after it shift. */
+static void insert_op(lower *L, int at, ir_op op)
+{
+	ir_prog *p = L->p;
+	ir_op *no = arena_alloc(L->a, (size_t)(p->nops + 1) * sizeof *no);
+	if (!no) {
+		L->err = 1;
+		return;
+	}
+	memcpy(no, p->ops, (size_t)at * sizeof *no);
+	no[at] = op;
+	memcpy(no + at + 1, p->ops + at, (size_t)(p->nops - at) * sizeof *no);
+	p->ops = no;
+	p->nops++;
+	for (int t = 0; t < p->ntensors; t++)
+		if (p->tensors[t].producer >= at)
+			p->tensors[t].producer++;
+}
+
+/* allreduce(X) = allgather(reduce_scatter(X, 0), 0): rank r reduces rows
+ * r*M/world..., then everyone gathers the reduced rows.  attention(Q, K, V)
+ * with K and V split over the ranks: K and V are gathered block by block
+ * (the ring), and each query tile waits on each key block just before it
+ * needs it. */
+static void expand_ops(lower *L)
+{
+	ir_prog *p = L->p;
+	for (int i = 0; i < p->nops && !L->err; i++) {
+		ir_op *op = &p->ops[i];
+		if (op->kind == OP_ALLREDUCE && p->world > 1) {
+			const ir_tensor *y = &p->tensors[op->out];
+			if (y->shape[0] % p->world) {
+				diag_error(L->d, op->where,
+					   "allreduce splits dimension 0 of '%s' (%lld) over world (%d) ranks: "
+					   "it must be divisible",
+					   y->name, (long long)y->shape[0], p->world);
+				L->err = 1;
+				return;
+			}
+			ir_tensor proto = *y;
+			proto.place = (ir_place){PL_SPLIT, 0, GRP_WORLD};
+			proto.local[0] = y->shape[0] / p->world;
+			int r = add_tensor(L, &proto, y->name, "rs");
+			if (r < 0)
+				return;
+			op = &p->ops[i];
+			ir_op ag = *op;
+			ag.kind = OP_ALLGATHER;
+			ag.in[0] = r;
+			ag.nin = 1;
+			ag.dim = 0;
+			ag.stage = arena_printf(L->a, "%s__ag", op->stage);
+			op->kind = OP_REDUCE_SCATTER;
+			op->out = r;
+			op->dim = 0;
+			op->stage = arena_printf(L->a, "%s__rs", op->stage);
+			p->tensors[r].producer = i;
+			insert_op(L, i + 1, ag);
+			i++;
+		} else if (op->kind == OP_ATTENTION && p->world > 1 &&
+			   p->tensors[op->in[1]].place.kind == PL_SPLIT) {
+			for (int k = 1; k <= 2 && !L->err; k++) {
+				op = &p->ops[i];
+				const ir_tensor *x = &p->tensors[op->in[k]];
+				ir_tensor proto = *x;
+				proto.place = (ir_place){PL_LOCAL, 0, GRP_WORLD};
+				for (int d = 0; d < x->ndim; d++)
+					proto.local[d] = x->shape[d];
+				int g = add_tensor(L, &proto, x->name, "ring");
+				if (g < 0)
+					return;
+				op = &p->ops[i];
+				ir_op ag = *op;
+				ag.kind = OP_ALLGATHER;
+				ag.out = g;
+				ag.in[0] = op->in[k];
+				ag.nin = 1;
+				ag.dim = x->place.dim;
+				ag.hints = (ir_hints){0};
+				ag.stage = arena_printf(L->a, "%s__%s", op->stage, x->name);
+				op->in[k] = g;
+				insert_op(L, i, ag);
+				p->tensors[g].producer = i;
+				i++;
+			}
+		}
+	}
+}
+
+/* The ranks of rank 0's group, in the order their partial sums of rank 0's
+ * shard become ready (rank p computes shard s at position s - p in its own
+ * shard-rotated order): 0, world-1, world-2, ... */
+static int group_members(const ir_prog *p, ir_group g, int *m)
+{
+	int G = group_size(p, g);
+	for (int k = 0; k < G; k++) {
+		int s = (G - k) % G;
+		m[k] = shard_owner(p, g, s);
+		if (g == GRP_GPUS)
+			m[k] = s;
+	}
+	return G;
+}
+
+/* Output boxes of a reduction: the producer's tiles of the input restricted
+ * to rank 0's shard of the output, else row chunks. */
+static int reduce_boxes(lower *L, int X, int Y, ir_region *out, int max)
+{
+	ir_region mine = full_region(L->p, Y, 0);
+	const ir_tensor *x = &L->p->tensors[X];
+	int n = 0;
+	for (int i = 0; i < L->s->ntasks; i++) {
+		const ir_task *k = &L->s->tasks[i];
+		if (k->write.tensor != X || k->write.rank != 0 || k->kind != TASK_MATMUL)
+			continue;
+		int inside = 1;
+		for (int d = 0; d < x->ndim; d++)
+			inside &= k->write.lo[d] >= mine.lo[d] && k->write.hi[d] <= mine.hi[d];
+		if (!inside)
+			continue;
+		if (n == max)
+			return -1;
+		out[n] = k->write;
+		out[n++].tensor = Y;
+	}
+	if (n > 0)
+		return n;
+	return row_boxes(L, Y, 64 * 1024, 1, out, max);
+}
+
+static ir_task *reduce_task(lower *L, int oi, ir_region box, int out, const int *src_rank,
+			    const int *src_tensor, const ir_region *src_box, int nsrc)
+{
+	ir_task *t = new_task(L, TASK_REDUCE, oi);
+	if (!t)
+		return NULL;
+	t->write = box;
+	t->write.tensor = out;
+	for (int k = 0; k < nsrc; k++) {
+		ir_region g = src_box ? src_box[k] : box;
+		g.tensor = src_tensor[k];
+		g.rank = src_rank[k];
+		add_read(L, t, g);
+	}
+	double elems = 1;
+	for (int d = 0; d < IR_MAXDIM && box.hi[d] > box.lo[d]; d++)
+		elems *= (double)(box.hi[d] - box.lo[d]);
+	t->bytes = elems * ir_dtype_size(L->p->tensors[src_tensor[0]].dtype) * nsrc;
+	t->flops = elems * nsrc;
+	t->transport = nsrc > 1 ? TR_NVLINK : TR_LOCAL;
+	return t;
+}
+
+/* Y = reduce_scatter(X, d): rank 0 sums its shard of X over its group.
+ * One node: each reduce task pulls the same box from every member.
+ * Several nodes (world group): (1) each rank sums, over its node, the
+ * shards of every node's GPU of its own index into a node-partial T; (2)
+ * RDMA sends T's shard of node n to that GPU of node n, into slot
+ * (sender - receiver) mod nodes of a staging tensor S; (3) the owner adds
+ * its own node-partial and the slots.  Each byte crosses the network once
+ * per node pair. */
+static void lower_reduce(lower *L, int oi)
+{
+	ir_prog *p = L->p;
+	ir_op *op = &p->ops[oi];
+	int X = op->in[0], Y = op->out;
+	const ir_tensor *ty = &p->tensors[Y];
+	ir_group g = ty->place.kind == PL_SPLIT ? ty->place.group : GRP_WORLD;
+	ir_region *boxes = arena_alloc(L->a, MAXCUTS * sizeof *boxes);
+	int m[IR_MAXRANKS], st[IR_MAXRANKS];
+	if (!boxes) {
+		L->err = 1;
+		return;
+	}
+	if (p->nodes == 1 || g != GRP_WORLD) {
+		int G = group_members(p, g, m);
+		if (G > IR_MAXREADS) {
+			diag_error(L->d, op->where, "reduce over %d ranks at once is not supported "
+				   "(at most %d)", G, IR_MAXREADS);
+			L->err = 1;
+			return;
+		}
+		for (int k = 0; k < G; k++)
+			st[k] = X;
+		int n = reduce_boxes(L, X, Y, boxes, MAXCUTS);
+		for (int i = 0; i < n && !L->err; i++)
+			reduce_task(L, oi, boxes[i], Y, m, st, NULL, G);
+		if (n < 0) {
+			diag_error(L->d, op->where, "'%s' has too many chunks", op->stage);
+			L->err = 1;
+		}
+		p->tensors[X].peer_access = true;
+		return;
+	}
+	/* several nodes */
+	int d = ty->place.dim, N = p->nodes, Gp = p->gpus;
+	int64_t u = ty->local[d];
+	ir_tensor proto = p->tensors[X];
+	proto.place = (ir_place){PL_LOCAL, 0, GRP_WORLD};
+	int T = add_tensor(L, &proto, ty->name, "node");
+	proto = p->tensors[Y];
+	proto.place = (ir_place){PL_LOCAL, 0, GRP_WORLD};
+	proto.shape[d] = proto.local[d] = u * N;
+	int S = add_tensor(L, &proto, ty->name, "slots");
+	if (T < 0 || S < 0)
+		return;
+	op = &p->ops[oi];
+	X = op->in[0];
+	p->tensors[T].producer = p->tensors[S].producer = oi;
+	p->tensors[T].nwriters = p->tensors[S].nwriters = 1;
+	ir_region mine = full_region(p, Y, 0);
+	int n = reduce_boxes(L, X, Y, boxes, MAXCUTS);
+	if (n < 0) {
+		L->err = 1;
+		return;
+	}
+	for (int k = 0; k < Gp; k++) {
+		m[k] = (Gp - k) % Gp;
+		st[k] = X;
+	}
+	/* (1) node-partials of the shard of GPU 0 on every node, own node last */
+	for (int nn = 1; nn <= N && !L->err; nn++) {
+		int node = nn % N;
+		for (int i = 0; i < n; i++) {
+			ir_region b = boxes[i];
+			b.lo[d] += (int64_t)node * Gp * u - mine.lo[d];
+			b.hi[d] += (int64_t)node * Gp * u - mine.lo[d];
+			reduce_task(L, oi, b, T, m, st, NULL, Gp);
+		}
+	}
+	/* (2) RDMA the node-partials to their owners' slots */
+	for (int node = 1; node < N && !L->err; node++) {
+		int dst = node * Gp, slot = (N - node) % N;
+		for (int i = 0; i < n; i++) {
+			ir_region src = boxes[i];
+			src.tensor = T;
+			src.rank = 0;
+			src.lo[d] += (int64_t)node * Gp * u - mine.lo[d];
+			src.hi[d] += (int64_t)node * Gp * u - mine.lo[d];
+			ir_region w = boxes[i];
+			w.tensor = S;
+			w.rank = dst;
+			w.lo[d] = boxes[i].lo[d] - mine.lo[d] + (int64_t)slot * u;
+			w.hi[d] = boxes[i].hi[d] - mine.lo[d] + (int64_t)slot * u;
+			ir_task *t = new_task(L, TASK_RDMA, oi);
+			if (!t)
+				return;
+			add_read(L, t, src);
+			t->write = w;
+			t->transport = TR_RDMA;
+			double el = 1;
+			for (int dd = 0; dd < ty->ndim; dd++)
+				el *= (double)(w.hi[dd] - w.lo[dd]);
+			t->bytes = el * ir_dtype_size(ty->dtype);
+		}
+	}
+	/* (3) own node-partial + every other node's slot */
+	int sr[IR_MAXRANKS], stt[IR_MAXRANKS];
+	ir_region sb[IR_MAXREADS];
+	for (int i = 0; i < n && !L->err; i++) {
+		int k = 0;
+		sr[k] = 0;
+		stt[k] = T;
+		sb[k++] = boxes[i];
+		for (int slot = 1; slot < N && k < IR_MAXREADS; slot++) {
+			sr[k] = 0;
+			stt[k] = S;
+			sb[k] = boxes[i];
+			sb[k].lo[d] = boxes[i].lo[d] - mine.lo[d] + (int64_t)slot * u;
+			sb[k].hi[d] = boxes[i].hi[d] - mine.lo[d] + (int64_t)slot * u;
+			k++;
+		}
+		reduce_task(L, oi, boxes[i], Y, sr, stt, sb, k);
+	}
+	p->tensors[X].peer_access = true;
+	p->tensors[S].peer_access = true;
+}
+
+/* Y = ring_shift(X): rank r receives rank r-1's piece. */
+static void lower_ring_shift(lower *L, int oi)
+{
+	ir_prog *p = L->p;
+	const ir_op *op = &p->ops[oi];
+	if (p->nodes > 1 && p->gpus > 1) {
+		diag_error(L->d, op->where,
+			   "ring_shift over a %d x %d mesh: the ring by rank number is not symmetric "
+			   "under the mesh's shifts; use a 1 x N or N x 1 mesh", p->nodes, p->gpus);
+		L->err = 1;
+		return;
+	}
+	int prev = p->world - 1;
+	ir_region src = full_region(p, op->in[0], prev);
+	ir_region dst = full_region(p, op->out, 0);
+	const ir_tensor *x = &p->tensors[op->out];
+	int64_t rows = chunk_rows(L, op, &dst, ir_dtype_size(x->dtype), 256 * 1024);
+	int k = cut_dim(x, 0, dst.lo[0], dst.hi[0], rows, cut_lo, cut_hi, MAXCUTS);
+	ir_transport tr = p->world == 1 ? TR_LOCAL : p->nodes > 1 ? TR_RDMA : TR_NVLINK;
+	for (int i = 0; i < k; i++) {
+		ir_task *t = new_task(L, tr == TR_RDMA ? TASK_RDMA : TASK_COPY, oi);
+		if (!t)
+			return;
+		ir_region s2 = src, w = dst;
+		s2.lo[0] = src.lo[0] + (cut_lo[i] - dst.lo[0]);
+		s2.hi[0] = s2.lo[0] + (cut_hi[i] - cut_lo[i]);
+		w.lo[0] = cut_lo[i];
+		w.hi[0] = cut_hi[i];
+		if (tr == TR_RDMA) {
+			/* RDMA is posted by the sender: rank 0 writes its piece to rank 1 */
+			s2.rank = 0;
+			s2.lo[0] -= src.lo[0] - full_region(p, op->in[0], 0).lo[0];
+			s2.hi[0] -= src.lo[0] - full_region(p, op->in[0], 0).lo[0];
+			w.rank = 1 % p->world;
+			ir_region d1 = full_region(p, op->out, w.rank);
+			w.lo[0] += d1.lo[0] - dst.lo[0];
+			w.hi[0] += d1.lo[0] - dst.lo[0];
+		}
+		add_read(L, t, s2);
+		t->write = w;
+		t->transport = tr;
+		double el = 1;
+		for (int d = 0; d < x->ndim; d++)
+			el *= (double)(w.hi[d] - w.lo[d]);
+		t->bytes = el * ir_dtype_size(x->dtype);
+	}
+	p->tensors[op->in[0]].peer_access = true;
+}
+
+/* O = attention(Q, K, V): one task per tile of 64 query rows (per head),
+ * reading the keys and values block by block: after expansion K and V are
+ * the gathered copies, and each block of one rank's shard is a read of its
+ * own, waited on just before the tile uses it. */
+static void lower_attention(lower *L, int oi)
+{
+	ir_prog *p = L->p;
+	const ir_op *op = &p->ops[oi];
+	int Q = op->in[0], K = op->in[1], V = op->in[2], O = op->out;
+	const ir_tensor *tq = &p->tensors[Q], *tk = &p->tensors[K];
+	int sd = tq->ndim - 2;  /* the sequence dimension */
+	ir_region qfull = full_region(p, Q, 0), kfull = full_region(p, K, 0);
+	int64_t S = kfull.hi[sd] - kfull.lo[sd];
+	int G = 1;
+	int64_t blk = S;
+	const ir_op *ag = NULL;
+	for (int i = 0; i < oi; i++)
+		if (p->ops[i].kind == OP_ALLGATHER && p->ops[i].out == K)
+			ag = &p->ops[i];
+	if (ag) {
+		const ir_tensor *src = &p->tensors[ag->in[0]];
+		G = group_size(p, src->place.group);
+		blk = src->local[sd];
+	}
+	if (2 * G + 1 > IR_MAXREADS) {
+		diag_error(L->d, op->where, "attention over %d key blocks (ranks) is not lowered yet "
+			   "(at most %d)", G, (IR_MAXREADS - 1) / 2);
+		L->err = 1;
+		return;
+	}
+	int64_t heads = sd ? qfull.hi[0] - qfull.lo[0] : 1;
+	int64_t D = tq->shape[tq->ndim - 1];
+	const int64_t BQ = 64;
+	int nc = cut_dim(tq, sd, qfull.lo[sd], qfull.hi[sd], BQ, cut_lo, cut_hi, MAXCUTS);
+	for (int64_t h = 0; h < heads && !L->err; h++)
+		for (int i = 0; i < nc; i++) {
+			ir_task *t = new_task(L, TASK_ATTN, oi);
+			if (!t)
+				return;
+			ir_region q = qfull;
+			if (sd) {
+				q.lo[0] = qfull.lo[0] + h;
+				q.hi[0] = q.lo[0] + 1;
+			}
+			q.lo[sd] = cut_lo[i];
+			q.hi[sd] = cut_hi[i];
+			add_read(L, t, q);
+			/* key blocks in arrival order: own shard first, then the rest */
+			for (int b = 0; b < G; b++) {
+				int s = b;  /* the order the allgather pulls them in */
+				ir_region kb = kfull;
+				if (sd) {
+					kb.lo[0] = q.lo[0];
+					kb.hi[0] = q.hi[0];
+				}
+				kb.lo[sd] = kfull.lo[sd] + s * blk;
+				kb.hi[sd] = kb.lo[sd] + blk;
+				add_read(L, t, kb);
+				kb.tensor = V;
+				add_read(L, t, kb);
+			}
+			t->write = q;
+			t->write.tensor = O;
+			double rows = (double)(q.hi[sd] - q.lo[sd]);
+			t->flops = 4.0 * rows * (double)S * (double)D;
+			t->bytes = 2.0 * (double)S * D * ir_dtype_size(tk->dtype);
+		}
+}
+
+/* Y = sum(X, last dim): a row-wise task per block of rows. */
+static void lower_sum(lower *L, int oi)
+{
+	ir_prog *p = L->p;
+	const ir_op *op = &p->ops[oi];
+	const ir_tensor *x = &p->tensors[op->in[0]];
+	if (op->dim != x->ndim - 1) {
+		diag_error(L->d, op->where, "sum over dimension %d is not lowered yet; only the last "
+			   "dimension (%d)", op->dim, x->ndim - 1);
+		L->err = 1;
+		return;
+	}
+	ir_region *boxes = arena_alloc(L->a, MAXCUTS * sizeof *boxes);
+	if (!boxes) {
+		L->err = 1;
+		return;
+	}
+	int n = row_boxes(L, op->in[0], 64 * 1024, 1, boxes, MAXCUTS);
+	for (int i = 0; i < n; i++) {
+		ir_task *t = new_task(L, TASK_ROW, oi);
+		if (!t)
+			return;
+		add_read(L, t, boxes[i]);
+		ir_region w = boxes[i];
+		w.tensor = op->out;
+		for (int d = x->ndim - 1; d < IR_MAXDIM; d++)
+			w.lo[d] = w.hi[d] = 0;
+		t->write = w;
+		t->bytes = 1;
+		for (int d = 0; d < x->ndim; d++)
+			t->bytes *= (double)(boxes[i].hi[d] - boxes[i].lo[d]);
+		t->bytes *= ir_dtype_size(x->dtype);
+	}
+}
+
 ir_sched *lower_run(ir_prog *p, const compile_opts *o, diags *d, arena *a)
 {
 	lower L = {.p = p, .o = o, .d = d, .a = a};
@@ -542,6 +1001,9 @@ ir_sched *lower_run(ir_prog *p, const compile_opts *o, diags *d, arena *a)
 	L.s->dev = o && o->dev ? *o->dev : costmodel_h200();
 	L.s->ranks_per_gpu = o && o->ranks_per_gpu > 0 ? o->ranks_per_gpu : 1;
 
+	expand_ops(&L);
+	if (L.err)
+		return NULL;
 	assign_rotations(&L);
 	if (L.err)
 		return NULL;
@@ -570,6 +1032,19 @@ ir_sched *lower_run(ir_prog *p, const compile_opts *o, diags *d, arena *a)
 		case OP_ALLGATHER:
 		case OP_PUT:
 			lower_gather(&L, i);
+			break;
+		case OP_REDUCE_SCATTER:
+		case OP_ALLREDUCE:  /* world 1: a local copy; otherwise expanded */
+			lower_reduce(&L, i);
+			break;
+		case OP_RING_SHIFT:
+			lower_ring_shift(&L, i);
+			break;
+		case OP_ATTENTION:
+			lower_attention(&L, i);
+			break;
+		case OP_SUM:
+			lower_sum(&L, i);
 			break;
 		default:
 			diag_error(d, op->where, "'%s' cannot be lowered to tiles yet",

@@ -264,39 +264,36 @@ static void build_deps(sched *S)
 		memcpy(S->deps[i], buf, (size_t)m * sizeof(dep));
 		S->ndeps[i] = m;
 
-		/* one group per data rank */
-		int done[IR_MAXWAITS];
-		int ndone = 0;
-		for (int k = 0; k < m; k++) {
-			const ir_task *pt = &s->tasks[buf[k].task];
-			int x = ir_rank_shift(pt->write.rank, buf[k].r, p->nodes, p->gpus);
-			int seen = 0;
-			for (int j = 0; j < ndone; j++)
-				seen |= done[j] == x;
-			if (seen)
+		/* one flag group per read region: the producers of what that read
+		 * needs.  Stages that consume reads one after another (reductions,
+		 * attention over key blocks) wait on each just before using it. */
+		for (int k = 0; k < t->nreads; k++)
+			t->read_wait[k] = -1;
+		for (int k = 0; k < t->nreads && !S->err; k++) {
+			int ng = find_writers(S, &t->reads[k], grp, 0, MAXP);
+			if (ng <= 0)
 				continue;
-			if (ndone == IR_MAXWAITS) {
-				diag_error(S->d, p->ops[t->op].where,
-					   "internal: task %d of '%s' waits on more than %d ranks",
-					   i, p->ops[t->op].stage, IR_MAXWAITS);
-				S->err = 1;
-				return;
-			}
-			done[ndone++] = x;
-			int ng = 0;
-			ir_region guards = {.tensor = -1};
-			for (int j = 0; j < m; j++) {
-				const ir_task *q = &s->tasks[buf[j].task];
-				if (ir_rank_shift(q->write.rank, buf[j].r, p->nodes, p->gpus) == x) {
-					grp[ng++] = buf[j];
-					if (guards.tensor < 0)
-						guards = ir_region_shift(p, q->write, buf[j].r);
-				}
-			}
+			qsort(grp, (size_t)ng, sizeof *grp, dep_cmp);
+			ir_region guards = t->reads[k];
+			int x = guards.rank;
 			int f = flag_for(S, x, grp, ng, &guards, s->tasks[grp[0].task].op);
 			if (f < 0)
 				return;
-			t->waits[t->nwaits++] = (ir_flagref){x, f};
+			int w;
+			for (w = 0; w < t->nwaits; w++)
+				if (t->waits[w].rank == x && t->waits[w].index == f)
+					break;
+			if (w == t->nwaits) {
+				if (t->nwaits == IR_MAXWAITS) {
+					diag_error(S->d, p->ops[t->op].where,
+						   "internal: task %d of '%s' waits on more than %d flags",
+						   i, p->ops[t->op].stage, IR_MAXWAITS);
+					S->err = 1;
+					return;
+				}
+				t->waits[t->nwaits++] = (ir_flagref){x, f};
+			}
+			t->read_wait[k] = (signed char)w;
 		}
 	}
 	/* signals: producer image (t, r) in group f on data rank x signals
@@ -319,7 +316,7 @@ static ir_rolekind role_of(const ir_task *t)
 	switch (t->kind) {
 	case TASK_COPY: return ROLE_NVLINK;
 	case TASK_RDMA: return ROLE_RDMA;
-	case TASK_REDUCE: return ROLE_COMPUTE;
+	case TASK_REDUCE: return ROLE_REDUCE;
 	default: return ROLE_COMPUTE;
 	}
 }
@@ -329,6 +326,7 @@ static double task_cost(const ir_sched *s, const ir_task *t, int role_ctas)
 	switch (t->kind) {
 	case TASK_COPY:
 	case TASK_RDMA:
+	case TASK_REDUCE:
 		return cost_copy_us(&s->dev, t->bytes, t->transport, role_ctas, s->ranks_per_gpu);
 	case TASK_MATMUL:
 	case TASK_ATTN:
@@ -378,8 +376,8 @@ static void choose_roles(sched *S, const compile_opts *o)
 		/* comm roles: proportional to their work at the link's rate,
 		 * at least one CTA, at most what saturates the link */
 		int left = C;
-		double wc = work[ROLE_COMPUTE] + work[ROLE_REDUCE];
-		for (int r = ROLE_NVLINK; r <= ROLE_RDMA; r++) {
+		double wc = work[ROLE_COMPUTE];
+		for (int r = ROLE_NVLINK; r <= ROLE_REDUCE; r++) {
 			if (!used[r])
 				continue;
 			double link = r == ROLE_RDMA ? s->dev.nic_gbps :
@@ -391,12 +389,12 @@ static void choose_roles(sched *S, const compile_opts *o)
 				k = 1;
 			if (k > cap)
 				k = cap;
-			if (k > left - 1)
-				k = left - 1;
+			if (k > left - used[ROLE_COMPUTE])
+				k = left - used[ROLE_COMPUTE];
 			n[r] = k;
 			left -= k;
 		}
-		if (used[ROLE_COMPUTE] || used[ROLE_REDUCE])
+		if (used[ROLE_COMPUTE])
 			n[ROLE_COMPUTE] = left;
 		(void)o;
 	}
@@ -627,6 +625,15 @@ int sched_run(ir_sched *s, const compile_opts *o, diags *d, arena *a)
 					   tl[0], tl[1], tl[2], sm, s->dev.smem_per_sm);
 				return 1;
 			}
+			if (sm > s->smem)
+				s->smem = sm;
+		}
+	for (int i = 0; i < S.p->nops; i++)
+		if (S.p->ops[i].kind == OP_ATTENTION) {
+			/* mkd_attn_state: 64 query rows of q and acc in fp32, m, l */
+			const ir_tensor *q = &S.p->tensors[S.p->ops[i].in[0]];
+			int D = (int)q->shape[q->ndim - 1];
+			int sm = 16 + 64 * 2 * 4 + 64 * D * 2 * 4;
 			if (sm > s->smem)
 				s->smem = sm;
 		}

@@ -90,6 +90,8 @@ typedef struct tinfo {
 	int nreads;              /* ops reading it */
 	int *readers;            /* ops reading it (each once) */
 	int nrd, rdcap;
+	int *writers;            /* ops writing it */
+	int nwr, wrcap;
 } tinfo;
 
 typedef struct opinfo {
@@ -124,6 +126,10 @@ typedef struct sema {
 	ir_role_hint *rh;
 	int nrh, rhcap;
 	int errors0;             /* errors before this pass */
+	int *cyc_pos, *cyc_path; /* report_cycle's walk */
+	long guess_budget;       /* names "did you mean" may still compare */
+	sym *stages;             /* stage names */
+	int stcap, stn;
 } sema;
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -230,50 +236,61 @@ static uint32_t hash(const char *s)
 	return h;
 }
 
+/* Open addressing over a power-of-two table, in the arena. */
+static sym *tab_find(sym *tab, int cap, const char *name)
+{
+	if (!cap)
+		return NULL;
+	uint32_t m = (uint32_t)cap - 1;
+	for (uint32_t i = hash(name) & m;; i = (i + 1) & m) {
+		if (!tab[i].name)
+			return NULL;
+		if (!strcmp(tab[i].name, name))
+			return &tab[i];
+	}
+}
+
+static void tab_add(arena *a, sym **tab, int *cap, int *n, sym y)
+{
+	if (2 * (*n + 1) > *cap) {
+		int nc = *cap ? *cap * 2 : 64;
+		sym *nt = arena_alloc(a, (size_t)nc * sizeof *nt);
+		if (!nt)
+			return;
+		sym *old = *tab;
+		int oc = *cap;
+		*tab = nt;
+		*cap = nc;
+		*n = 0;
+		for (int i = 0; i < oc; i++)
+			if (old[i].name)
+				tab_add(a, tab, cap, n, old[i]);
+	}
+	uint32_t m = (uint32_t)*cap - 1;
+	uint32_t i = hash(y.name) & m;
+	while ((*tab)[i].name)
+		i = (i + 1) & m;
+	(*tab)[i] = y;
+	(*n)++;
+}
+
 static sym *lookup(sema *s, const char *name)
 {
-	if (!s->tabcap)
-		return NULL;
-	uint32_t m = (uint32_t)s->tabcap - 1;
-	for (uint32_t i = hash(name) & m;; i = (i + 1) & m) {
-		if (!s->tab[i].name)
-			return NULL;
-		if (!strcmp(s->tab[i].name, name))
-			return &s->tab[i];
-	}
+	return tab_find(s->tab, s->tabcap, name);
 }
 
 static void insert(sema *s, const char *name, int kind, int index)
 {
-	if (2 * (s->tabn + 1) > s->tabcap) {
-		int nc = s->tabcap ? s->tabcap * 2 : 64;
-		sym *nt = arena_alloc(s->a, (size_t)nc * sizeof *nt);
-		if (!nt)
-			return;
-		sym *old = s->tab;
-		int oc = s->tabcap;
-		s->tab = nt;
-		s->tabcap = nc;
-		s->tabn = 0;
-		for (int i = 0; i < oc; i++)
-			if (old[i].name)
-				insert(s, old[i].name, old[i].kind, old[i].index);
-	}
-	uint32_t m = (uint32_t)s->tabcap - 1;
-	uint32_t i = hash(name) & m;
-	while (s->tab[i].name)
-		i = (i + 1) & m;
-	s->tab[i] = (sym){name, kind, index};
-	s->tabn++;
+	tab_add(s->a, &s->tab, &s->tabcap, &s->tabn, (sym){name, kind, index});
 }
 
 /* Edit distance, for "did you mean"; -1 when either name is long. */
 static int distance(const char *a, const char *b)
 {
-	int n = (int)strlen(a), m = (int)strlen(b);
+	int n = (int)strnlen(a, 41), m = (int)strnlen(b, 41);
 	if (n > 40 || m > 40)
 		return -1;
-	int row[41];
+	int row[41] = {0};
 	for (int j = 0; j <= m; j++)
 		row[j] = j;
 	for (int i = 1; i <= n; i++) {
@@ -301,8 +318,16 @@ typedef struct guess {
 
 static void consider(guess *g, const char *want, const char *cand, span where)
 {
+	/* cheap length filter first: most candidates are far */
+	int lw = 0, lc = 0;
+	while (want[lw] && lw < 64)
+		lw++;
+	while (cand[lc] && lc < lw + 4)
+		lc++;
+	if (lw - lc > 3 || lc - lw > 3)
+		return;
 	int d = distance(want, cand);
-	int n = (int)strlen(want);
+	int n = lw;
 	int lim = n <= 3 ? 1 : n <= 6 ? 2 : 3;
 	if (d < 0 || d > lim || d >= n || !strcmp(want, cand))
 		return;
@@ -330,6 +355,12 @@ enum { WANT_INT = 1, WANT_TENSOR = 2 };
 static guess guess_name(sema *s, const char *want, int what)
 {
 	guess g = {0};
+	/* Suggestions cost a scan of the names each: past the error limit
+	 * they would not be shown, and a budget keeps a file of thousands of
+	 * unknown names linear. */
+	if (s->d->nerrors >= s->d->max_errors || s->guess_budget <= 0)
+		return g;
+	s->guess_budget -= s->np + s->nt;
 	if (what & WANT_INT) {
 		for (int i = 0; i < 3; i++)
 			consider(&g, want, (const char *[]){"nodes", "gpus", "world"}[i],
@@ -1237,6 +1268,7 @@ static void resolve_ops(sema *s)
 			ti->nput++;
 		else
 			ti->nassign++;
+		ARENA_PUSH(s->a, ti->writers, ti->nwr, ti->wrcap, i);
 	}
 	/* readers */
 	for (int i = 0; i < s->nop; i++) {
@@ -1247,22 +1279,22 @@ static void resolve_ops(sema *s)
 			ARENA_PUSH(s->a, ti->readers, ti->nrd, ti->rdcap, i);
 		}
 	}
-	/* stage names are unique */
+	/* stage names are unique (an unnamed op's is its tensor's name) */
 	for (int i = 0; i < s->nop; i++) {
 		const ast_stmt *a = s->op[i].s;
-		if (!a->u.op.staged)
+		ast_ident id = a->u.op.staged ? a->u.op.stage : a->u.op.target;
+		sym *y = tab_find(s->stages, s->stcap, id.name);
+		if (!y) {
+			tab_add(s->a, &s->stages, &s->stcap, &s->stn,
+				(sym){id.name, 0, i});
 			continue;
-		for (int j = 0; j < i; j++) {
-			const ast_stmt *b = s->op[j].s;
-			const char *bn = b->u.op.staged ? b->u.op.stage.name : b->u.op.target.name;
-			if (!strcmp(a->u.op.stage.name, bn)) {
-				diag_error(s->d, a->u.op.stage.where,
-					   "a second stage named '%s'", bn);
-				diag_note(s->d, b->u.op.staged ? b->u.op.stage.where
-					  : b->u.op.target.where, "the first is here");
-				break;
-			}
 		}
+		if (!a->u.op.staged && !s->op[y->index].s->u.op.staged)
+			continue;   /* two assignments to one name: reported above */
+		const ast_stmt *b = s->op[y->index].s;
+		diag_error(s->d, id.where, "a second stage named '%s'", id.name);
+		diag_note(s->d, b->u.op.staged ? b->u.op.stage.where : b->u.op.target.where,
+			  "the first is here");
 	}
 }
 
@@ -1304,28 +1336,29 @@ static int heap_pop(int *h, int *n)
 static void report_cycle(sema *s, int start)
 {
 	/* Walk from `start` to a not-yet-run writer of one of its inputs until
-	 * an op repeats; the loop from there is a cycle. */
-	int *pos = arena_alloc(s->a, (size_t)s->nop * sizeof *pos);
-	int *path = arena_alloc(s->a, (size_t)s->nop * sizeof *path);
-	if (!pos || !path)
-		return;
-	for (int i = 0; i < s->nop; i++)
-		pos[i] = -1;
+	 * an op repeats; the loop from there is a cycle.  Every op walked is
+	 * marked, and a walk stops at a marked op, so all walks together visit
+	 * each op once. */
+	int *pos = s->cyc_pos, *path = s->cyc_path;
 	int n = 0, cur = start;
-	while (pos[cur] < 0) {
+	for (;;) {
 		if (s->op[cur].cyc)
 			goto downstream;
+		if (pos[cur] >= 0)
+			break;
 		pos[cur] = n;
 		path[n++] = cur;
 		int next = -1;
 		const opinfo *oi = &s->op[cur];
 		for (int j = 0; j < oi->ntin && next < 0; j++) {
-			int t = oi->tin[j];
-			for (int w = 0; w < s->nop; w++)
-				if (!s->op[w].bad && !s->op[w].emitted && s->op[w].op.out == t) {
-					next = w;
+			const tinfo *ti = &s->t[oi->tin[j]];
+			for (int k = 0; k < ti->nwr; k++) {
+				const opinfo *w = &s->op[ti->writers[k]];
+				if (!w->bad && !w->emitted) {
+					next = ti->writers[k];
 					break;
 				}
+			}
 		}
 		if (next < 0)
 			goto downstream;
@@ -1396,6 +1429,12 @@ static void order_ops(sema *s)
 				heap_push(heap, &nh, ti->readers[k]);
 		}
 	}
+	s->cyc_pos = arena_alloc(s->a, (size_t)(s->nop + 1) * sizeof *s->cyc_pos);
+	s->cyc_path = arena_alloc(s->a, (size_t)(s->nop + 1) * sizeof *s->cyc_path);
+	if (!s->cyc_pos || !s->cyc_path)
+		return;
+	for (int i = 0; i < s->nop; i++)
+		s->cyc_pos[i] = -1;
 	for (int i = 0; i < s->nop; i++)
 		if (!s->op[i].bad && !s->op[i].emitted && !s->op[i].cyc)
 			report_cycle(s, i);
@@ -2187,8 +2226,8 @@ static void check_coverage(sema *s, int t)
 	const opinfo *f = &s->op[first];
 	if (f->bad)
 		return;
-	for (int i = 0; i < s->nop; i++)
-		if (s->op[i].op.out == t && s->op[i].bad)
+	for (int k = 0; k < ti->nwr; k++)
+		if (s->op[ti->writers[k]].bad)
 			return;   /* already reported */
 	const ir_tensor *src = &s->t[f->op.in[0]].t;
 	ir_group g = src->place.group;
@@ -2199,9 +2238,10 @@ static void check_coverage(sema *s, int t)
 		return;
 	for (int i = 0; i < G; i++)
 		by[i] = -1;
-	for (int i = 0; i < s->nop; i++) {
+	for (int k = 0; k < ti->nwr; k++) {
+		int i = ti->writers[k];
 		const opinfo *oi = &s->op[i];
-		if (oi->op.out != t || oi->s->kind != AST_PUT)
+		if (oi->s->kind != AST_PUT)
 			continue;
 		memset(mark, 0, (size_t)G * sizeof *mark);
 		int lo = 0, hi = s->world;   /* peers of rank 0 */
@@ -2254,23 +2294,51 @@ static void whole_program(sema *s)
 		tinfo *ti = &s->t[i];
 		ir_tensor *t = &ti->t;
 		int written = ti->nassign + ti->nput;
-		if (t->kind == TK_OUT && !written && !ti->bad) {
+		if (t->kind == TK_OUT && !written && !ti->bad)
 			diag_error(s->d, t->where, "output '%s' is never assigned", t->name);
-			continue;
-		}
-		if (t->kind == TK_TEMP && ti->decl && !written && ti->nreads && !ti->bad) {
+		else if (t->kind == TK_TEMP && ti->decl && !written && ti->nreads && !ti->bad)
 			diag_error(s->d, t->where, "'%s' is read but never assigned", t->name);
-			continue;
-		}
-		if (ti->nput)
+		else if (ti->nput)
 			check_coverage(s, i);
-		/* After an error, "never used" is more likely its echo than news. */
-		if (ti->nreads || ti->bad || s->d->nerrors > s->errors0)
+	}
+}
+
+typedef struct posidx {
+	uint32_t start;
+	int index;
+} posidx;
+
+static int by_position(const void *a, const void *b)
+{
+	const posidx *x = a, *y = b;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->index - y->index;
+}
+
+/* Last, and only when all is well otherwise: after an error, "never used"
+ * is more likely its echo than news. */
+static void unused(sema *s)
+{
+	if (s->d->nerrors > s->errors0)
+		return;
+	/* in source order: temps are numbered after the declarations */
+	posidx *ord = arena_alloc(s->a, (size_t)(s->nt + 1) * sizeof *ord);
+	if (!ord)
+		return;
+	for (int i = 0; i < s->nt; i++)
+		ord[i] = (posidx){s->t[i].t.where.start, i};
+	qsort(ord, (size_t)s->nt, sizeof *ord, by_position);
+	for (int k = 0; k < s->nt; k++) {
+		tinfo *ti = &s->t[ord[k].index];
+		ir_tensor *t = &ti->t;
+		if (ti->nreads || ti->bad)
 			continue;
 		if (t->kind == TK_IN)
 			diag_warning(s->d, t->where, "input '%s' is never used", t->name);
 		else if (t->kind == TK_TEMP)
-			diag_warning(s->d, t->where, written ? "'%s' is computed but never used"
+			diag_warning(s->d, t->where, ti->nassign + ti->nput
+				     ? "'%s' is computed but never used"
 				     : "'%s' is declared but never used", t->name);
 	}
 }
@@ -2384,6 +2452,7 @@ ir_prog *sema_check(const struct ast_pipeline *ast, const compile_opts *o,
 	s->a = a;
 	s->src = d->src;
 	s->errors0 = d->nerrors;
+	s->guess_budget = 1L << 20;
 
 	register_names(s, ast);
 	bind_mesh(s);
@@ -2423,6 +2492,7 @@ ir_prog *sema_check(const struct ast_pipeline *ast, const compile_opts *o,
 	}
 	whole_program(s);
 	check_roles(s);
+	unused(s);
 	if (a->failed || d->nerrors > s->errors0)
 		return NULL;
 	return build(s, ast);

@@ -205,17 +205,28 @@ static uint32_t char_len(const src_file *f, uint32_t i, uint32_t eol, int *valid
 /* The source line under a diagnostic, then ^~~~ under its span (clipped to
  * the line).  Tabs are kept in the marker line so the caret lines up; a
  * UTF-8 character takes one column, a byte that is not UTF-8 prints as '?',
- * control characters as spaces. */
+ * control characters as spaces.  Of a very long line only a window around
+ * the span is shown, between "...", so output stays proportional to the
+ * number of diagnostics. */
+enum { EXCERPT_BEFORE = 80, EXCERPT_AFTER = 160 };
+
 static void render_excerpt(const src_file *f, span w, strbuf *out, int color)
 {
 	uint32_t bol = w.start, eol = w.start;
 	if (bol > f->len)
 		bol = eol = f->len;
-	while (bol > 0 && f->text[bol - 1] != '\n')
+	uint32_t start = bol;
+	while (bol > 0 && f->text[bol - 1] != '\n' && start - bol <= EXCERPT_BEFORE)
 		bol--;
-	while (eol < f->len && f->text[eol] != '\n')
+	int cut_left = bol > 0 && f->text[bol - 1] != '\n';
+	while (eol < f->len && f->text[eol] != '\n' && eol - start < EXCERPT_AFTER)
 		eol++;
-	sb_puts(out, "  ");
+	int cut_right = eol < f->len && f->text[eol] != '\n';
+	while (cut_right && eol > start && (f->text[eol] & 0xc0) == 0x80)
+		eol--;   /* end it on one too */
+	while (cut_left && bol < start && (f->text[bol] & 0xc0) == 0x80)
+		bol++;   /* start the window on a character */
+	sb_puts(out, cut_left ? "  ..." : "  ");
 	for (uint32_t i = bol, k; i < eol; i += k) {
 		unsigned char c = (unsigned char)f->text[i];
 		int valid;
@@ -225,7 +236,9 @@ static void render_excerpt(const src_file *f, span w, strbuf *out, int color)
 		else
 			sb_putc(out, (c == '\t' || c >= 0x20) && c != 0x7f ? (char)c : ' ');
 	}
-	sb_puts(out, "\n  ");
+	sb_puts(out, cut_right ? "...\n  " : "\n  ");
+	if (cut_left)
+		sb_puts(out, "   ");
 	uint32_t i = bol, k;
 	int valid;
 	for (; i < w.start && i < eol; i += k) {
@@ -247,8 +260,54 @@ static void render_excerpt(const src_file *f, span w, strbuf *out, int color)
 	sb_putc(out, '\n');
 }
 
+/* Line starts of the files a render touches, built once per render so
+ * that many diagnostics in a big file cost O(file + n log n), not O(file * n). */
+typedef struct line_index {
+	uint32_t *bol;
+	uint32_t n;
+	int built;
+} line_index;
+
+static void locate(const srcset *s, line_index *ix, int file, uint32_t off,
+		   int *line, int *col)
+{
+	line_index *x = ix ? &ix[file] : NULL;
+	const src_file *f = &s->files[file];
+	if (x && !x->built) {
+		x->built = 1;
+		uint32_t n = 1;
+		for (uint32_t i = 0; i < f->len; i++)
+			n += f->text[i] == '\n';
+		x->bol = malloc((size_t)n * sizeof *x->bol);
+		if (x->bol) {
+			x->bol[0] = 0;
+			x->n = 1;
+			for (uint32_t i = 0; i < f->len; i++)
+				if (f->text[i] == '\n')
+					x->bol[x->n++] = i + 1;
+		}
+	}
+	if (!x || !x->bol) {
+		src_linecol(s, file, off, line, col);
+		return;
+	}
+	if (off > f->len)
+		off = f->len;
+	uint32_t lo = 0, hi = x->n - 1;
+	while (lo < hi) {   /* the last line starting at or before off */
+		uint32_t mid = lo + (hi - lo + 1) / 2;
+		if (x->bol[mid] <= off)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	*line = (int)lo + 1;
+	*col = (int)(off - x->bol[lo]) + 1;
+}
+
 void diag_render(const diags *d, strbuf *out, int color)
 {
+	line_index *ix = d->src && d->src->n ? calloc((size_t)d->src->n, sizeof *ix) : NULL;
 	for (int i = 0; i < d->n; i++) {
 		const diag *g = &d->v[i];
 		const src_file *f = NULL;
@@ -256,7 +315,7 @@ void diag_render(const diags *d, strbuf *out, int color)
 			f = &d->src->files[g->where.file];
 		if (f) {
 			int line, col;
-			src_linecol(d->src, g->where.file, g->where.start, &line, &col);
+			locate(d->src, ix, g->where.file, g->where.start, &line, &col);
 			sb_printf(out, "%s:%d:%d: ", f->name, line, col);
 		} else {
 			sb_puts(out, "mkc: ");
@@ -273,4 +332,8 @@ void diag_render(const diags *d, strbuf *out, int color)
 	if (d->truncated)
 		sb_printf(out, "mkc: error: too many errors (%d); stopping\n",
 			  d->nerrors);
+	if (ix)
+		for (int i = 0; i < d->src->n; i++)
+			free(ix[i].bol);
+	free(ix);
 }

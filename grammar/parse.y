@@ -148,6 +148,7 @@ file
 	: eoss pipeline eoss
 	;
 
+/* eoss: EOS* */
 eoss
 	: %empty
 	| eoss EOS
@@ -158,6 +159,7 @@ pipeline
 	: head body '}'       { ps->in_body = 0; if (ps->result) ps->result->where = span_join(ps->result->where, @3); }
 	;
 
+/* head: 'pipeline' NAME '{'   -- makes the tree, so errors keep a partial one */
 head
 	: PIPELINE ident '{'  {
 		ps->result = arena_alloc(A, sizeof *ps->result);
@@ -179,7 +181,10 @@ body
 	| body error EOS      { yyerrok; }
 	;
 
-/* stmt: mesh | params | decl | assign | stage | roles */
+/* stmt: mesh | params | decl | assign | stage | roles
+ * mesh:  'mesh' expr 'x' expr
+ * stage: 'stage' NAME ':' KIND assign | 'stage' NAME ':' KIND put
+ * roles: 'roles' role (',' role)* */
 stmt
 	: MESH expr X expr    {
 		ast_stmt *s = ast_stmt_new(A, AST_MESH, @$);
@@ -251,13 +256,15 @@ decl
 	}
 	;
 
+/* declkind: 'in' | 'out' | 'temp' */
 declkind
 	: IN                  { $$ = AST_IN; }
 	| OUT                 { $$ = AST_OUT; }
 	| TEMP                { $$ = AST_TEMP; }
 	;
 
-/* attr: NAME | NAME '(' args ')'   -- split(0), partial, local */
+/* attrs: attr*
+ * attr:  NAME | NAME '(' args ')'   -- split(0), partial, local */
 attrs
 	: %empty              { memset(&$$, 0, sizeof $$); }
 	| attrs attr          { $$ = $1; push_attr(A, &$$, $2); }
@@ -303,7 +310,9 @@ put
 	}
 	;
 
-/* hint: NAME expr ('x' expr)*   -- tile 128 x 256 x 64, chunk 64K */
+/* hints: hint*
+ * hint:  NAME hvals      -- tile 128 x 256 x 64, chunk 64K
+ * hvals: expr ('x' expr)* */
 hints
 	: %empty              { memset(&$$, 0, sizeof $$); }
 	| hints hint          { $$ = $1; push_attr(A, &$$, $2); }
@@ -323,7 +332,8 @@ hvals
 	| hvals X expr        { $$ = $1; push_expr(A, &$$, $3); }
 	;
 
-/* roles: 'roles' ROLE expr (',' ROLE expr)* */
+/* roles: role (',' role)*
+ * role:  ROLE expr */
 roles
 	: role                {
 		$$ = ast_stmt_new(A, AST_ROLES, @$);
@@ -341,7 +351,8 @@ role
 	: IDENT expr          { $$ = (ast_role){$1, $2, @$}; }
 	;
 
-/* exprs: expr (',' expr)* */
+/* args:  exprs?
+ * exprs: expr (',' expr)* */
 args
 	: %empty              { memset(&$$, 0, sizeof $$); }
 	| exprs
@@ -492,6 +503,10 @@ struct ast_pipeline *parse_source(srcset *src, int file, diags *d, arena *a)
 {
 	if (file < 0 || file >= src->n)
 		return NULL;
+	if (src->files[file].len > (1u << 30)) {   /* flex lengths are ints */
+		diag_error(d, (span){file, 0, 0}, "file is larger than 1 GiB");
+		return NULL;
+	}
 	/* volatile: read after a longjmp from the lexer */
 	struct parse_state *volatile ps = arena_alloc(a, sizeof *ps);
 	if (!ps)

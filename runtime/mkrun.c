@@ -257,13 +257,20 @@ static int save_tensors(const ir_prog *p, float **b, const char *dir, int inputs
 
 /* ---- comparison ------------------------------------------------------------ */
 
-static double rtol_of(ir_dtype t)
+/* Tolerances per element type.  An element passes when
+ *   |gpu - ref| <= rtol * |ref| + atol,  atol = 4 * rtol * rms(ref),
+ * and the output passes when every element does and the relative l2 error
+ * ||gpu - ref|| / ||ref|| stays under l2tol.  Absolute error scales with the
+ * output's typical magnitude, not the element's own: roundings of earlier
+ * stages reach an element through sums of many terms (a chain of 16 bf16
+ * stages shows 1e-3 relative l2 and single elements off by 2% of rms). */
+static void tolerances(ir_dtype t, double *rtol, double *l2tol)
 {
 	switch (t) {
-	case DT_BF16: return 1.0 / 64;   /* 4 ulps of bf16's 8-bit mantissa */
-	case DT_F16: return 1.0 / 512;
-	case DT_E4M3: return 1.0 / 4;
-	default: return 1e-4;
+	case DT_BF16: *rtol = 1.0 / 64; *l2tol = 1e-2; break;  /* 4 ulps of bf16 */
+	case DT_F16: *rtol = 1.0 / 512; *l2tol = 2e-3; break;
+	case DT_E4M3: *rtol = 1.0 / 4; *l2tol = 1e-1; break;
+	default: *rtol = 1e-4; *l2tol = 1e-5; break;
 	}
 }
 
@@ -275,13 +282,18 @@ static int compare(const ir_prog *p, float **ref, float **gpu, int quiet)
 		if (x->kind != TK_OUT)
 			continue;
 		int64_t n = ir_tensor_elems(x);
+		double rtol, l2tol;
+		tolerances(x->dtype, &rtol, &l2tol);
 		for (int r = 0; r < p->world; r++) {
 			const float *a = gpu[t * p->world + r], *e = ref[t * p->world + r];
 			double amax = 0, se = 0, sr = 0, maxabs = 0, maxrel = 0;
-			for (int64_t i = 0; i < n; i++)
+			for (int64_t i = 0; i < n; i++) {
 				if (fabs(e[i]) > amax)
 					amax = fabs(e[i]);
-			double rtol = rtol_of(x->dtype), atol = rtol * 0.0625 * (amax > 0 ? amax : 1);
+				sr += (double)e[i] * e[i];
+			}
+			double rms = n ? sqrt(sr / n) : 0;
+			double atol = 4 * rtol * (rms > 0 ? rms : 1);
 			int64_t fails = 0, first = -1;
 			for (int64_t i = 0; i < n; i++) {
 				double d = fabs((double)a[i] - e[i]);
@@ -290,27 +302,26 @@ static int compare(const ir_prog *p, float **ref, float **gpu, int quiet)
 						first = i;
 					fails++;
 				}
-				if (!isnan(d)) {
-					if (d > maxabs)
-						maxabs = d;
-					if (fabs(e[i]) > atol && d / fabs(e[i]) > maxrel)
-						maxrel = d / fabs(e[i]);
-					se += d * d;
-				} else {
+				if (isnan(d)) {
 					se = INFINITY;
+					continue;
 				}
-				sr += (double)e[i] * e[i];
+				if (d > maxabs)
+					maxabs = d;
+				if (fabs(e[i]) > atol && d / fabs(e[i]) > maxrel)
+					maxrel = d / fabs(e[i]);
+				se += d * d;
 			}
 			double rl2 = sr > 0 ? sqrt(se / sr) : sqrt(se);
-			if (!quiet || fails)
-				printf("  %-10s rank %d: max abs err %.3g (|ref| up to %.3g), max rel err %.3g, "
-				       "rel l2 %.3g  %s\n", x->name, r, maxabs, amax, maxrel, rl2,
-				       fails ? "MISMATCH" : "ok");
-			if (fails) {
+			int off = fails > 0 || !(rl2 <= l2tol);
+			if (!quiet || off)
+				printf("  %-10s rank %d: max abs err %.3g (rms %.3g, max %.3g), max rel err %.3g, "
+				       "rel l2 %.3g  %s\n", x->name, r, maxabs, rms, amax, maxrel, rl2,
+				       off ? "MISMATCH" : "ok");
+			if (fails)
 				printf("    %lld of %lld elements off; first at %lld: gpu %g, ref %g\n",
 				       (long long)fails, (long long)n, (long long)first, a[first], e[first]);
-				bad = 1;
-			}
+			bad |= off;
 		}
 	}
 	return bad;

@@ -20,7 +20,7 @@ failed=""
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 TO=${MK_TEST_TIMEOUT:-300}
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:protect_shadow_gap=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export MK_CACHE_DIR_FOR_TESTS="$tmp/cache"
 export XDG_CACHE_HOME="$tmp/xdg"

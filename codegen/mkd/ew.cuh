@@ -105,4 +105,80 @@ MKD_INLINE void mkd_softmax(const TX *x, i64 ldx, TY *y, i64 ldy, int rows, int 
 	}
 }
 
+/* N source boxes of one shape (own strides), held in registers: set()
+ * with a loop the compiler unrolls (N is a constant). */
+template <typename T, int N>
+struct mkd_srcs {
+	const T *p[N];
+	i64 ld[N];
+	MKD_INLINE void set(int k, const T *ptr, i64 stride)
+	{
+#pragma unroll
+		for (int j = 0; j < N; j++)
+			if (j == k) {
+				p[j] = ptr;
+				ld[j] = stride;
+			}
+	}
+};
+
+/* dst = sum of the sources, in fp32; 8 elements a load when 16-bit and
+ * every row is 16-byte aligned. */
+template <typename TX, int N, typename TY>
+MKD_INLINE void mkd_reduce_sum(const mkd_srcs<TX, N> &s, TY *dst, i64 ldd, int rows, int cols)
+{
+	bool vec = sizeof(TX) == 2 && sizeof(TY) == 2 && (cols & 7) == 0 &&
+		   ((u64)dst & 15) == 0 && (ldd & 7) == 0;
+#pragma unroll
+	for (int k = 0; k < N; k++)
+		vec = vec && ((u64)s.p[k] & 15) == 0 && (s.ld[k] & 7) == 0;
+	if (vec) {
+		const int vpr = cols >> 3;
+		const i64 total = (i64)rows * vpr;
+		for (i64 i = threadIdx.x; i < total; i += blockDim.x) {
+			i64 r = i / vpr, c = (i - r * vpr) * 8;
+			float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+			for (int k = 0; k < N; k++) {
+				uint4 v = *(const uint4 *)(s.p[k] + r * s.ld[k] + c);
+				const TX *e = (const TX *)&v;
+#pragma unroll
+				for (int j = 0; j < 8; j++)
+					acc[j] += mkd_elem<TX>::ld(e + j);
+			}
+			uint4 o;
+			TY *oe = (TY *)&o;
+#pragma unroll
+			for (int j = 0; j < 8; j++)
+				mkd_elem<TY>::st(oe + j, acc[j]);
+			*(uint4 *)(dst + r * ldd + c) = o;
+		}
+		return;
+	}
+	const i64 total = (i64)rows * cols;
+	for (i64 i = threadIdx.x; i < total; i += blockDim.x) {
+		i64 r = i / cols, c = i - r * cols;
+		float acc = 0.f;
+#pragma unroll
+		for (int k = 0; k < N; k++)
+			acc += mkd_elem<TX>::ld(s.p[k] + r * s.ld[k] + c);
+		mkd_elem<TY>::st(dst + r * ldd + c, acc);
+	}
+}
+
+/* y[r] = sum of row r of x (one warp a row). */
+template <typename TX, typename TY>
+MKD_INLINE void mkd_row_sum(const TX *x, i64 ldx, TY *y, int rows, int cols)
+{
+	const int lane = threadIdx.x & 31, nw = blockDim.x >> 5;
+	for (int r = threadIdx.x >> 5; r < rows; r += nw) {
+		float s = 0.f;
+		for (int c = lane; c < cols; c += 32)
+			s += mkd_elem<TX>::ld(x + (i64)r * ldx + c);
+		s = mkd_warp_sum(s);
+		if (lane == 0)
+			mkd_elem<TY>::st(y + r, s);
+	}
+}
+
 #endif

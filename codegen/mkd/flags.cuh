@@ -46,6 +46,19 @@ MKD_INLINE u32 mkd_ld_volatile_u32(const u32 *p)
 	return v;
 }
 
+/* Host-mapped words (the resident doorbell): system scope, never cached. */
+MKD_INLINE u64 mkd_ld_acquire_sys(const u64 *p)
+{
+	u64 v;
+	asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+	return v;
+}
+
+MKD_INLINE void mkd_red_add_sys(u64 *p, u64 n)
+{
+	asm volatile("red.release.sys.global.add.u64 [%0], %1;" :: "l"(p), "l"(n) : "memory");
+}
+
 /* Who is waiting, for the report. */
 struct mkd_waiter {
 	int rank, cta, task, stage;

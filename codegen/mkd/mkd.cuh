@@ -5,7 +5,8 @@
  *   flags.cuh  epoch-counter flags, bounded waits, stall reports
  *   copy.cuh   16-byte vectorised copies (local, peer, NVLink)
  *   mma.cuh    tensor-core GEMM tile (mma.sync, any sm_80+)
- *   ew.cuh     elementwise and row-wise tiles
+ *   ew.cuh     elementwise and row-wise tiles, reductions
+ *   attn.cuh   attention tile with online softmax
  *   mesh.cuh   the rank-symmetry map sigma_r on the device
  *   tensor.cuh where a logical element lives on a rank
  */
@@ -17,7 +18,9 @@
 #include "flags.cuh"
 #include "copy.cuh"
 #include "mma.cuh"
+#include "wgmma.cuh"
 #include "ew.cuh"
+#include "attn.cuh"
 #include "mesh.cuh"
 #include "tensor.cuh"
 

@@ -1,4 +1,4 @@
-# which transport reaches which peers
+# which transport reaches which peers; stage kinds; the peer variable
 pipeline p {
   mesh  nodes x gpus
   param M = 1024, K = 64
@@ -10,5 +10,6 @@ pipeline p {
   stage c : sdma    Bg[rows of p] <- A@p  for p in nod
   stage d : nvlink  Cg[rows of p] <- L@p  for p in node
   stage e : nvlink  Dg[rows of p] <- A@q  for p in node
-  B = relu(A)
+  stage f : compute Eg[rows of p] <- A@p  for p in node
+  stage g : nvlink  B = relu(L)
 }

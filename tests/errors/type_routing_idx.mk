@@ -5,7 +5,9 @@ pipeline p {
   in  idx  : f32[T, K]
   in  idx2 : i32[T, K]
   in  gate : bf16[T, K]
+  in  Ye   : bf16[E, 16, H]
+  out Xe   : bf16[E, 16, H]
   out Y    : bf16[T, H]
   Xe = dispatch(X, idx, E, 16)
-  Y  = combine(Xe, idx2, gate)
+  Y  = combine(Ye, idx2, gate)
 }

@@ -1,0 +1,432 @@
+/* mkd/wgmma.cuh - the Hopper GEMM tile engine (sm_90a): TMA, mbarriers, wgmma.
+ *
+ * One call computes one output tile C[BM x BN] = A[BM x K] * B[K x BN] with
+ * fp32 accumulators, and is made by all 384 threads of the CTA, which come
+ * in three warpgroups:
+ *
+ *   WG0   producer: thread 0 issues the TMA loads of A and B into a
+ *         STAGES-deep ring; its other 127 threads wait at the end.
+ *   WG1   consumer: rows 0..63 of the tile, wgmma m64nBNk16.
+ *   WG2   consumer: rows 64..127.
+ *
+ * Ring and barriers.  Stage s holds A[128][64] (16 KB, one TMA box) and
+ * B[64][BN] (BN/64 TMA boxes of 64 x 64, 8 KB each), every piece 1024-byte
+ * aligned.  full[s] (count 1) completes when the producer has arrived with
+ * expect_tx(stage bytes) and the TMA engine has written those bytes;
+ * empty[s] (count 8: lane 0 of each consumer warp) completes when both
+ * consumer warpgroups are done reading stage s.  Load kt uses stage
+ * kt % STAGES in round r = kt / STAGES: consumers wait full[s] for parity
+ * r & 1, the producer waits empty[s] for parity (r & 1) ^ 1 - in round 0
+ * that is the phase "before" a fresh barrier, which counts as complete, so
+ * the first STAGES loads go out at once.  A consumer warp releases stage s
+ * only after wgmma.wait_group has retired the wgmma group that read it
+ * (group kt is retired by wait_group 1 after group kt+1 is committed).
+ *
+ * Every call starts from freshly initialised barriers and ends with them
+ * invalidated, so the ring and the barrier words are plain shared memory
+ * again for whatever stage code runs next; nothing is kept across calls.
+ *
+ * Shared-memory layouts (128-byte swizzle: the 16-byte chunk c of the
+ * 128-byte line l of a 1024-byte aligned block sits at chunk c ^ (l % 8);
+ * TMA writes it so, wgmma reads it so):
+ *   A, K-major: row m of the tile is line m (64 bf16 of K).  Descriptor:
+ *     start = stage + 8192 * (consumer WG), LBO unused (16 B), SBO = 1024 B
+ *     (8 rows to the next 8 rows); the k-th 16-wide K slice starts 32*k
+ *     bytes further (the hardware applies the swizzle to the address).
+ *   B, MN-major (N contiguous, trans-b = 1): box j holds columns 64j..64j+63,
+ *     K row k is line k of the box.  Descriptor: LBO = 8192 B (one 64-column
+ *     block to the next), SBO = 1024 B (8 K rows to the next 8); the k-th
+ *     K slice starts 16 * 128 = 2048*k bytes further.
+ *
+ * Registers.  A consumer thread holds BN/2 fp32 accumulators (64 or 128).
+ * For BN > 128 the warpgroups trade registers with setmaxnreg: WG0 drops to
+ * 40, the consumers rise to 232 (128*40 + 256*232 = 384*168), and both go
+ * back to MKD_WG_REGS (168, the cap of __launch_bounds__(384, 1)) before
+ * the final barrier, so code after the call runs with the usual budget.
+ * This needs the kernel to be compiled with exactly that cap: its entry
+ * register count must be MKD_WG_REGS (ptxas reports "Used 168 registers").
+ *
+ * Memory ordering.  Operands may have been written in this kernel by plain
+ * stores of other CTAs (seen through a flag acquire and a CTA barrier): the
+ * producer issues fence.proxy.async.global before its first TMA.  Every
+ * thread issues fence.proxy.async.shared::cta first, so earlier generic
+ * writes to the ring are ordered before the TMA engine's.
+ *
+ * The tile clips at M rows and N columns (the valid part of this tile);
+ * TMA fills out-of-bounds reads with zeros, so a ragged K needs the tensor
+ * map's K extent to end at the tile's k0 + K.  C: row-major, ldc elements,
+ * pointing at the tile's first element, 4-byte aligned pairs (ldc even).
+ * Waits are bounded: a barrier that stays incomplete for MKD_WG_TIMEOUT_NS
+ * traps (a bug in the ring, never a slow producer).
+ *
+ * Only compiled for sm_90a (NVRTC defines __CUDA_ARCH_FEAT_SM90_ALL);
+ * mma.cuh is the engine for every other architecture.
+ */
+#ifndef MKD_WGMMA_CUH
+#define MKD_WGMMA_CUH
+
+#include "base.cuh"
+#include "mma.cuh"
+
+/* A TMA descriptor (CUtensorMap) as the host encodes it: 128 opaque bytes.
+ * Kernel parameters (__grid_constant__), constant or global memory. */
+struct __align__(64) mkd_tmap {
+	u64 w[16];
+};
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define MKD_HAS_WGMMA 1
+
+#ifndef MKD_WG_REGS
+#define MKD_WG_REGS 168        /* per-thread registers at kernel entry */
+#endif
+#define MKD_WG_REGS_PRODUCER 40
+#define MKD_WG_REGS_CONSUMER 232
+#ifndef MKD_WG_TIMEOUT_NS
+#define MKD_WG_TIMEOUT_NS 10000000000ull
+#endif
+#define MKD_WG_BAR_ID 1        /* named barriers 1..3: one per warpgroup */
+
+/* ---- mbarrier ------------------------------------------------------------ */
+
+MKD_INLINE void mkd_mbar_init(u32 bar, u32 count)
+{
+	asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
+}
+MKD_INLINE void mkd_mbar_inval(u32 bar)
+{
+	asm volatile("mbarrier.inval.shared::cta.b64 [%0];" :: "r"(bar) : "memory");
+}
+MKD_INLINE void mkd_mbar_arrive(u32 bar)
+{
+	asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
+}
+/* arrive (count 1) and expect `bytes` from the TMA engine in this phase */
+MKD_INLINE void mkd_mbar_arrive_tx(u32 bar, u32 bytes)
+{
+	asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
+		     :: "r"(bar), "r"(bytes) : "memory");
+}
+MKD_INLINE bool mkd_mbar_try_wait(u32 bar, u32 parity)
+{
+	u32 ok;
+	asm volatile("{\n\t.reg .pred p;\n\t"
+		     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+		     "selp.u32 %0, 1, 0, p;\n\t}"
+		     : "=r"(ok) : "r"(bar), "r"(parity) : "memory");
+	return ok != 0;
+}
+/* Wait for the phase of parity `parity` to complete (acquire, CTA scope). */
+static __device__ __noinline__ void mkd_mbar_wait_slow(u32 bar, u32 parity)
+{
+	const u64 t0 = mkd_globaltimer();
+	while (!mkd_mbar_try_wait(bar, parity))
+		if (mkd_globaltimer() - t0 > MKD_WG_TIMEOUT_NS)
+			__trap();
+}
+MKD_INLINE void mkd_mbar_wait(u32 bar, u32 parity)
+{
+	if (!mkd_mbar_try_wait(bar, parity))
+		mkd_mbar_wait_slow(bar, parity);
+}
+
+/* ---- TMA ------------------------------------------------------------------ */
+
+/* box at (c0 = column, c1 = row) of the map into smem dst; bytes counted on bar */
+MKD_INLINE void mkd_tma_load_2d(u32 dst, const mkd_tmap *map, int c0, int c1, u32 bar)
+{
+	asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+		     " [%0], [%1, {%2, %3}], [%4];"
+		     :: "r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
+MKD_INLINE void mkd_tma_prefetch_desc(const mkd_tmap *map)
+{
+	asm volatile("prefetch.tensormap [%0];" :: "l"(map) : "memory");
+}
+
+/* ---- wgmma ---------------------------------------------------------------- */
+
+/* Shared-memory matrix descriptor, 128-byte swizzle (layout type 1 in bits
+ * 62-63); address and offsets in 16-byte units, base offset 0 (every
+ * operand block starts 1024-byte aligned). */
+MKD_INLINE u64 mkd_wg_desc(u32 saddr, u32 lbo, u32 sbo)
+{
+	return (u64)((saddr & 0x3FFFF) >> 4) | ((u64)(lbo >> 4) << 16) |
+	       ((u64)(sbo >> 4) << 32) | (1ull << 62);
+}
+
+MKD_INLINE void mkd_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+MKD_INLINE void mkd_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> MKD_INLINE void mkd_wg_wait()
+{
+	asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory");
+}
+/* Pins a register between asm statements: accumulators are neither read
+ * before the wait that retires their wgmma, nor moved across the fence. */
+MKD_INLINE void mkd_wg_pin(float &x) { asm volatile("" : "+f"(x) :: "memory"); }
+
+/* m64n64k16: 32 fp32 accumulators per thread */
+#define MKD_WG_D32 \
+	"{" \
+	"%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+	"%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31" \
+	"}"
+#define MKD_WG_O32(d) \
+	"+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+	"+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+	"+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+	"+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+
+/* m64n128k16: 64 fp32 accumulators per thread */
+#define MKD_WG_D64 \
+	"{" \
+	"%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+	"%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+	"%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+	"%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63" \
+	"}"
+#define MKD_WG_O64(d) \
+	MKD_WG_O32(d), \
+	"+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
+	"+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
+	"+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
+	"+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+
+/* m64n256k16: 128 fp32 accumulators per thread */
+#define MKD_WG_D128 \
+	"{" \
+	"%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+	"%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+	"%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+	"%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
+	"%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+	"%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
+	"%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
+	"%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127" \
+	"}"
+#define MKD_WG_O128(d) \
+	MKD_WG_O64(d), \
+	"+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), \
+	"+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), \
+	"+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), \
+	"+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), \
+	"+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), \
+	"+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), \
+	"+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), \
+	"+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+
+/* D[64 x N] += A[64 x 16] (smem, K-major) * B[16 x N] (smem, N-major):
+ * scale-d 1 (accumulate), scale-a/b 1, trans-a 0, trans-b 1. */
+template <int N, typename T> struct mkd_wg_op;
+#define MKD_WG_SPEC(NN, R, DA, DB, DS, TT, TS)                                          \
+	template <> struct mkd_wg_op<NN, TT> {                                           \
+		static MKD_INLINE void mma(float *d, u64 da, u64 db)                     \
+		{                                                                        \
+			asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %" #DS ", 0;\n\t" \
+				     "wgmma.mma_async.sync.aligned.m64n" #NN "k16.f32." TS "." TS \
+				     " " MKD_WG_D##R ", %" #DA ", %" #DB ", p, 1, 1, 0, 1;\n\t}" \
+				     : MKD_WG_O##R(d) : "l"(da), "l"(db), "n"(1));           \
+		}                                                                        \
+	};
+MKD_WG_SPEC(64, 32, 32, 33, 34, mkd_bf16, "bf16")
+MKD_WG_SPEC(64, 32, 32, 33, 34, mkd_f16, "f16")
+MKD_WG_SPEC(128, 64, 64, 65, 66, mkd_bf16, "bf16")
+MKD_WG_SPEC(128, 64, 64, 65, 66, mkd_f16, "f16")
+MKD_WG_SPEC(256, 128, 128, 129, 130, mkd_bf16, "bf16")
+MKD_WG_SPEC(256, 128, 128, 129, 130, mkd_f16, "f16")
+#undef MKD_WG_SPEC
+
+/* Two adjacent results (columns c, c+1 of one row) as the output type; `both`
+ * false stores only the first.  p is 2-element aligned. */
+template <typename TC> struct mkd_wg_store2 {
+	static MKD_INLINE void st(TC *p, float a, float b, bool both)
+	{
+		mkd_store2<TC>::st(p, a, b, both);
+	}
+};
+template <> struct mkd_wg_store2<float> {
+	static MKD_INLINE void st(float *p, float a, float b, bool both)
+	{
+		if (both)
+			*(float2 *)p = make_float2(a, b);
+		else
+			p[0] = a;
+	}
+};
+
+MKD_INLINE void mkd_wg_bar(int id)
+{
+	asm volatile("bar.sync %0, 128;" :: "r"(id) : "memory");
+}
+
+/* ---- the tile engine ------------------------------------------------------- */
+
+template <typename T, typename TC, int BM, int BN, int BK, int STAGES>
+struct mkd_wgmma_tile {
+	enum {
+		THREADS = 384,
+		A_BYTES = BM * BK * 2,              /* one TMA box, BM x 64 */
+		B_BOX = BK * 64 * 2,                /* one TMA box, 64 x 64 */
+		B_BOXES = BN / 64,
+		STAGE_BYTES = A_BYTES + B_BOXES * B_BOX,
+		RING = STAGES * STAGE_BYTES,
+		/* 1024 of slack to align the ring, then full[] and empty[] */
+		SMEM = 1024 + RING + 2 * STAGES * 8,
+		ACC = BN / 2,                       /* fp32 accumulators per consumer thread */
+		TRADE_REGS = BN > 128
+	};
+	static_assert(sizeof(T) == 2, "wgmma tile takes 16-bit inputs (bf16, f16)");
+	static_assert(BM == 128, "two consumer warpgroups of 64 rows each");
+	static_assert(BK == 64, "BK is one 128-byte swizzle row of 16-bit elements");
+	static_assert(BN == 64 || BN == 128 || BN == 256, "BN: 64, 128 or 256");
+	static_assert(STAGES >= 2 && STAGES <= 8, "2..8 stages");
+
+	static MKD_INLINE u32 full_bar(u32 bars, int s) { return bars + 8 * s; }
+	static MKD_INLINE u32 empty_bar(u32 bars, int s) { return bars + 8 * (STAGES + s); }
+
+	/* one thread: wait for a free stage, announce its bytes, load A and B */
+	static MKD_INLINE void produce(const mkd_tmap *ta, int a_row, int a_col, const mkd_tmap *tb,
+				       int b_row, int b_col, int nk, u32 ring, u32 bars)
+	{
+		asm volatile("fence.proxy.async.global;" ::: "memory");
+		mkd_tma_prefetch_desc(ta);
+		mkd_tma_prefetch_desc(tb);
+		int s = 0;
+		u32 ph = 0;
+		for (int kt = 0; kt < nk; kt++) {
+			mkd_mbar_wait(empty_bar(bars, s), ph ^ 1);
+			const u32 full = full_bar(bars, s), dst = ring + s * STAGE_BYTES;
+			mkd_mbar_arrive_tx(full, STAGE_BYTES);
+			mkd_tma_load_2d(dst, ta, a_col + kt * BK, a_row, full);
+#pragma unroll
+			for (int j = 0; j < B_BOXES; j++)
+				mkd_tma_load_2d(dst + A_BYTES + j * B_BOX, tb, b_col + 64 * j,
+						b_row + kt * BK, full);
+			if (++s == STAGES) {
+				s = 0;
+				ph ^= 1;
+			}
+		}
+	}
+
+	/* one consumer warpgroup (w = 0, 1): rows 64w..64w+63 of the tile */
+	template <typename Epi>
+	static MKD_INLINE void consume(int w, int nk, u32 ring, u32 bars, TC *C, i64 ldc, int M,
+				       int N, Epi &epi)
+	{
+		const int t = threadIdx.x & 127, lane = threadIdx.x & 31;
+		float d[ACC];
+#pragma unroll
+		for (int i = 0; i < ACC; i++)
+			d[i] = 0.f;
+		const u64 da = mkd_wg_desc(ring + w * 64 * 128, 16, 1024);
+		const u64 db = mkd_wg_desc(ring + A_BYTES, B_BOX, 1024);
+		int s = 0, prev = 0;
+		u32 ph = 0;
+		for (int kt = 0; kt < nk; kt++) {
+			mkd_mbar_wait(full_bar(bars, s), ph);
+			const u64 off = (u64)((s * STAGE_BYTES) >> 4);
+#pragma unroll
+			for (int i = 0; i < ACC; i++)
+				mkd_wg_pin(d[i]);
+			mkd_wg_fence();
+#pragma unroll
+			for (int k = 0; k < BK / 16; k++)  /* K slice k: A +32k bytes, B +2048k */
+				mkd_wg_op<BN, T>::mma(d, da + off + 2 * k, db + off + 128 * k);
+			mkd_wg_commit();
+#pragma unroll
+			for (int i = 0; i < ACC; i++)
+				mkd_wg_pin(d[i]);
+			if (kt > 0) {  /* group kt-1 retired: its stage is free */
+				mkd_wg_wait<1>();
+				if (lane == 0)
+					mkd_mbar_arrive(empty_bar(bars, prev));
+			}
+			prev = s;
+			if (++s == STAGES) {
+				s = 0;
+				ph ^= 1;
+			}
+		}
+		mkd_wg_wait<0>();
+#pragma unroll
+		for (int i = 0; i < ACC; i++)
+			mkd_wg_pin(d[i]);
+		/* accumulator j*4 + {0,1}: row r0, columns 8j + 2q + {0,1};
+		 * j*4 + {2,3}: row r0 + 8 (the m64nNk16 D fragment) */
+		const int r0 = w * 64 + (t >> 5) * 16 + (lane >> 2), c0 = (lane & 3) * 2;
+		TC *p0 = C + (i64)r0 * ldc + c0, *p1 = p0 + 8 * ldc;
+		const bool ok0 = r0 < M, ok1 = r0 + 8 < M;
+#pragma unroll
+		for (int j = 0; j < BN / 8; j++) {
+			const int c = c0 + 8 * j;
+			if (c < N) {
+				if (ok0)
+					mkd_wg_store2<TC>::st(p0 + 8 * j, epi(d[4 * j]), epi(d[4 * j + 1]),
+							      c + 1 < N);
+				if (ok1)
+					mkd_wg_store2<TC>::st(p1 + 8 * j, epi(d[4 * j + 2]),
+							      epi(d[4 * j + 3]), c + 1 < N);
+			}
+		}
+	}
+
+	/* C[0:BM, 0:BN] (clipped to M x N) = A[a_row.., a_col..a_col+K) *
+	 * B[b_row..b_row+K, b_col..]: A's map is row-major [rows][K] with a
+	 * BM x 64 box, B's row-major [K][N] with a 64 x 64 box, both with
+	 * 128-byte swizzle (runtime/tmap.h).  All THREADS threads call it. */
+	template <typename Epi>
+	static __device__ void run(const mkd_tmap *ta, int a_row, int a_col, const mkd_tmap *tb,
+				   int b_row, int b_col, int K, TC *C, i64 ldc, int M, int N,
+				   char *smem, Epi epi)
+	{
+		const u32 ring = (mkd_smem_addr(smem) + 1023) & ~1023u;
+		const u32 bars = ring + RING;
+		const int nk = K > 0 ? (K + BK - 1) / BK : 0;
+		/* warp-uniform role, as setmaxnreg wants it */
+		const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x >> 7), 0);
+
+		asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+		if (threadIdx.x == 0) {
+#pragma unroll
+			for (int s = 0; s < STAGES; s++) {
+				mkd_mbar_init(full_bar(bars, s), 1);
+				mkd_mbar_init(empty_bar(bars, s), 8);
+			}
+			asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+		}
+		__syncthreads();
+
+		if (wg == 0) {
+			if (TRADE_REGS)
+				asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(MKD_WG_REGS_PRODUCER));
+			if (threadIdx.x == 0)
+				produce(ta, a_row, a_col, tb, b_row, b_col, nk, ring, bars);
+			__syncwarp();
+			if (TRADE_REGS) {
+				mkd_wg_bar(MKD_WG_BAR_ID);
+				asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(MKD_WG_REGS));
+			}
+		} else {
+			if (TRADE_REGS)
+				asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(MKD_WG_REGS_CONSUMER));
+			consume(wg - 1, nk, ring, bars, C, ldc, M < BM ? M : BM, N < BN ? N : BN, epi);
+			if (TRADE_REGS) {
+				mkd_wg_bar(MKD_WG_BAR_ID + wg);
+				asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(MKD_WG_REGS));
+			}
+		}
+		__syncthreads();  /* every load consumed, every wgmma retired */
+		if (threadIdx.x == 0) {
+#pragma unroll
+			for (int s = 0; s < STAGES; s++) {
+				mkd_mbar_inval(full_bar(bars, s));
+				mkd_mbar_inval(empty_bar(bars, s));
+			}
+		}
+		__syncthreads();  /* the ring and the barrier words are free */
+	}
+};
+
+#endif /* __CUDA_ARCH_FEAT_SM90_ALL */
+#endif

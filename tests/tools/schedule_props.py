@@ -1,0 +1,297 @@
+#!/usr/bin/env python3
+"""schedule_props.py - property test: random schedules, independently checked.
+
+For every sample that lowers, draws random parameters, meshes, virtual-rank
+counts, matmul tiles, chunk sizes and `roles` splits (by editing the sample's
+text, fed to mkc on stdin), runs `mkc --emit=json` and checks the schedule
+with check_schedule.py (in this process: no Python start-up per case).
+
+A case fails when mkc crashes, reports an internal error, or emits a schedule
+the checker rejects.  mkc may reject a drawn case with an ordinary diagnostic
+(a tile that does not fit, say): that is counted, not failed, unless more
+than a quarter of the cases are rejected (then the generator is wrong).
+
+Reproducible: case i of seed s is drawn from random.Random("s:i") alone, so
+a failure prints the exact mkc command and source to rerun it, and
+`--case i` reruns just that case.  Bounded: stops starting cases after
+--seconds (default 50).
+
+Environment: MKC (mkc binary; default build/mkc), MK_PROPS_SEED (default 1),
+MK_PROPS_COUNT (default 3000), MK_PROPS_SECONDS (default 50), MK_PROPS_JOBS.
+
+To add a sample: once it lowers, add an entry to SAMPLES (its parameters,
+and the hints worth varying).  A sample listed here that does not lower yet
+is skipped with a note, so entries may be added ahead of the lowering.
+"""
+import os
+import random
+import re
+import subprocess
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import check_schedule  # noqa: E402
+
+MESHES = [(1, 1), (1, 2), (1, 4), (1, 8), (2, 2), (2, 4), (2, 8), (4, 8)]
+SMS = 132
+
+
+# ---- drawing hints ------------------------------------------------------------
+def mm_tile(r, m_max, n_max, cap=64):
+    """A matmul tile hint within the rules of docs/language.md section 7,
+    cutting the output into at most `cap` tiles where it can."""
+    ms = [m for m in (64, 128, 192, 256) if m <= m_max] or [64]
+    ns = [n for n in (16, 32, 64, 96, 128, 192, 256) if n <= min(n_max, 256)] or [16]
+    for _ in range(20):
+        m, n = r.choice(ms), r.choice(ns)
+        if -(-m_max // m) * -(-n_max // n) <= cap:
+            break
+    else:
+        m, n = ms[-1], ns[-1]
+    k = r.choice((16, 32, 64, 128))
+    while 2 * (m * k + k * n) * 2 > 227 * 1024 and k > 16:
+        k //= 2
+    return "tile %d x %d x %d" % (m, n, k)
+
+
+def cap_for(world):
+    """Tiles per op: the JSON lists every rank's tasks, so fewer on big meshes."""
+    return max(4, 128 // world)
+
+
+def chunk(r, shard_bytes, cap):
+    """A chunk size (a multiple of 16 bytes) cutting a shard into <= cap pieces."""
+    sizes = [c for c in (16, 48, 256, 4096, 12288, 16384, 65536, 262144, 1 << 20)
+             if -(-shard_bytes // c) <= cap]
+    return "chunk %d" % r.choice(sizes)
+
+
+def roles(r, ctas, comm):
+    """`roles compute a, nvlink b[, rdma c]` fitting in `ctas` CTAs."""
+    parts, left = [], ctas
+    for name in comm:
+        k = r.randint(1, max(1, min(24, left // 4)))
+        parts.append("%s %d" % (name, k))
+        left -= k
+    parts.insert(0, "compute %d" % r.randint(1, max(1, left)))
+    return "  roles " + ", ".join(parts) + "\n"
+
+
+def sub_each(pattern, fn, text):
+    return re.sub(pattern, lambda m: fn(m), text)
+
+
+# ---- the samples -------------------------------------------------------------
+# Each entry: draw(r, world) -> (defines, edit(text, r, rpg) -> text, checker
+# options).  Sizes stay small: the point is many shapes, not big ones.
+def draw_ag_gemm(r, world, explicit):
+    rows = r.choice((8, 16, 32, 64) if world >= 16 else (8, 16, 32, 64, 128, 192, 256))
+    M = world * rows
+    if M < 64:
+        M = 64 * world  # the matmul tile needs 64 rows
+    N = r.choice((64, 128, 192, 256, 384, 512))
+    K = r.choice((32, 64, 128, 256, 512))
+    defs = {"M": M, "N": N, "K": K}
+    shard = M // world * K * 2
+
+    def edit(text, r2, rpg):
+        text = sub_each(r"tile \d+ x \d+ x \d+", lambda m: mm_tile(r2, M, N, cap_for(world)), text)
+        if explicit:
+            text = sub_each(r"chunk \S+", lambda m: chunk(r2, shard, max(2, 32 // world)), text)
+            text = re.sub(r"\n\s*roles [^\n]*\n", "\n", text)
+            text = text.replace("\n}", "\n" + roles(r2, SMS // rpg, ("nvlink", "rdma")) + "}")
+        else:
+            if r2.random() < 0.6:
+                text = text.replace("allgather(A, 0)", "allgather(A, 0) " + chunk(r2, shard, max(2, 32 // world)))
+            if r2.random() < 0.3:
+                text = text.replace("\n}", "\n" + roles(r2, SMS // rpg, ("nvlink", "rdma")) + "}")
+        return text
+    # the collective sends each byte over the network once per node; the
+    # explicit `for q in remote` stage sends it to every remote GPU, as written
+    return defs, edit, [] if explicit else ["--rdma-once"]
+
+
+def draw_chain(r, world):
+    big = world >= 16
+    M = r.choice((64, 128, 192, 256) if big else (64, 128, 192, 256, 320, 512, 1024))
+    N = r.choice((16, 64, 128, 256) if big else (16, 64, 128, 256, 384))
+    K = r.choice((16, 32, 64, 128, 256))
+    defs = {"M": M, "N": N, "K": K}
+
+    def edit(text, r2, rpg):
+        if r2.random() < 0.7:
+            text = text.replace("matmul(X, W)", "matmul(X, W)  " + mm_tile(r2, M, N, cap_for(world)))
+        if r2.random() < 0.5:
+            while True:
+                a, b = r2.choice((16, 64, 128, 256)), r2.choice((16, 64, 128, 256))
+                if -(-M // a) * -(-N // b) <= cap_for(world):
+                    break
+            text = text.replace("relu(H)", "relu(H)  tile %d x %d" % (a, b))
+        if r2.random() < 0.3:
+            text = text.replace("\n}", "\n" + roles(r2, SMS // rpg, ()) + "}")
+        return text
+    return defs, edit, []
+
+
+def draw_mlp_chain(r, world):
+    big = world >= 8
+    T = r.choice((64, 128, 192, 256) if big else (64, 128, 192, 256, 512))
+    D = r.choice((64, 128, 256) if big else (64, 128, 256, 384, 512))
+    defs = {"T": T, "D": D}
+
+    def edit(text, r2, rpg):
+        text = sub_each(r"tile \d+ x \d+ x \d+", lambda m: mm_tile(r2, T, D, cap_for(world)), text)
+        if r2.random() < 0.3:
+            text = text.replace("\n}", "\n" + roles(r2, SMS // rpg, ()) + "}")
+        return text
+    return defs, edit, []
+
+
+SAMPLES = {
+    "ag_gemm": lambda r, w: draw_ag_gemm(r, w, False),
+    "ag_gemm_explicit": lambda r, w: draw_ag_gemm(r, w, True),
+    "chain": draw_chain,
+    "mlp_chain": draw_mlp_chain,
+}
+
+
+# ---- one case ------------------------------------------------------------------
+def draw_case(seed, i, names):
+    r = random.Random("%s:%d" % (seed, i))
+    name = names[i % len(names)]
+    nodes, gpus = r.choice(MESHES)
+    world = nodes * gpus
+    rpg = 1
+    if nodes == 1 and r.random() < 0.4:
+        rpg = world  # every rank a share of one GPU (virtual ranks)
+    defs, edit, copts = SAMPLES[name](r, world)
+    return name, nodes, gpus, rpg, defs, edit, copts, r
+
+
+def run_case(mkc, top, seed, i, names):
+    name, nodes, gpus, rpg, defs, edit, copts, r = draw_case(seed, i, names)
+    with open(os.path.join(top, "samples", name + ".mk")) as f:
+        text = edit(f.read(), r, rpg)
+    args = [mkc, "--emit=json", "-", "-D", "nodes=%d" % nodes, "-D", "gpus=%d" % gpus]
+    for k, v in sorted(defs.items()):
+        args += ["-D", "%s=%d" % (k, v)]
+    if rpg > 1:
+        args.append("--ranks-per-gpu=%d" % rpg)
+    cmd = " ".join(args)
+    p = subprocess.run(args, input=text.encode(), stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=120)
+    err = p.stderr.decode(errors="replace")
+    base = {"case": i, "sample": name, "cmd": cmd, "src": text, "copts": copts}
+    if p.returncode == 1 and "internal" not in err:
+        return dict(base, status="rejected", why=err.strip().splitlines()[0] if err else "")
+    if p.returncode != 0:
+        return dict(base, status="fail", why="mkc exit %d\n%s" % (p.returncode, err))
+    try:
+        doc = check_schedule.json.loads(p.stdout)
+    except ValueError as e:
+        return dict(base, status="fail", why="mkc printed bad JSON: %s" % e)
+    c = check_schedule.Checker(doc, 5, rdma_once="--rdma-once" in copts)
+    try:
+        nbad = c.run()
+    except check_schedule.Bad as e:
+        return dict(base, status="fail", why="not a schedule: %s" % e)
+    if nbad:
+        lines = ["%s: %s" % (k, m) for k in sorted(c.errors) for m in c.errors[k]]
+        return dict(base, status="fail", why="%d violations:\n  %s" % (nbad, "\n  ".join(lines)))
+    return dict(base, status="ok", tasks=len(c.tasks), world=nodes * gpus)
+
+
+def job(a):
+    mkc, top, seed, i, names, deadline = a
+    if time.monotonic() > deadline:
+        return None
+    return run_case(mkc, top, seed, i, names)
+
+
+def lowers(mkc, top, name):
+    """Whether a sample lowers yet; (False, why) when it does not."""
+    p = subprocess.run([mkc, "--emit=graph", os.path.join(top, "samples", name + ".mk")],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    err = p.stderr.decode(errors="replace")
+    if p.returncode == 1 and "cannot be lowered" in err:
+        return False, err.strip().splitlines()[0]
+    return True, ""
+
+
+def main(argv):
+    top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    mkc = os.environ.get("MKC") or os.path.join(top, "build", "mkc")
+    seed = os.environ.get("MK_PROPS_SEED", "1")
+    count = int(os.environ.get("MK_PROPS_COUNT", "3000"))
+    seconds = float(os.environ.get("MK_PROPS_SECONDS", "50"))
+    jobs = int(os.environ.get("MK_PROPS_JOBS", str(max(2, min(8, os.cpu_count() or 2)))))
+    only = None
+    if len(argv) > 2 and argv[1] == "--case":
+        only = int(argv[2])
+
+    names = []
+    for name in SAMPLES:
+        ok, why = lowers(mkc, top, name)
+        if ok:
+            names.append(name)
+        else:
+            print("skip %s: does not lower yet (%s)" % (name, why))
+    if not names:
+        print("no sample lowers")
+        return 1
+
+    if only is not None:
+        res = run_case(mkc, top, seed, only, names)
+        print("case %d: %s\n$ %s\n%s" % (only, res["status"], res["cmd"], res.get("why", "")))
+        print("--- source ---\n" + res["src"])
+        return 0 if res["status"] != "fail" else 1
+
+    deadline = time.monotonic() + seconds
+    t0 = time.monotonic()
+
+    results = []
+    with ProcessPoolExecutor(max_workers=jobs) as ex:
+        # in order of cases; each worker stops starting cases at the deadline
+        for res in ex.map(job, [(mkc, top, seed, i, names, deadline) for i in range(count)],
+                          chunksize=4):
+            if res is not None:
+                results.append(res)
+    took = time.monotonic() - t0
+
+    fails = [x for x in results if x["status"] == "fail"]
+    rejected = [x for x in results if x["status"] == "rejected"]
+    checked = [x for x in results if x["status"] == "ok"]
+    for x in fails[:5]:
+        print("FAIL case %d (%s; rerun: MKC=%s MK_PROPS_SEED=%s %s --case %d)" % (
+            x["case"], x["sample"], mkc, seed, argv[0], x["case"]))
+        print("$ %s   # source on stdin:" % x["cmd"])
+        print("  " + x["src"].replace("\n", "\n  ").rstrip())
+        print(x["why"])
+    per = {}
+    for x in checked:
+        per[x["sample"]] = per.get(x["sample"], 0) + 1
+    why = {}
+    for x in rejected:
+        k = re.sub(r"^[^:]*:\d+:\d+: ", "", x["why"])
+        k = re.sub(r"\d+", "N", k)
+        why[k] = why.get(k, 0) + 1
+    for k, n in sorted(why.items(), key=lambda e: -e[1])[:5]:
+        print("rejected by mkc %d time%s: %s" % (n, "s" if n > 1 else "", k))
+    print("seed %s: %d schedules checked (%s), %d tasks in all; %d rejected by mkc; "
+          "%d failed; %.1f s" % (
+              seed, len(checked), ", ".join("%s %d" % kv for kv in sorted(per.items())),
+              sum(x["tasks"] for x in checked), len(rejected), len(fails), took))
+    if fails:
+        return 1
+    if len(rejected) * 4 > len(results):
+        print("more than a quarter of the drawn cases were rejected: fix the generator")
+        return 1
+    if not checked:
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
