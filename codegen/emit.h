@@ -18,6 +18,8 @@ typedef struct cg_emit_opts {
 	int sys_scope;   /* 1: peers are other processes/GPUs (flags at .sys);
 	                    0: every rank in this launch (.gpu); -1: derive:
 	                    0 when ranks_per_gpu == world */
+	int per_stage;   /* also emit one kernel per stage, KERNEL__s<op>, for
+	                    comparisons with separate launches and CUDA graphs */
 } cg_emit_opts;
 
 /* 0, or -1 with err[] naming what cannot be generated yet. */

@@ -8,6 +8,7 @@
 #include "emit.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../compiler/inspect.h"
@@ -531,20 +532,61 @@ static void stages(em *E)
 	}
 }
 
-static void kernel(em *E)
+static void kernel(em *E, int per_stage)
 {
 	const ir_prog *p = E->p;
+	const ir_sched *s = E->s;
 	strbuf *o = E->o;
 	sb_puts(o, "// stages that wait for each read themselves\n__device__ const bool MK_PROGRESSIVE[] = {");
 	for (int i = 0; i < p->nops; i++)
 		sb_printf(o, "%s%s", i ? ", " : "", progressive(&p->ops[i]) ? "true" : "false");
 	sb_puts(o, "};\n\n");
+	sb_puts(o,
+		"// One task: wait on its flags (bounded), run its stage, signal.  All\n"
+		"// threads of the CTA call it; false when the run is aborted.\n"
+		"static __device__ __forceinline__ bool mk_run_task(const mkd_params &p, int rank, int cta, int i,\n"
+		"\t\t\t\t\t\t   u64 epoch, char *smem, int *ok)\n"
+		"{\n"
+		"\tconst mk_task &t = MK_TASKS[i];\n"
+		"\tif (threadIdx.x == 0) {\n"
+		"\t\tbool good = true;\n"
+		"\t\tif (!MK_PROGRESSIVE[t.stage])  // else the stage waits per read\n"
+		"\t\t\tfor (int w = 0; w < t.nwait && good; w++)\n"
+		"\t\t\t\tgood = mk_wait(p, rank, cta, i, t, w, epoch);\n"
+		"\t\t*ok = good;\n"
+		"\t\tif (p.trace)\n"
+		"\t\t\tp.trace[(i64)rank * MK_NTASKS + i].t0 = mkd_globaltimer();\n"
+		"\t}\n"
+		"\t__syncthreads();\n"
+		"\tbool done = *ok;\n"
+		"\tif (done) {\n"
+		"\t\tswitch (t.stage) {\n");
+	for (int i = 0; i < p->nops; i++)
+		sb_printf(o, "\t\tcase S_%s: done = stage_%s(p, rank, cta, i, epoch, smem); break;\n",
+			  p->ops[i].stage, p->ops[i].stage);
+	sb_puts(o,
+		"\t\t}\n"
+		"\t}\n"
+		"\tif (!done)\n"
+		"\t\treturn false;\n"
+		"\t__syncthreads();\n"
+		"\tif (threadIdx.x == 0) {\n"
+		"\t\tfor (int k = 0; k < t.nsig; k++) {\n"
+		"\t\t\tconst mk_fref f = MK_SIGNALS[t.sig0 + k];\n"
+		"\t\t\tconst int fr = mkd_shift_rank<MK_NODES, MK_GPUS>(f.rank, rank);\n"
+		"\t\t\tmkd_signal((u64 *)p.ranks[fr].flags + f.index);\n"
+		"\t\t}\n"
+		"\t\tif (p.trace)\n"
+		"\t\t\tp.trace[(i64)rank * MK_NTASKS + i].t1 = mkd_globaltimer();\n"
+		"\t}\n"
+		"\treturn true;\n"
+		"}\n\n");
 	char name[128];
 	cg_kernel_name(E->s, name, sizeof name);
 	sb_printf(o,
 		  "// ---- the kernel: CTAs of rank (rank_base + blockIdx.x / MK_CTAS) walk their\n"
-		  "// task list: wait on flags (bounded), run the stage, signal.  Resident\n"
-		  "// mode (p.control) repeats it for every epoch the host rings in.\n"
+		  "// task list.  Resident mode (p.control) repeats it for every epoch the\n"
+		  "// host rings in on the doorbell.\n"
 		  "extern \"C\" __global__ void __launch_bounds__(MK_THREADS, 1)\n"
 		  "%s(const __grid_constant__ mkd_params p)\n{\n"
 		  "\textern __shared__ __align__(128) char smem[];\n"
@@ -564,7 +606,6 @@ static void kernel(em *E)
 		  "\t\t\t\t} while (e == last && !mkd_ld_volatile_u32(&p.report->aborted));\n"
 		  "\t\t\t\tif (mkd_ld_volatile_u32(&p.report->aborted))\n"
 		  "\t\t\t\t\te = MKD_STOP;\n"
-		  "\t\t\t\t__threadfence_system();\n"
 		  "\t\t\t}\n"
 		  "\t\t\tepoch_s = e;\n"
 		  "\t\t}\n"
@@ -573,51 +614,55 @@ static void kernel(em *E)
 		  "\t\tif (epoch == MKD_STOP)\n"
 		  "\t\t\tbreak;\n"
 		  "\t\tbool aborted = false;\n"
-		  "\t\tfor (int i = MK_CTA_FIRST[cta]; i < MK_CTA_FIRST[cta + 1]; i++) {\n"
-		  "\t\t\tconst mk_task &t = MK_TASKS[i];\n"
-		  "\t\t\tif (threadIdx.x == 0) {\n"
-		  "\t\t\t\tbool good = true;\n"
-		  "\t\t\t\tif (!MK_PROGRESSIVE[t.stage])  // else the stage waits per read\n"
-		  "\t\t\t\t\tfor (int w = 0; w < t.nwait && good; w++)\n"
-		  "\t\t\t\t\t\tgood = mk_wait(p, rank, cta, i, t, w, epoch);\n"
-		  "\t\t\t\tok = good;\n"
-		  "\t\t\t\tif (p.trace)\n"
-		  "\t\t\t\t\tp.trace[(i64)rank * MK_NTASKS + i].t0 = mkd_globaltimer();\n"
-		  "\t\t\t}\n"
-		  "\t\t\t__syncthreads();\n"
-		  "\t\t\tbool done = ok;\n"
-		  "\t\t\tif (done) {\n"
-		  "\t\t\t\tswitch (t.stage) {\n", name);
-	for (int i = 0; i < p->nops; i++)
-		sb_printf(o, "\t\t\t\tcase S_%s: done = stage_%s(p, rank, cta, i, epoch, smem); break;\n",
-			  p->ops[i].stage, p->ops[i].stage);
-	sb_puts(o,
-		"\t\t\t\t}\n"
-		"\t\t\t}\n"
-		"\t\t\tif (!done) {\n"
-		"\t\t\t\taborted = true;\n"
-		"\t\t\t\tbreak;\n"
-		"\t\t\t}\n");
-	sb_puts(o,
-		"\t\t\t__syncthreads();\n"
-		"\t\t\tif (threadIdx.x == 0) {\n"
-		"\t\t\t\tfor (int k = 0; k < t.nsig; k++) {\n"
-		"\t\t\t\t\tconst mk_fref f = MK_SIGNALS[t.sig0 + k];\n"
-		"\t\t\t\t\tconst int fr = mkd_shift_rank<MK_NODES, MK_GPUS>(f.rank, rank);\n"
-		"\t\t\t\t\tmkd_signal((u64 *)p.ranks[fr].flags + f.index);\n"
-		"\t\t\t\t}\n"
-		"\t\t\t\tif (p.trace)\n"
-		"\t\t\t\t\tp.trace[(i64)rank * MK_NTASKS + i].t1 = mkd_globaltimer();\n"
-		"\t\t\t}\n"
-		"\t\t}\n"
-		"\t\tif (!p.control || aborted)\n"
-		"\t\t\tbreak;\n"
-		"\t\tlast = epoch;\n"
-		"\t\tif (threadIdx.x == 0) {  // resident: this CTA is done with the epoch\n"
-		"\t\t\tmkd_red_add_sys(&p.control->done, 1);\n"
-		"\t\t}\n"
-		"\t}\n"
-		"}\n");
+		  "\t\tfor (int i = MK_CTA_FIRST[cta]; i < MK_CTA_FIRST[cta + 1] && !aborted; i++)\n"
+		  "\t\t\taborted = !mk_run_task(p, rank, cta, i, epoch, smem, &ok);\n"
+		  "\t\tif (!p.control || aborted)\n"
+		  "\t\t\tbreak;\n"
+		  "\t\tlast = epoch;\n"
+		  "\t\tif (threadIdx.x == 0)  // resident: this CTA is done with the epoch\n"
+		  "\t\t\tmkd_red_add_sys(&p.control->done, 1);\n"
+		  "\t}\n"
+		  "}\n", name);
+	if (!per_stage)
+		return;
+	/* one kernel per stage, for comparisons: the same tasks, ordered by
+	 * kernel boundaries instead of flags (their waits pass at once) */
+	sb_puts(o, "\n// ---- one kernel per stage (benchmarks: separate launches, CUDA graphs)\n");
+	int k = 0;
+	sb_printf(o, "__device__ const int MK_STAGE_TASKS[%d] = {", s->ntasks + 1);
+	int *first = calloc((size_t)p->nops + 1, sizeof(int));
+	if (!first) {
+		fail(E, "out of memory", NULL);
+		return;
+	}
+	for (int op = 0; op < p->nops; op++) {
+		first[op] = k;
+		for (int i = 0; i < s->ntasks; i++)
+			if (s->tasks[i].op == op) {
+				sb_printf(o, "%s%s%d", k ? "," : "", k % 16 ? " " : "\n\t", i);
+				k++;
+			}
+	}
+	first[p->nops] = k;
+	sb_puts(o, k ? ", 0\n};\n" : "\n\t0\n};\n");
+	sb_puts(o, "__device__ const int MK_STAGE_FIRST[] = {");
+	for (int op = 0; op <= p->nops; op++)
+		sb_printf(o, "%s%d", op ? ", " : "", first[op]);
+	sb_puts(o, "};\n\n");
+	free(first);
+	for (int op = 0; op < p->nops; op++)
+		sb_printf(o,
+			  "extern \"C\" __global__ void __launch_bounds__(MK_THREADS, 1)\n"
+			  "%s__s%d(const __grid_constant__ mkd_params p)  // stage %s\n{\n"
+			  "\textern __shared__ __align__(128) char smem[];\n"
+			  "\t__shared__ int ok;\n"
+			  "\tconst int rank = p.rank_base + blockIdx.x / MK_CTAS;\n"
+			  "\tconst int cta = blockIdx.x %% MK_CTAS;\n"
+			  "\tfor (int j = MK_STAGE_FIRST[%d] + cta; j < MK_STAGE_FIRST[%d]; j += MK_CTAS)\n"
+			  "\t\tif (!mk_run_task(p, rank, cta, MK_STAGE_TASKS[j], p.epoch, smem, &ok))\n"
+			  "\t\t\tbreak;\n"
+			  "}\n\n",
+			  name, op, p->ops[op].stage, op, op + 1);
 }
 
 int cg_emit_cuda(const ir_sched *s, const cg_emit_opts *o, strbuf *out, char *err, size_t n)
@@ -633,6 +678,6 @@ int cg_emit_cuda(const ir_sched *s, const cg_emit_opts *o, strbuf *out, char *er
 	if (!E.bad)
 		stages(&E);
 	if (!E.bad)
-		kernel(&E);
+		kernel(&E, o ? o->per_stage : 0);
 	return E.bad ? -1 : 0;
 }

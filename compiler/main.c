@@ -277,9 +277,9 @@ int main(int argc, char **argv)
 		case EMIT_DOT: inspect_dot(out.sched, &o2); break;
 		case EMIT_SVG: inspect_svg(out.sched, &o2); break;
 		case EMIT_CU: {
-			char err[256];
-			if (cg_emit_cuda(out.sched, NULL, &o2, err, sizeof err) != 0) {
-				fprintf(stderr, "mkc: cannot generate CUDA: %s\n", err);
+			char why[256];
+			if (cg_emit_cuda(out.sched, NULL, &o2, why, sizeof why) != 0) {
+				fprintf(stderr, "mkc: cannot generate CUDA: %s\n", why);
 				sb_free(&o2);
 				arena_free(&a);
 				src_free(&src);

@@ -50,7 +50,7 @@ typedef struct bootstrap_cfg {
 	unsigned timeout_ms;         /* every step; MK_BOOT_TIMEOUT_MS, default 60000 */
 	int root_fd;                 /* rank 0: an already-listening socket to use
 	                                instead of binding MK_ROOT (-1: none) */
-	char source[160];            /* "MK_RANK/MK_WORLD_SIZE, MK_ROOT, token from
+	char source[400];            /* "MK_RANK/MK_WORLD_SIZE, MK_ROOT, token from
 	                                MK_JOB_TOKEN", for logs */
 } bootstrap_cfg;
 

@@ -57,6 +57,9 @@ struct mk_pipeline {
 	CUdeviceptr ctl_dev;
 	CUstream stream;
 	CUevent ev0, ev1;
+	CUfunction *stage_fn;     /* benchmarks: one kernel per stage */
+	CUgraph graph;
+	CUgraphExec graph_exec;
 	unsigned long long epoch;
 	unsigned long long resident_runs;
 	unsigned timeout_ms;
@@ -169,6 +172,7 @@ const char *mk_ctx_log(const mk_ctx *c) { return c ? sb_str(&c->log) : ""; }
 const char *mk_ctx_device(const mk_ctx *c) { return c ? c->desc : ""; }
 
 void (*mk_test_sched_hook)(ir_sched *s);
+int mk_bench_per_stage;
 
 /* ---- loading ---------------------------------------------------------------- */
 
@@ -343,7 +347,7 @@ static mk_status load(mk_ctx *c, int file, mk_pipeline *p, const mk_load_opts *o
 	strbuf cuda;
 	sb_init(&cuda);
 	char err[256];
-	cg_emit_opts eo = {.sys_scope = 0};
+	cg_emit_opts eo = {.sys_scope = 0, .per_stage = mk_bench_per_stage};
 	if (cg_emit_cuda(p->s, &eo, &cuda, err, sizeof err) != 0) {
 		sb_free(&cuda);
 		return cfail(c, MK_ERR_UNSUPPORTED, "cannot generate CUDA: %s", err);
@@ -377,6 +381,19 @@ static mk_status load(mk_ctx *c, int file, mk_pipeline *p, const mk_load_opts *o
 	CU(c, cu->cuModuleGetFunction(&p->fn, p->mod, kname), "cuModuleGetFunction");
 	CU(c, cu->cuFuncSetAttribute(p->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
 				     p->s->smem), "setting the kernel's shared memory");
+	if (mk_bench_per_stage) {
+		p->stage_fn = calloc((size_t)p->p->nops, sizeof *p->stage_fn);
+		if (!p->stage_fn)
+			return cfail(c, MK_ERR_NOMEM, "out of memory");
+		for (int i = 0; i < p->p->nops; i++) {
+			char sn[200];
+			snprintf(sn, sizeof sn, "%s__s%d", kname, i);
+			CU(c, cu->cuModuleGetFunction(&p->stage_fn[i], p->mod, sn), "cuModuleGetFunction");
+			CU(c, cu->cuFuncSetAttribute(p->stage_fn[i],
+						     CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+						     p->s->smem), "setting a stage kernel's shared memory");
+		}
+	}
 	int per_sm = 0;
 	CU(c, cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, p->fn, p->s->threads,
 								(size_t)p->s->smem),
@@ -489,6 +506,10 @@ void mk_pipeline_destroy(mk_pipeline *p)
 			cu->cuMemFree(p->trace);
 		if (p->ctl)
 			cu->cuMemFreeHost(p->ctl);
+		if (p->graph_exec)
+			cu->cuGraphExecDestroy(p->graph_exec);
+		if (p->graph)
+			cu->cuGraphDestroy(p->graph);
 		if (p->ev0)
 			cu->cuEventDestroy(p->ev0);
 		if (p->ev1)
@@ -500,6 +521,7 @@ void mk_pipeline_destroy(mk_pipeline *p)
 	}
 	free(p->buf);
 	free(p->owned);
+	free(p->stage_fn);
 	free(p->cu_src);
 	sb_free(&p->sched_txt);
 	sb_free(&p->stall);
@@ -686,7 +708,16 @@ static mkd_params params(mk_pipeline *p, unsigned long long epoch, int resident)
 	return k;
 }
 
+static CUresult launch_fn(mk_pipeline *p, CUfunction fn, mkd_params *k, int cooperative);
+static mk_status reset_after_stall(mk_pipeline *p);
+static mk_status check_report(mk_pipeline *p);
+
 static CUresult launch(mk_pipeline *p, mkd_params *k)
+{
+	return launch_fn(p, p->fn, k, 1);
+}
+
+static CUresult launch_fn(mk_pipeline *p, CUfunction fn, mkd_params *k, int cooperative)
 {
 	CUlaunchAttribute attr[1];
 	memset(attr, 0, sizeof attr);
@@ -701,9 +732,73 @@ static CUresult launch(mk_pipeline *p, mkd_params *k)
 	cfg.sharedMemBytes = (unsigned)p->s->smem;
 	cfg.hStream = p->stream;
 	cfg.attrs = attr;
-	cfg.numAttrs = 1;
+	cfg.numAttrs = cooperative ? 1 : 0;
 	void *args[] = {k};
-	return p->c->cu->cuLaunchKernelEx(&cfg, p->fn, args, NULL);
+	return p->c->cu->cuLaunchKernelEx(&cfg, fn, args, NULL);
+}
+
+static CUresult launch_stages(mk_pipeline *p, mkd_params *k)
+{
+	for (int i = 0; i < p->p->nops; i++) {
+		CUresult r = launch_fn(p, p->stage_fn[i], k, 0);
+		if (r != CUDA_SUCCESS)
+			return r;
+	}
+	return CUDA_SUCCESS;
+}
+
+mk_status mk_run_stages(mk_pipeline *p, int graph, float *ms)
+{
+	if (!p)
+		return MK_ERR_INVALID;
+	if (!p->stage_fn)
+		return cfail(p->c, MK_ERR_STATE, "loaded without per-stage kernels");
+	if (p->resident)
+		return cfail(p->c, MK_ERR_STATE, "the kernel is resident");
+	const cudrv *cu = p->c->cu;
+	mk_status st;
+	if (p->broken && !graph && (st = reset_after_stall(p)) != MK_OK)
+		return st;
+	if (p->table_dirty && (st = upload_table(p)) != MK_OK)
+		return st;
+	CUresult r;
+	if (graph && !p->graph_exec) {
+		/* captured once with a fixed epoch: flags keep growing on every
+		 * replay, so waits (>= epoch * expected) stay satisfied; the
+		 * megakernel's epochs are resynchronised afterwards */
+		mkd_params k = params(p, p->epoch + 1, 0);
+		PCU(p, cu->cuStreamBeginCapture(p->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+		    "cuStreamBeginCapture");
+		r = launch_stages(p, &k);
+		CUgraph g = NULL;
+		CUresult r2 = cu->cuStreamEndCapture(p->stream, &g);
+		if (r != CUDA_SUCCESS || r2 != CUDA_SUCCESS)
+			return pfail(p, MK_ERR_CUDA, "capturing the stage kernels",
+				     r != CUDA_SUCCESS ? r : r2);
+		p->graph = g;
+		PCU(p, cu->cuGraphInstantiate(&p->graph_exec, g, 0), "cuGraphInstantiate");
+	}
+	PCU(p, cu->cuEventRecord(p->ev0, p->stream), "cuEventRecord");
+	if (graph) {
+		r = cu->cuGraphLaunch(p->graph_exec, p->stream);
+		p->broken = 1;  /* flags ran ahead of the epoch: reset before the next run */
+	} else {
+		mkd_params k = params(p, ++p->epoch, 0);
+		r = launch_stages(p, &k);
+	}
+	if (r != CUDA_SUCCESS)
+		return pfail(p, MK_ERR_CUDA, "launching the stage kernels", r);
+	PCU(p, cu->cuEventRecord(p->ev1, p->stream), "cuEventRecord");
+	PCU(p, cu->cuStreamSynchronize(p->stream), "running the stage kernels");
+	if (ms) {
+		float t = 0;
+		PCU(p, cu->cuEventElapsedTime(&t, p->ev0, p->ev1), "cuEventElapsedTime");
+		*ms = t;
+	}
+	mk_status rs = check_report(p);
+	if (graph)
+		p->broken = 1;
+	return rs;
 }
 
 /* After a stall the flags no longer match the epoch: clear everything. */

@@ -22,6 +22,14 @@ mk_status mk_compile_only(srcset *src, int file, const mk_param *params, int npa
  * is generated (e.g. to plant a missing signal).  NULL in real use. */
 extern void (*mk_test_sched_hook)(ir_sched *s);
 
+/* Benchmarks only: when set before loading, the pipeline is also built as
+ * one kernel per stage, and mk_run_stages runs it that way: as separate
+ * launches (graph 0) or as one CUDA graph of them (graph 1, captured on the
+ * first call).  Same tasks, same device code; ordered by kernel boundaries
+ * instead of flags.  ms: GPU time of the run (events). */
+extern int mk_bench_per_stage;
+mk_status mk_run_stages(mk_pipeline *p, int graph, float *ms);
+
 /* float32 <-> element types, round to nearest even */
 uint16_t mk_f32_to_bf16(float f);
 float mk_bf16_to_f32(uint16_t h);

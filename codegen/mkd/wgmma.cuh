@@ -116,18 +116,17 @@ MKD_INLINE bool mkd_mbar_try_wait(u32 bar, u32 parity)
 		     : "=r"(ok) : "r"(bar), "r"(parity) : "memory");
 	return ok != 0;
 }
-/* Wait for the phase of parity `parity` to complete (acquire, CTA scope). */
-static __device__ __noinline__ void mkd_mbar_wait_slow(u32 bar, u32 parity)
+/* Wait for the phase of parity `parity` to complete (acquire, CTA scope).
+ * Inline on purpose: a call inside a setmaxnreg region makes ptxas give up
+ * (C7600, register allocation failed at 232). */
+MKD_INLINE void mkd_mbar_wait(u32 bar, u32 parity)
 {
+	if (mkd_mbar_try_wait(bar, parity))
+		return;
 	const u64 t0 = mkd_globaltimer();
 	while (!mkd_mbar_try_wait(bar, parity))
 		if (mkd_globaltimer() - t0 > MKD_WG_TIMEOUT_NS)
 			__trap();
-}
-MKD_INLINE void mkd_mbar_wait(u32 bar, u32 parity)
-{
-	if (!mkd_mbar_try_wait(bar, parity))
-		mkd_mbar_wait_slow(bar, parity);
 }
 
 /* ---- TMA ------------------------------------------------------------------ */
@@ -254,9 +253,10 @@ template <> struct mkd_wg_store2<float> {
 	}
 };
 
-MKD_INLINE void mkd_wg_bar(int id)
+/* named barrier over one warpgroup's 128 threads */
+template <int ID> MKD_INLINE void mkd_wg_bar()
 {
-	asm volatile("bar.sync %0, 128;" :: "r"(id) : "memory");
+	asm volatile("bar.sync %0, 128;" :: "n"(ID) : "memory");
 }
 
 /* ---- the tile engine ------------------------------------------------------- */
@@ -273,7 +273,7 @@ struct mkd_wgmma_tile {
 		/* 1024 of slack to align the ring, then full[] and empty[] */
 		SMEM = 1024 + RING + 2 * STAGES * 8,
 		ACC = BN / 2,                       /* fp32 accumulators per consumer thread */
-		TRADE_REGS = BN > 128
+		TRADE_REGS = (BN > 128) && MKD_WG_TRADE
 	};
 	static_assert(sizeof(T) == 2, "wgmma tile takes 16-bit inputs (bf16, f16)");
 	static_assert(BM == 128, "two consumer warpgroups of 64 rows each");
@@ -404,7 +404,7 @@ struct mkd_wgmma_tile {
 				produce(ta, a_row, a_col, tb, b_row, b_col, nk, ring, bars);
 			__syncwarp();
 			if (TRADE_REGS) {
-				mkd_wg_bar(MKD_WG_BAR_ID);
+				mkd_wg_bar<MKD_WG_BAR_ID>();
 				asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(MKD_WG_REGS));
 			}
 		} else {
@@ -412,7 +412,10 @@ struct mkd_wgmma_tile {
 				asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(MKD_WG_REGS_CONSUMER));
 			consume(wg - 1, nk, ring, bars, C, ldc, M < BM ? M : BM, N < BN ? N : BN, epi);
 			if (TRADE_REGS) {
-				mkd_wg_bar(MKD_WG_BAR_ID + wg);
+				if (wg == 1)
+					mkd_wg_bar<MKD_WG_BAR_ID + 1>();
+				else
+					mkd_wg_bar<MKD_WG_BAR_ID + 2>();
 				asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(MKD_WG_REGS));
 			}
 		}

@@ -42,10 +42,23 @@ fi
 probe=$("$MKRUN" samples/chain.mk --iters 0 --quiet 2>&1)
 case "$probe" in *"no GPU here"*) echo "gpu-test: skipped: $probe"; exit 0 ;; esac
 
-small="-D M=1024 -D N=256 -D K=512"
-for r in 1 2 4 8; do
-	check "ag_gemm.r$r" "$MKRUN" samples/ag_gemm.mk --ranks "$r" $small --quiet
-done
+# every sample the compiler supports, at 1, 2, 4 and 8 virtual ranks
+while read -r name ranks args; do
+	for r in $(echo "$ranks" | tr , ' '); do
+		# shellcheck disable=SC2086
+		check "$name.r$r" "$MKRUN" "samples/$name.mk" --ranks "$r" $args --iters 5 --quiet
+	done
+done <<EOF
+ag_gemm 1,2,4,8 -D M=1024 -D N=256 -D K=512
+ag_gemm_explicit 1 -D M=1024 -D N=256 -D K=512
+gemm_rs 1,2,4,8 -D M=1024 -D N=512 -D K=1024
+gemm_ar 1,2,4,8 -D M=1024 -D N=512 -D K=1024
+tp_mlp 1,2,4,8 -D S=1024 -D H=512
+ring_attention 1,2,4,8 -D S=1024
+ring_attention_causal 1,2,4,8 -D S=512 -D NH=2
+chain 1,2,4,8
+mlp_chain 1,2,4,8
+EOF
 check "ag_gemm.ragged" "$MKRUN" samples/ag_gemm.mk --ranks 2 -D M=1000 -D N=264 -D K=264 --quiet
 check "chain" "$MKRUN" samples/chain.mk
 check "chain.resident100" "$MKRUN" samples/chain.mk --resident --iters 100 --quiet

@@ -157,6 +157,157 @@ SAMPLES = {
 }
 
 
+# ---- mutations: the checker must catch a broken schedule ---------------------
+# Each takes a parsed schedule, breaks it in place and returns the check that
+# must then complain, or None when this schedule offers nothing to break.
+def first(tasks, pred):
+    return next((t for t in tasks if pred(t)), None)
+
+
+def m_drop_signal(d):
+    t = first(d["tasks"], lambda t: t["signals"])
+    if not t:
+        return None
+    t["signals"].pop()
+    return "flags"
+
+
+def m_extra_signal(d):
+    t = first(d["tasks"], lambda t: t["signals"])
+    if not t:
+        return None
+    t["signals"].append(t["signals"][0])
+    return "flags"
+
+
+def m_self_wait(d):
+    # a task that waits on a flag it signals itself: a cycle
+    t = first(d["tasks"], lambda t: t["signals"])
+    if not t:
+        return None
+    t["waits"].append(t["signals"][0])
+    return "deadlock"
+
+
+def m_swap_order(d):
+    # a waiter put before its own producer on the producer's CTA: a cycle
+    for t in d["tasks"]:
+        for f in t["waits"]:
+            for u in d["tasks"]:
+                if f in u["signals"] and u["rank"] == t["rank"] and u is not t:
+                    if u["role"] != t["role"]:
+                        continue
+                    # move t onto u's CTA, just before u
+                    for v in d["tasks"]:
+                        if v is not t and v["rank"] == u["rank"] and v["cta"] == u["cta"] \
+                                and v["order"] >= u["order"]:
+                            v["order"] += 1
+                    old = (t["rank"], t["cta"], t["order"])
+                    t["cta"], t["order"] = u["cta"], u["order"] - 1
+                    for v in d["tasks"]:
+                        if v is not t and (v["rank"], v["cta"]) == old[:2] and v["order"] > old[2]:
+                            v["order"] -= 1
+                    return "deadlock"
+    return None
+
+
+def m_dup_order(d):
+    t = first(d["tasks"], lambda t: t["order"] > 0)
+    if not t:
+        return None
+    t["order"] -= 1
+    return "order"
+
+
+def m_role_cta(d):
+    if len(d["roles"]) < 2:
+        return None
+    t = d["tasks"][0]
+    other = first(d["roles"], lambda r: r["name"] != t["role"])
+    t["cta"] = other["first_cta"]
+    return "roles"
+
+
+def m_overfill(d):
+    d["ctas"] = d["sms"] // d["ranks_per_gpu"] + 1
+    return "fit"
+
+
+def m_shrink_write(d):
+    # the last row of an output tile goes unwritten
+    t = first(d["tasks"], lambda t: any(
+        x["name"] == t["writes"][0]["tensor"] and x["kind"] == "out" for x in d["tensors"]))
+    if not t:
+        return None
+    g = t["writes"][0]
+    if g["hi"][0] - g["lo"][0] < 2:
+        return None
+    g["hi"][0] -= 1
+    return "coverage"
+
+
+def m_grow_write(d):
+    # a write reaching into a neighbour's rows: overlapping writes
+    by = {}
+    for t in d["tasks"]:
+        g = t["writes"][0]
+        by.setdefault((g["tensor"], g["rank"]), []).append(g)
+    for lst in by.values():
+        lst.sort(key=lambda g: (g["lo"], g["hi"]))
+        for a, b in zip(lst, lst[1:]):
+            if a["hi"][0] == b["hi"][0] and a["lo"][0] == b["lo"][0] and len(a["lo"]) > 1 \
+                    and a["hi"][1] == b["lo"][1]:
+                a["hi"][1] += 1
+                return "coverage"
+            if a["hi"][0] == b["lo"][0] and a["lo"][1:] == b["lo"][1:]:
+                a["hi"][0] += 1
+                return "coverage"
+    return None
+
+
+def m_drop_wait(d):
+    # the first task of a CTA stops waiting: nothing orders it after its
+    # producers any more (it has no predecessor left in the graph)
+    t = first(d["tasks"], lambda t: t["order"] == 0 and t["waits"])
+    if not t:
+        return None
+    t["waits"] = []
+    return "ordering"
+
+
+def m_local_shape(d):
+    x = first(d["tensors"], lambda x: x["placement"]["kind"] == "split")
+    if not x:
+        return None
+    x["local"][x["placement"]["dim"]] += 1
+    return "tensors"
+
+
+MUTATIONS = [m_drop_signal, m_extra_signal, m_self_wait, m_swap_order, m_dup_order,
+             m_role_cta, m_overfill, m_shrink_write, m_grow_write, m_drop_wait,
+             m_local_shape]
+
+
+def mutants(raw, copts):
+    """Every mutation of the schedule must be caught; returns failures."""
+    bad = []
+    for m in MUTATIONS:
+        d = check_schedule.json.loads(raw)
+        want = m(d)
+        if want is None:
+            continue
+        c = check_schedule.Checker(d, 1, rdma_once="--rdma-once" in copts)
+        try:
+            c.run()
+        except check_schedule.Bad as e:
+            bad.append("%s: checker gave up: %s" % (m.__name__, e))
+            continue
+        if not c.counts.get(want):
+            bad.append("%s: want a '%s' violation, got %s" % (
+                m.__name__, want, dict(c.counts) or "none"))
+    return bad
+
+
 # ---- one case ------------------------------------------------------------------
 def draw_case(seed, i, names):
     r = random.Random("%s:%d" % (seed, i))
@@ -180,8 +331,12 @@ def run_case(mkc, top, seed, i, names):
     if rpg > 1:
         args.append("--ranks-per-gpu=%d" % rpg)
     cmd = " ".join(args)
-    p = subprocess.run(args, input=text.encode(), stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, timeout=120)
+    try:
+        p = subprocess.run(args, input=text.encode(), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return {"case": i, "sample": name, "cmd": cmd, "src": text, "status": "fail",
+                "why": "cannot run mkc: %s" % e}
     err = p.stderr.decode(errors="replace")
     base = {"case": i, "sample": name, "cmd": cmd, "src": text, "copts": copts}
     if p.returncode == 1 and "internal" not in err:
@@ -200,7 +355,14 @@ def run_case(mkc, top, seed, i, names):
     if nbad:
         lines = ["%s: %s" % (k, m) for k in sorted(c.errors) for m in c.errors[k]]
         return dict(base, status="fail", why="%d violations:\n  %s" % (nbad, "\n  ".join(lines)))
-    return dict(base, status="ok", tasks=len(c.tasks), world=nodes * gpus)
+    nmut = 0
+    if i % 5 == 0 and len(c.tasks) <= 600:
+        bad = mutants(p.stdout, copts)
+        if bad:
+            return dict(base, status="fail", why="the checker missed broken schedules:\n  " +
+                        "\n  ".join(bad))
+        nmut = 1
+    return dict(base, status="ok", tasks=len(c.tasks), world=nodes * gpus, mutated=nmut)
 
 
 def job(a):
@@ -279,10 +441,11 @@ def main(argv):
         why[k] = why.get(k, 0) + 1
     for k, n in sorted(why.items(), key=lambda e: -e[1])[:5]:
         print("rejected by mkc %d time%s: %s" % (n, "s" if n > 1 else "", k))
-    print("seed %s: %d schedules checked (%s), %d tasks in all; %d rejected by mkc; "
-          "%d failed; %.1f s" % (
+    print("seed %s: %d schedules checked (%s), %d tasks in all; %d also broken on purpose "
+          "(%d ways each) and caught; %d rejected by mkc; %d failed; %.1f s" % (
               seed, len(checked), ", ".join("%s %d" % kv for kv in sorted(per.items())),
-              sum(x["tasks"] for x in checked), len(rejected), len(fails), took))
+              sum(x["tasks"] for x in checked), sum(x["mutated"] for x in checked),
+              len(MUTATIONS), len(rejected), len(fails), took))
     if fails:
         return 1
     if len(rejected) * 4 > len(results):

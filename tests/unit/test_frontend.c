@@ -396,7 +396,7 @@ static void test_order(void)
 /* Big inputs of the shapes that could go quadratic: each must stay fast. */
 static void test_scale(void)
 {
-	enum { N = 20000 };
+	enum { N = 10000 };
 	const char *what[] = {"unused inputs", "unknown names", "put stages",
 			      "one long cycle", "staged ops", "params"};
 	for (int kind = 0; kind < 6; kind++) {

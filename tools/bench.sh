@@ -1,0 +1,17 @@
+#!/bin/sh
+# tools/bench.sh BUILD - the benchmarks (make bench), on a GPU machine.
+# Prints tables; paste them with the date and command into docs/perf-notes.md.
+set -u
+B=${1:-build}
+cd "$(dirname "$0")/.." || exit 2
+rc=0
+for b in "$B"/tests/bench_*; do
+	[ -x "$b" ] || continue
+	echo "== $b"
+	"$b" || rc=1
+done
+if [ -x "$B/tests/gpu_gemm" ]; then
+	echo "== $B/tests/gpu_gemm --bench"
+	"$B/tests/gpu_gemm" --bench || rc=1
+fi
+exit $rc
