@@ -57,6 +57,7 @@ $(B)/tools/embed: tools/embed.c | $(B)/tools/.stamp
 	$(CC) -std=c11 -O1 -o $@ $<
 
 # Generated parser and lexer: no -Werror on code we do not write.
+$(B)/gen/lex.o: $(B)/gen/parse.h
 $(B)/gen/%.o: $(B)/gen/%.c
 	$(CC) $(CPPFLAGS) $(filter-out -Werror -Wmissing-prototypes -Wshadow,$(CFLAGS)) -c -o $@ $<
 $(B)/%.o: %.c $(B)/gen/parse.h $(B)/gen/lex.h | $(B)/.dirs

@@ -14,6 +14,7 @@
 #include "../compiler/inspect.h"
 
 typedef struct em {
+	int sys;      /* ranks are separate processes */
 	const ir_sched *s;
 	const ir_prog *p;
 	strbuf *o;
@@ -74,8 +75,9 @@ static void header(em *E, int sys)
 		  1);
 	sb_printf(o, "#define MK_NODES %d\n#define MK_GPUS %d\n#define MK_WORLD %d\n"
 		  "#define MK_CTAS %d\n#define MK_THREADS %d\n#define MK_NTASKS %d\n"
-		  "#define MK_NFLAGS %d\n\n",
-		  p->nodes, p->gpus, p->world, s->ctas, s->threads, s->ntasks, s->nflags);
+		  "#define MK_NFLAGS %d\n"
+		  "#define MK_MULTIPROC %d  // ranks are separate processes: READY/DONE protocol\n\n",
+		  p->nodes, p->gpus, p->world, s->ctas, s->threads, s->ntasks, s->nflags, sys);
 }
 
 static void tensors(em *E)
@@ -205,9 +207,12 @@ static void tables(em *E)
 			const ir_region *g = &s->tasks[i].reads[j];
 			long long lo[3], hi[3];
 			box3(&p->tensors[g->tensor], g, lo, hi);
+			int w = s->tasks[i].read_wait[j];
+			if (w < 0 && E->sys && g->rank != 0 && p->tensors[g->tensor].kind == TK_IN)
+				w = -2;  /* a peer's input: wait until its kernel has started */
 			sb_printf(o, "\t{T_%s, %d, %d, {%lld, %lld, %lld}, {%lld, %lld, %lld}},%s\n",
-				  p->tensors[g->tensor].name, g->rank, s->tasks[i].read_wait[j],
-				  lo[0], lo[1], lo[2], hi[0], hi[1], hi[2], j ? "" : "  // t...");
+				  p->tensors[g->tensor].name, g->rank, w,
+				  lo[0], lo[1], lo[2], hi[0], hi[1], hi[2], j ? "" : "");
 		}
 	sb_puts(o, "\t{0, 0, -1, {0, 0, 0}, {0, 0, 0}}\n};\n");
 
@@ -553,6 +558,14 @@ static void kernel(em *E, int per_stage)
 		"\t\tif (!MK_PROGRESSIVE[t.stage])  // else the stage waits per read\n"
 		"\t\t\tfor (int w = 0; w < t.nwait && good; w++)\n"
 		"\t\t\t\tgood = mk_wait(p, rank, cta, i, t, w, epoch);\n"
+		"#if MK_MULTIPROC\n"
+		"\t\tfor (int r = 0; r < t.nread && good; r++)  // peers' inputs: their kernel started\n"
+		"\t\t\tif (MK_READS[t.read0 + r].wait == -2) {\n"
+		"\t\t\t\tconst int x = mkd_shift_rank<MK_NODES, MK_GPUS>(MK_READS[t.read0 + r].rank, rank);\n"
+		"\t\t\t\tgood = mkd_wait(p, (const u64 *)p.ranks[x].flags + MK_NFLAGS, epoch, x,\n"
+		"\t\t\t\t\t\tMK_NFLAGS, mkd_waiter{rank, cta, i, t.stage});\n"
+		"\t\t\t}\n"
+		"#endif\n"
 		"\t\t*ok = good;\n"
 		"\t\tif (p.trace)\n"
 		"\t\t\tp.trace[(i64)rank * MK_NTASKS + i].t0 = mkd_globaltimer();\n"
@@ -614,8 +627,29 @@ static void kernel(em *E, int per_stage)
 		  "\t\tif (epoch == MKD_STOP)\n"
 		  "\t\t\tbreak;\n"
 		  "\t\tbool aborted = false;\n"
+		  "#if MK_MULTIPROC\n"
+		  "\t\tif (cta == 0 && threadIdx.x == 0)  // this rank's inputs are in place\n"
+		  "\t\t\tmkd_signal((u64 *)p.ranks[rank].flags + MK_NFLAGS);\n"
+		  "#endif\n"
 		  "\t\tfor (int i = MK_CTA_FIRST[cta]; i < MK_CTA_FIRST[cta + 1] && !aborted; i++)\n"
 		  "\t\t\taborted = !mk_run_task(p, rank, cta, i, epoch, smem, &ok);\n"
+		  "#if MK_MULTIPROC\n"
+		  "\t\t// leave the run only when every rank of the node is done with it\n"
+		  "\t\t__syncthreads();\n"
+		  "\t\tif (!aborted && threadIdx.x == 0) {\n"
+		  "\t\t\tmkd_signal((u64 *)p.ranks[rank].flags + MK_NFLAGS + 1);\n"
+		  "\t\t\tif (cta == 0)\n"
+		  "\t\t\t\tfor (int g = 0; g < MK_GPUS && ok; g++) {\n"
+		  "\t\t\t\t\tconst int x = rank - rank %% MK_GPUS + g;\n"
+		  "\t\t\t\t\tok = mkd_wait(p, (const u64 *)p.ranks[x].flags + MK_NFLAGS + 1,\n"
+		  "\t\t\t\t\t\t\tepoch * MK_CTAS, x, MK_NFLAGS + 1, mkd_waiter{rank, cta, -1, -1});\n"
+		  "\t\t\t\t}\n"
+		  "\t\t\telse\n"
+		  "\t\t\t\tok = 1;\n"
+		  "\t\t}\n"
+		  "\t\t__syncthreads();\n"
+		  "\t\taborted = aborted || !ok;\n"
+		  "#endif\n"
 		  "\t\tif (!p.control || aborted)\n"
 		  "\t\t\tbreak;\n"
 		  "\t\tlast = epoch;\n"
@@ -671,6 +705,7 @@ int cg_emit_cuda(const ir_sched *s, const cg_emit_opts *o, strbuf *out, char *er
 	int sys = o ? o->sys_scope : -1;
 	if (sys < 0)
 		sys = s->ranks_per_gpu < s->prog->world;
+	E.sys = sys;
 	header(&E, sys);
 	tensors(&E);
 	if (!E.bad)

@@ -618,7 +618,9 @@ static void expand_ops(lower *L)
 			insert_op(L, i + 1, ag);
 			i++;
 		} else if (op->kind == OP_ATTENTION && p->world > 1 &&
-			   p->tensors[op->in[1]].place.kind == PL_SPLIT) {
+			   p->tensors[op->in[1]].place.kind == PL_SPLIT &&
+			   p->tensors[op->in[1]].place.dim == p->tensors[op->in[1]].ndim - 2) {
+			/* split along the sequence: ring attention (split heads stay local) */
 			for (int k = 1; k <= 2 && !L->err; k++) {
 				op = &p->ops[i];
 				const ir_tensor *x = &p->tensors[op->in[k]];

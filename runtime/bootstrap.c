@@ -277,9 +277,11 @@ mk_status bootstrap_parse(const void *buf, size_t n, uint64_t token, int world,
 			return refuse(m, BOOTSTRAP_FAULT_LENGTH, err, errn, "%s of %u bytes",
 				      type_name(m->type), m->len);
 		m->about = (int32_t)get32(q);
-		if (m->type == BOOTSTRAP_ABORT && world > 0 && (m->about < 0 || m->about >= world))
+		if (m->type == BOOTSTRAP_ABORT &&
+		    (m->about < -1 || m->about >= (world > 0 ? world : BOOTSTRAP_MAX_WORLD)))
 			return refuse(m, BOOTSTRAP_FAULT_FIELD, err, errn,
-				      "ABORT about rank %d, outside 0..%d", m->about, world - 1);
+				      "ABORT about rank %d, outside -1..%d", m->about,
+				      (world > 0 ? world : BOOTSTRAP_MAX_WORLD) - 1);
 		clean_text(m->text, sizeof m->text, q + 4, m->len - 4);
 		break;
 	default:
@@ -576,6 +578,18 @@ static mk_status fail(bootstrap *b, mk_status st, const char *f, ...)
 	return st;
 }
 
+/* The caller's mistake, not the job's: reported, not sticky. */
+static mk_status oops(bootstrap *b, mk_status st, const char *f, ...)
+	__attribute__((format(printf, 3, 4)));
+static mk_status oops(bootstrap *b, mk_status st, const char *f, ...)
+{
+	va_list ap;
+	va_start(ap, f);
+	vsnprintf(b->err, sizeof b->err, f, ap);
+	va_end(ap);
+	return st;
+}
+
 static void free_frames(frame *f)
 {
 	while (f) {
@@ -662,9 +676,11 @@ static void drop_pending(bootstrap *b, int i)
 	b->pend[i] = b->pend[--b->npend];
 }
 
-static void reject(bootstrap *b, conn *c, int reason, const char *why)
+/* Tells a stranger why it may not join.  The frame carries the stranger's
+ * own token, so that it can read the answer without learning ours. */
+static void reject(bootstrap *b, conn *c, uint64_t token, int reason, const char *why)
 {
-	send_now(c->fd, BOOTSTRAP_REJECT, b->rank, 0, 0, reason, why);
+	send_now(c->fd, BOOTSTRAP_REJECT, b->rank, 0, token, reason, why);
 }
 
 /* A pending connection's first frame.  Returns 1 if it was adopted, 0 if it
@@ -678,12 +694,12 @@ static int adopt(bootstrap *b, conn *c, const bootstrap_msg *m)
 		if ((int)m->world != b->world) {
 			snprintf(why, sizeof why, "rank %d says the world has %u ranks, rank 0 says %d",
 				 m->rank, m->world, b->world);
-			reject(b, c, 2, why);
+			reject(b, c, m->token, 2, why);
 			return 0;
 		}
 		if (b->star[m->rank]) {
 			snprintf(why, sizeof why, "rank %d has already joined", m->rank);
-			reject(b, c, 3, why);
+			reject(b, c, m->token, 3, why);
 			return 0;
 		}
 		c->kind = C_STAR;
@@ -711,7 +727,7 @@ static int deliver(bootstrap *b, conn *c, int pending_index)
 	if (bootstrap_parse(c->buf, c->need, b->cfg.token, b->world, &m, why, sizeof why)) {
 		if (c->rank < 0) {
 			if (m.fault == BOOTSTRAP_FAULT_TOKEN)
-				reject(b, c, 1, "wrong job token");
+				reject(b, c, m.token, 1, "wrong job token");
 			return -1;
 		}
 		fail(b, MK_ERR_PEER, "rank %d (host %s) sent a bad message: %s", c->rank,
@@ -734,8 +750,11 @@ static int deliver(bootstrap *b, conn *c, int pending_index)
 	}
 	switch (m.type) {
 	case BOOTSTRAP_ABORT:
-		fail(b, MK_ERR_PEER, "rank %d failed (reported by rank %d): %s", m.about, m.rank,
-		     m.text);
+		if (m.about >= 0)
+			fail(b, MK_ERR_PEER, "rank %d failed (reported by rank %d): %s", m.about,
+			     m.rank, m.text);
+		else
+			fail(b, MK_ERR_PEER, "the job failed (reported by rank %d): %s", m.rank, m.text);
 		return -1;
 	case BOOTSTRAP_REJECT:
 		fail(b, MK_ERR_PEER, "rank %d refused this rank (%d): %s", m.rank, b->rank, m.text);
@@ -818,7 +837,7 @@ static int rx(bootstrap *b, conn *c, int pending_index)
 			    m.token != b->cfg.token) {
 				if (c->rank < 0) {
 					if (m.fault == BOOTSTRAP_FAULT_NONE)
-						reject(b, c, 1, "wrong job token");
+						reject(b, c, m.token, 1, "wrong job token");
 					return -1;
 				}
 				if (m.fault == BOOTSTRAP_FAULT_NONE)
@@ -1012,7 +1031,7 @@ static mk_status send_frame(bootstrap *b, conn *c, uint32_t type, uint32_t tag, 
 	if (b->failed)
 		return b->failed;
 	if (len > BOOTSTRAP_MAX_PAYLOAD)
-		return fail(b, MK_ERR_SIZE, "a %s of %zu bytes is over the maximum of %u",
+		return oops(b, MK_ERR_SIZE, "a %s of %zu bytes is over the maximum of %u",
 			    type_name(type), len, BOOTSTRAP_MAX_PAYLOAD);
 	if (c->closed)
 		return fail(b, MK_ERR_PEER, "rank %d has left (its bootstrap was destroyed)",
@@ -1555,7 +1574,7 @@ mk_status bootstrap_allgather(bootstrap *b, const void *mine, void *all, size_t 
 	if (b->failed)
 		return b->failed;
 	if ((uint64_t)size * (uint64_t)b->world > BOOTSTRAP_MAX_PAYLOAD)
-		return fail(b, MK_ERR_SIZE, "allgather of %zu bytes from %d ranks is over the "
+		return oops(b, MK_ERR_SIZE, "allgather of %zu bytes from %d ranks is over the "
 			    "maximum of %u", size, b->world, BOOTSTRAP_MAX_PAYLOAD);
 	if (size)
 		memmove(dst + (size_t)b->rank * size, mine, size);
@@ -1663,9 +1682,9 @@ mk_status bootstrap_send(bootstrap *b, int peer, uint32_t tag, const void *buf, 
 	if (b->failed)
 		return b->failed;
 	if (peer < 0 || peer >= b->world)
-		return fail(b, MK_ERR_NOT_FOUND, "send to rank %d of %d", peer, b->world);
+		return oops(b, MK_ERR_NOT_FOUND, "send to rank %d of %d", peer, b->world);
 	if (len > BOOTSTRAP_MAX_PAYLOAD)
-		return fail(b, MK_ERR_SIZE, "a message of %zu bytes is over the maximum of %u", len,
+		return oops(b, MK_ERR_SIZE, "a message of %zu bytes is over the maximum of %u", len,
 			    BOOTSTRAP_MAX_PAYLOAD);
 	if (peer == b->rank) {
 		frame *f = calloc(1, sizeof *f);
@@ -1707,34 +1726,34 @@ mk_status bootstrap_recv(bootstrap *b, int peer, uint32_t tag, void *buf, size_t
 
 	if (len)
 		*len = 0;
-	if (b->failed)
-		return b->failed;
 	if (peer < 0 || peer >= b->world)
-		return fail(b, MK_ERR_NOT_FOUND, "receive from rank %d of %d", peer, b->world);
+		return oops(b, MK_ERR_NOT_FOUND, "receive from rank %d of %d", peer, b->world);
 	for (;;) {
+		/* what arrived before a failure is still delivered */
 		f = peer == b->rank ? take(&b->self, &b->selft, BOOTSTRAP_P2P, tag)
 				    : take_conn(b->in[peer], BOOTSTRAP_P2P, tag);
 		if (f)
 			break;
+		if (b->failed)
+			return b->failed;
 		if (peer == b->rank)
-			return fail(b, MK_ERR_STATE, "rank %d waits for a message (tag %u) from itself "
+			return oops(b, MK_ERR_STATE, "rank %d waits for a message (tag %u) from itself "
 				    "that it never sent", peer, tag);
 		if (b->in[peer] && b->in[peer]->closed)
 			return fail(b, MK_ERR_PEER, "rank %d (host %s) has left without sending a "
 				    "message with tag %u", peer, host_of(b, peer), tag);
 		if ((st = step(b, deadline, NULL)) < 0)
-			return b->failed;
+			continue;   /* deliver what came before the failure */
 		if (st > 0)
 			return fail(b, MK_ERR_PEER, "timed out after %u ms waiting for a message "
 				    "(tag %u) from rank %d (host %s)", b->cfg.timeout_ms, tag, peer,
 				    host_of(b, peer));
 	}
 	if (f->len > cap) {
-		mk_status s = fail(b, MK_ERR_SIZE, "a message of %u bytes from rank %d (tag %u) "
+		mk_status s = oops(b, MK_ERR_SIZE, "a message of %u bytes from rank %d (tag %u) "
 				   "does not fit in %zu bytes", f->len, peer, tag, cap);
 		free(f->buf);
 		free(f);
-		b->failed = MK_OK;   /* not the job's failure: the caller's buffer */
 		return s;
 	}
 	if (f->len)

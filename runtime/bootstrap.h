@@ -163,7 +163,7 @@ typedef struct bootstrap_msg {
 	/* decoded payloads */
 	uint32_t world;           /* HELLO */
 	bootstrap_addr addr;      /* HELLO */
-	int32_t about;            /* ABORT: the rank that failed; REJECT: reason */
+	int32_t about;            /* ABORT: the rank that failed (-1: the job); REJECT: reason */
 	char text[BOOTSTRAP_TEXT];/* ABORT / REJECT */
 } bootstrap_msg;
 

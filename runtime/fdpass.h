@@ -39,7 +39,7 @@
 #define FDPASS_HDR 32
 #define FDPASS_MAX_FDS 16
 #define FDPASS_MAX_DATA 4096
-#define FDPASS_MAX_RANKS 4096
+#define FDPASS_MAX_RANKS 256
 
 typedef struct fdpass_cfg {
 	uint64_t token;           /* the job token (bootstrap_token) */

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../codegen/mkd/abi.cuh"
 #include "../codegen/emit.h"
@@ -21,6 +22,7 @@
 #include "../compiler/inspect.h"
 #include "cudrv.h"
 #include "mk_int.h"
+#include "peers.h"
 
 struct mk_ctx {
 	const cudrv *cu;
@@ -46,10 +48,17 @@ struct mk_pipeline {
 	strbuf sched_txt;
 	CUmodule mod;
 	CUfunction fn;
-	int ranks, nt;
+	int ranks, nt;           /* ranks served here; tensors */
+	int first, world;        /* first global rank served here; all ranks */
+	mk_comm *comm;           /* one process per rank, or NULL */
 	CUdeviceptr *buf;        /* [ranks * nt] */
 	unsigned char *owned;    /* allocated by us */
-	CUdeviceptr flags;       /* [ranks][nflags] u64 */
+	CUdeviceptr flags;       /* [ranks][nflags + 2] u64 */
+	int nfl;                 /* flags per rank: nflags + READY + DONE */
+	mk_vmm *vmm;             /* process mode: my tensors, then my flags */
+	int npeers;              /* process mode: ranks of my node but me */
+	int *peer;               /* their global ranks */
+	mk_vmm *peer_vmm;        /* [npeers][nt + 1] mapped from them */
 	CUdeviceptr table;       /* [ranks] mkd_rank_entry */
 	CUdeviceptr report;      /* mkd_report */
 	CUdeviceptr trace;       /* [ranks][ntasks] mkd_trace_rec, or 0 */
@@ -178,11 +187,11 @@ int mk_bench_per_stage;
 
 /* The mesh of virtual ranks: every rank on this GPU, so world == ranks;
  * `gpus` defaults to the rank count and `nodes` to 1. */
-static int build_defines(const mk_param *params, int nparams, int ranks, mk_define *defs,
+static int build_defines(const mk_param *params, int nparams, int world, mk_define *defs,
 			 int max, char *err, size_t n)
 {
 	int nd = 0, have_gpus = 0, have_nodes = 0;
-	long long nodes = 1, gpus = ranks;
+	long long nodes = 1, gpus = world;
 	for (int i = 0; i < nparams; i++) {
 		if (!params[i].name) {
 			snprintf(err, n, "parameter %d has no name", i);
@@ -201,9 +210,9 @@ static int build_defines(const mk_param *params, int nparams, int ranks, mk_defi
 		}
 		defs[nd++] = (mk_define){params[i].name, params[i].value};
 	}
-	if (nodes * gpus != ranks) {
-		snprintf(err, n, "the mesh %lld x %lld has %lld ranks, but %d virtual ranks share this GPU",
-			 nodes, gpus, nodes * gpus, ranks);
+	if (nodes * gpus != world) {
+		snprintf(err, n, "the mesh %lld x %lld has %lld ranks, but the job has %d",
+			 nodes, gpus, nodes * gpus, world);
 		return -1;
 	}
 	if (!have_gpus && nd < max)
@@ -225,11 +234,12 @@ static ir_device device_model(const mk_ctx *c)
 }
 
 static mk_status compile_for(const mk_ctx *c, srcset *src, int file, const mk_param *params,
-			     int nparams, int ranks, arena *a, compile_out *out, strbuf *log)
+			     int nparams, int world, int ranks, arena *a, compile_out *out,
+			     strbuf *log)
 {
 	mk_define defs[80];
 	char err[256];
-	int nd = build_defines(params, nparams, ranks, defs, 80, err, sizeof err);
+	int nd = build_defines(params, nparams, world, defs, 80, err, sizeof err);
 	if (nd < 0) {
 		sb_printf(log, "mk: %s\n", err);
 		return MK_ERR_INVALID;
@@ -248,7 +258,7 @@ static mk_status compile_for(const mk_ctx *c, srcset *src, int file, const mk_pa
 mk_status mk_compile_only(srcset *src, int file, const mk_param *params, int nparams,
 			  int ranks, arena *a, compile_out *out, strbuf *log)
 {
-	return compile_for(NULL, src, file, params, nparams, ranks, a, out, log);
+	return compile_for(NULL, src, file, params, nparams, ranks, ranks, a, out, log);
 }
 
 static mk_status pfail(mk_pipeline *p, mk_status st, const char *what, CUresult r)
@@ -267,14 +277,22 @@ static mk_status pfail(mk_pipeline *p, mk_status st, const char *what, CUresult 
 static mk_status upload_table(mk_pipeline *p)
 {
 	const cudrv *cu = p->c->cu;
-	size_t n = (size_t)p->ranks * sizeof(mkd_rank_entry);
+	size_t n = (size_t)p->world * sizeof(mkd_rank_entry);
 	mkd_rank_entry *t = calloc(1, n);
 	if (!t)
 		return MK_ERR_NOMEM;
 	for (int r = 0; r < p->ranks; r++) {
-		t[r].flags = p->flags + (CUdeviceptr)r * p->s->nflags * 8;
+		mkd_rank_entry *e = &t[p->first + r];
+		e->flags = p->flags + (CUdeviceptr)r * p->nfl * 8;
 		for (int i = 0; i < p->nt; i++)
-			t[r].buf[i] = p->buf[r * p->nt + i];
+			e->buf[i] = p->buf[r * p->nt + i];
+	}
+	for (int k = 0; k < p->npeers; k++) {
+		mkd_rank_entry *e = &t[p->peer[k]];
+		const mk_vmm *v = &p->peer_vmm[k * (p->nt + 1)];
+		for (int i = 0; i < p->nt; i++)
+			e->buf[i] = v[i].ptr;
+		e->flags = v[p->nt].ptr;
 	}
 	CUresult rr = cu->cuMemcpyHtoD(p->table, t, n);
 	free(t);
@@ -284,6 +302,89 @@ static mk_status upload_table(mk_pipeline *p)
 	return MK_OK;
 }
 
+/* Process mode: every tensor and the flag array in exportable memory,
+ * shared with the ranks of my node of the mesh. */
+static mk_status alloc_shared(mk_pipeline *p)
+{
+	const cudrv *cu = p->c->cu;
+	int n = p->nt + 1;
+	char err[512];
+	p->vmm = calloc((size_t)n, sizeof *p->vmm);
+	if (!p->vmm)
+		return MK_ERR_NOMEM;
+	int *fds = malloc((size_t)n * sizeof(int));
+	size_t *sizes = malloc((size_t)n * sizeof(size_t));
+	if (!fds || !sizes) {
+		free(fds);
+		free(sizes);
+		return MK_ERR_NOMEM;
+	}
+	mk_status st = MK_OK;
+	for (int i = 0; i < n && st == MK_OK; i++) {
+		size_t bytes = i < p->nt ? (size_t)ir_tensor_bytes(&p->p->tensors[i]) : (size_t)p->nfl * 8;
+		st = vmm_alloc(cu, p->c->dev, bytes, &p->vmm[i], err, sizeof err);
+		fds[i] = -1;
+		if (st == MK_OK)
+			st = vmm_export(cu, &p->vmm[i], &fds[i], err, sizeof err);
+		sizes[i] = p->vmm[i].size;
+	}
+	if (st != MK_OK) {
+		for (int i = 0; i < n; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+		free(fds);
+		free(sizes);
+		return cfail(p->c, st, "%s", err);
+	}
+	for (int i = 0; i < p->nt; i++) {
+		p->buf[i] = p->vmm[i].ptr;
+		p->owned[i] = 0;  /* freed with the vmm */
+	}
+	p->flags = p->vmm[p->nt].ptr;
+
+	/* the ranks of my node of the mesh */
+	int gpus = p->p->gpus, me = p->first;
+	p->peer = calloc((size_t)gpus, sizeof(int));
+	if (!p->peer) {
+		st = MK_ERR_NOMEM;
+		goto out;
+	}
+	for (int g = 0; g < gpus; g++)
+		if (me - me % gpus + g != me)
+			p->peer[p->npeers++] = me - me % gpus + g;
+	if (p->npeers) {
+		int *pf = malloc((size_t)p->npeers * n * sizeof(int));
+		size_t *ps = malloc((size_t)p->npeers * n * sizeof(size_t));
+		p->peer_vmm = calloc((size_t)p->npeers * n, sizeof *p->peer_vmm);
+		if (!pf || !ps || !p->peer_vmm) {
+			free(pf);
+			free(ps);
+			st = MK_ERR_NOMEM;
+			goto out;
+		}
+		st = comm_share_fds(p->comm, p->peer, p->npeers, fds, sizes, n, pf, ps);
+		if (st != MK_OK)
+			cfail(p->c, st, "sharing memory with the node's ranks: %s", p->comm->err);
+		for (int k = 0; k < p->npeers * n && st == MK_OK; k++) {
+			st = vmm_import(cu, p->c->dev, pf[k], ps[k], &p->peer_vmm[k], err, sizeof err);
+			if (st != MK_OK)
+				cfail(p->c, st, "mapping rank %d's memory: %s", p->peer[k / n], err);
+		}
+		for (int k = 0; k < p->npeers * n; k++)
+			if (pf[k] >= 0)
+				close(pf[k]);
+		free(pf);
+		free(ps);
+	}
+out:
+	for (int i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	free(fds);
+	free(sizes);
+	return st;
+}
+
 static mk_status alloc_all(mk_pipeline *p, int trace)
 {
 	const cudrv *cu = p->c->cu;
@@ -291,34 +392,47 @@ static mk_status alloc_all(mk_pipeline *p, int trace)
 	p->owned = calloc((size_t)p->ranks * p->nt, 1);
 	if (!p->buf || !p->owned)
 		return MK_ERR_NOMEM;
+	mk_status st;
+	if (p->comm) {
+		if ((st = alloc_shared(p)) != MK_OK)
+			return st;
+	} else {
+		for (int r = 0; r < p->ranks; r++)
+			for (int i = 0; i < p->nt; i++) {
+				size_t bytes = (size_t)ir_tensor_bytes(&p->p->tensors[i]);
+				CUdeviceptr d;
+				PCU(p, cu->cuMemAlloc(&d, bytes ? bytes : 16), "allocating a tensor");
+				p->buf[r * p->nt + i] = d;
+				p->owned[r * p->nt + i] = 1;
+			}
+		PCU(p, cu->cuMemAlloc(&p->flags, (size_t)p->ranks * p->nfl * 8), "allocating flags");
+	}
+	/* poison what the kernel writes: unwritten elements read as NaN */
 	for (int r = 0; r < p->ranks; r++)
-		for (int i = 0; i < p->nt; i++) {
-			const ir_tensor *t = &p->p->tensors[i];
-			size_t bytes = (size_t)ir_tensor_bytes(t);
-			CUdeviceptr d;
-			PCU(p, cu->cuMemAlloc(&d, bytes ? bytes : 16), "allocating a tensor");
-			p->buf[r * p->nt + i] = d;
-			p->owned[r * p->nt + i] = 1;
-			/* poison what the kernel writes: unwritten elements read as NaN */
-			if (t->kind != TK_IN)
-				PCU(p, cu->cuMemsetD8(d, 0xff, bytes), "poisoning a tensor");
-		}
-	size_t fb = (size_t)p->ranks * (p->s->nflags ? p->s->nflags : 1) * 8;
-	PCU(p, cu->cuMemAlloc(&p->flags, fb), "allocating flags");
-	PCU(p, cu->cuMemsetD8(p->flags, 0, fb), "clearing flags");
-	PCU(p, cu->cuMemAlloc(&p->table, (size_t)p->ranks * sizeof(mkd_rank_entry)),
+		for (int i = 0; i < p->nt; i++)
+			if (p->p->tensors[i].kind != TK_IN)
+				PCU(p, cu->cuMemsetD8(p->buf[r * p->nt + i], 0xff,
+						      (size_t)ir_tensor_bytes(&p->p->tensors[i])),
+				    "poisoning a tensor");
+	PCU(p, cu->cuMemsetD8(p->flags, 0, (size_t)p->ranks * p->nfl * 8), "clearing flags");
+	PCU(p, cu->cuMemAlloc(&p->table, (size_t)p->world * sizeof(mkd_rank_entry)),
 	    "allocating the rank table");
 	PCU(p, cu->cuMemAlloc(&p->report, sizeof(mkd_report)), "allocating the report");
 	PCU(p, cu->cuMemsetD8(p->report, 0, sizeof(mkd_report)), "clearing the report");
 	if (trace) {
-		size_t tb = (size_t)p->ranks * (p->s->ntasks ? p->s->ntasks : 1) * sizeof(mkd_trace_rec);
+		size_t tb = (size_t)p->world * (p->s->ntasks ? p->s->ntasks : 1) * sizeof(mkd_trace_rec);
 		PCU(p, cu->cuMemAlloc(&p->trace, tb), "allocating the trace");
 		PCU(p, cu->cuMemsetD8(p->trace, 0, tb), "clearing the trace");
 	}
 	PCU(p, cu->cuStreamCreate(&p->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
 	PCU(p, cu->cuEventCreate(&p->ev0, CU_EVENT_DEFAULT), "cuEventCreate");
 	PCU(p, cu->cuEventCreate(&p->ev1, CU_EVENT_DEFAULT), "cuEventCreate");
-	return upload_table(p);
+	if ((st = upload_table(p)) != MK_OK)
+		return st;
+	/* every rank of the node has mapped everyone's memory before any runs */
+	if (p->comm && (st = mk_comm_barrier(p->comm)) != MK_OK)
+		return cfail(p->c, st, "%s", p->comm->err);
+	return MK_OK;
 }
 
 static mk_status load(mk_ctx *c, int file, mk_pipeline *p, const mk_load_opts *o)
@@ -328,9 +442,25 @@ static mk_status load(mk_ctx *c, int file, mk_pipeline *p, const mk_load_opts *o
 	if (ranks < 1 || ranks > 64)
 		return cfail(c, MK_ERR_INVALID, "ranks must be 1..64, not %d", ranks);
 	p->ranks = ranks;
+	p->comm = o ? o->comm : NULL;
+	int rpg = ranks;
+	if (p->comm) {
+		if (ranks != 1)
+			return cfail(c, MK_ERR_INVALID,
+				     "with a communicator each process holds one rank (ranks = 1)");
+		p->first = mk_comm_rank(p->comm);
+		p->world = mk_comm_size(p->comm);
+		int ndev = 1;
+		cu->cuDeviceGetCount(&ndev);
+		int local = mk_comm_local_size(p->comm);
+		rpg = o->ranks_per_gpu > 0 ? o->ranks_per_gpu : (local + ndev - 1) / (ndev ? ndev : 1);
+	} else {
+		p->first = 0;
+		p->world = ranks;
+	}
 	p->timeout_ms = o && o->timeout_ms ? o->timeout_ms : 5000;
 	mk_status st = compile_for(c, &p->src, file, o ? o->params : NULL, o ? o->nparams : 0,
-				   ranks, &p->a, &p->co, &c->log);
+				   p->world, rpg, &p->a, &p->co, &c->log);
 	if (st != MK_OK)
 		return cfail(c, st, "%s", st == MK_ERR_SOURCE ? "the pipeline has errors (see the log)"
 				  : sb_str(&c->log));
@@ -339,6 +469,7 @@ static mk_status load(mk_ctx *c, int file, mk_pipeline *p, const mk_load_opts *o
 	if (mk_test_sched_hook)
 		mk_test_sched_hook(p->s);
 	p->nt = p->p->ntensors;
+	p->nfl = p->s->nflags + 2;
 	if (p->nt > MKD_MAX_TENSORS)
 		return cfail(c, MK_ERR_UNSUPPORTED, "%d tensors; a pipeline may have at most %d",
 			     p->nt, MKD_MAX_TENSORS);
@@ -347,7 +478,7 @@ static mk_status load(mk_ctx *c, int file, mk_pipeline *p, const mk_load_opts *o
 	strbuf cuda;
 	sb_init(&cuda);
 	char err[256];
-	cg_emit_opts eo = {.sys_scope = 0, .per_stage = mk_bench_per_stage};
+	cg_emit_opts eo = {.sys_scope = p->comm != NULL, .per_stage = mk_bench_per_stage};
 	if (cg_emit_cuda(p->s, &eo, &cuda, err, sizeof err) != 0) {
 		sb_free(&cuda);
 		return cfail(c, MK_ERR_UNSUPPORTED, "cannot generate CUDA: %s", err);
@@ -398,10 +529,10 @@ static mk_status load(mk_ctx *c, int file, mk_pipeline *p, const mk_load_opts *o
 	CU(c, cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, p->fn, p->s->threads,
 								(size_t)p->s->smem),
 	   "cuOccupancyMaxActiveBlocksPerMultiprocessor");
-	if (per_sm * c->sms < p->s->ctas * ranks)
+	if (per_sm * c->sms < p->s->ctas * ranks * (p->comm ? rpg : 1))
 		return cfail(c, MK_ERR_TOO_LARGE,
-			     "%d CTAs cannot all be resident: %d per SM x %d SMs fit", p->s->ctas * ranks,
-			     per_sm, c->sms);
+			     "%d CTAs cannot all be resident: %d per SM x %d SMs fit",
+			     p->s->ctas * ranks * (p->comm ? rpg : 1), per_sm, c->sms);
 	return alloc_all(p, o ? o->trace : 0);
 }
 
@@ -496,8 +627,15 @@ void mk_pipeline_destroy(mk_pipeline *p)
 			for (int i = 0; i < p->ranks * p->nt; i++)
 				if (p->owned[i] && p->buf[i])
 					cu->cuMemFree(p->buf[i]);
-		if (p->flags)
+		if (p->vmm) {
+			for (int i = 0; i <= p->nt; i++)
+				vmm_free(cu, &p->vmm[i]);
+		} else if (p->flags) {
 			cu->cuMemFree(p->flags);
+		}
+		if (p->peer_vmm)
+			for (int i = 0; i < p->npeers * (p->nt + 1); i++)
+				vmm_free(cu, &p->peer_vmm[i]);
 		if (p->table)
 			cu->cuMemFree(p->table);
 		if (p->report)
@@ -522,6 +660,9 @@ void mk_pipeline_destroy(mk_pipeline *p)
 	free(p->buf);
 	free(p->owned);
 	free(p->stage_fn);
+	free(p->vmm);
+	free(p->peer_vmm);
+	free(p->peer);
 	free(p->cu_src);
 	sb_free(&p->sched_txt);
 	sb_free(&p->stall);
@@ -534,6 +675,7 @@ void mk_pipeline_destroy(mk_pipeline *p)
 
 int mk_pipeline_ntensors(const mk_pipeline *p) { return p ? p->nt : 0; }
 int mk_pipeline_ranks(const mk_pipeline *p) { return p ? p->ranks : 0; }
+int mk_pipeline_first_rank(const mk_pipeline *p) { return p ? p->first : 0; }
 const ir_prog *mk_pipeline_prog(const mk_pipeline *p) { return p ? p->p : NULL; }
 const ir_sched *mk_pipeline_sched(const mk_pipeline *p) { return p ? p->s : NULL; }
 const char *mk_pipeline_source(const mk_pipeline *p) { return p && p->cu_src ? p->cu_src : ""; }
@@ -572,8 +714,9 @@ static mk_status lookup(mk_pipeline *p, const char *name, int rank, int *ti)
 	*ti = ir_find_tensor(p->p, name);
 	if (*ti < 0)
 		return cfail(p->c, MK_ERR_NOT_FOUND, "no tensor named '%s'", name);
-	if (rank < 0 || rank >= p->ranks)
-		return cfail(p->c, MK_ERR_NOT_FOUND, "rank %d out of range (0..%d)", rank, p->ranks - 1);
+	if (rank < p->first || rank >= p->first + p->ranks)
+		return cfail(p->c, MK_ERR_NOT_FOUND, "rank %d is not held here (%d..%d)", rank,
+			     p->first, p->first + p->ranks - 1);
 	return MK_OK;
 }
 
@@ -596,7 +739,7 @@ mk_status mk_tensor_write(mk_pipeline *p, const char *name, int rank, const void
 		return st;
 	if (!src)
 		return MK_ERR_INVALID;
-	PCU(p, p->c->cu->cuMemcpyHtoD(p->buf[rank * p->nt + ti], src, bytes), "writing a tensor");
+	PCU(p, p->c->cu->cuMemcpyHtoD(p->buf[(rank - p->first) * p->nt + ti], src, bytes), "writing a tensor");
 	return MK_OK;
 }
 
@@ -610,7 +753,7 @@ mk_status mk_tensor_read(mk_pipeline *p, const char *name, int rank, void *dst, 
 		return st;
 	if (!dst)
 		return MK_ERR_INVALID;
-	PCU(p, p->c->cu->cuMemcpyDtoH(dst, p->buf[rank * p->nt + ti], bytes), "reading a tensor");
+	PCU(p, p->c->cu->cuMemcpyDtoH(dst, p->buf[(rank - p->first) * p->nt + ti], bytes), "reading a tensor");
 	return MK_OK;
 }
 
@@ -670,7 +813,10 @@ mk_status mk_tensor_bind(mk_pipeline *p, const char *name, int rank, unsigned lo
 			     "16-byte aligned", name);
 	if (p->resident)
 		return cfail(p->c, MK_ERR_STATE, "cannot rebind while the kernel is resident");
-	int k = rank * p->nt + ti;
+	int k = (rank - p->first) * p->nt + ti;
+	if (p->comm)
+		return cfail(p->c, MK_ERR_UNSUPPORTED,
+			     "binding caller memory is for virtual ranks; peers map the runtime's own");
 	if (p->owned[k])
 		p->c->cu->cuMemFree(p->buf[k]);
 	p->buf[k] = devptr;
@@ -685,9 +831,9 @@ mk_status mk_tensor_devptr(const mk_pipeline *p, const char *name, int rank,
 	if (!p || !name || !devptr)
 		return MK_ERR_INVALID;
 	int ti = ir_find_tensor(p->p, name);
-	if (ti < 0 || rank < 0 || rank >= p->ranks)
+	if (ti < 0 || rank < p->first || rank >= p->first + p->ranks)
 		return MK_ERR_NOT_FOUND;
-	*devptr = p->buf[rank * p->nt + ti];
+	*devptr = p->buf[(rank - p->first) * p->nt + ti];
 	return MK_OK;
 }
 
@@ -703,7 +849,7 @@ static mkd_params params(mk_pipeline *p, unsigned long long epoch, int resident)
 	k.trace = (mkd_trace_rec *)(uintptr_t)p->trace;
 	k.control = resident ? (mkd_control *)(uintptr_t)p->ctl_dev : NULL;
 	k.timeout_ns = (unsigned long long)p->timeout_ms * 1000000ull;
-	k.rank_base = 0;
+	k.rank_base = p->first;
 	k.ranks_here = p->ranks;
 	return k;
 }
@@ -805,8 +951,9 @@ mk_status mk_run_stages(mk_pipeline *p, int graph, float *ms)
 static mk_status reset_after_stall(mk_pipeline *p)
 {
 	const cudrv *cu = p->c->cu;
-	size_t fb = (size_t)p->ranks * (p->s->nflags ? p->s->nflags : 1) * 8;
-	PCU(p, cu->cuMemsetD8(p->flags, 0, fb), "clearing flags");
+	if (p->comm)  /* peers' flags run at the same epoch: they cannot be reset alone */
+		return cfail(p->c, MK_ERR_STATE, "a stalled multi-process pipeline must be reloaded");
+	PCU(p, cu->cuMemsetD8(p->flags, 0, (size_t)p->ranks * p->nfl * 8), "clearing flags");
 	PCU(p, cu->cuMemsetD8(p->report, 0, sizeof(mkd_report)), "clearing the report");
 	p->epoch = 0;
 	p->broken = 0;
@@ -840,8 +987,16 @@ static mk_status check_report(mk_pipeline *p)
 		inspect_region(pr, &u.write, &p->stall);
 		sb_puts(&p->stall, ")");
 	}
+	if (r.task < 0)
+		sb_puts(&p->stall, ", at the end of the run");
 	sb_printf(&p->stall, "\n  waited %.1f ms on flag %d of rank %d: expected %llu, saw %llu",
 		  r.waited_ns / 1e6, r.flag_index, r.flag_rank, r.expected, r.seen);
+	if (r.flag_index == s->nflags)
+		sb_printf(&p->stall, "\n  (READY: rank %d's kernel has not started this run; is the "
+			  "process alive?)", r.flag_rank);
+	else if (r.flag_index == s->nflags + 1)
+		sb_printf(&p->stall, "\n  (DONE: rank %d has not finished this run; is the process "
+			  "alive?)", r.flag_rank);
 	if (r.flag_index >= 0 && r.flag_index < s->nflags) {
 		const ir_flag *f = &s->flags[r.flag_index];
 		ir_region g = ir_region_shift(pr, f->guards,
@@ -989,8 +1144,8 @@ mk_status mk_trace_write(mk_pipeline *p, const char *path)
 		return MK_ERR_INVALID;
 	if (!p->trace)
 		return cfail(p->c, MK_ERR_STATE, "the pipeline was loaded without tracing");
-	size_t n = (size_t)p->ranks * p->s->ntasks;
-	mkd_trace_rec *rec = malloc(n * sizeof *rec + 1);
+	size_t n = (size_t)p->world * p->s->ntasks;
+	mkd_trace_rec *rec = calloc(n + 1, sizeof *rec);
 	if (!rec)
 		return MK_ERR_NOMEM;
 	CUresult r = p->c->cu->cuMemcpyDtoH(rec, p->trace, n * sizeof *rec);
@@ -1009,7 +1164,7 @@ mk_status mk_trace_write(mk_pipeline *p, const char *path)
 	}
 	fprintf(f, "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n");
 	int first = 1;
-	for (int rk = 0; rk < p->ranks; rk++) {
+	for (int rk = p->first; rk < p->first + p->ranks; rk++) {
 		fprintf(f, "%s{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %d, "
 			"\"args\": {\"name\": \"rank %d\"}}", first ? "" : ",\n", rk, rk);
 		first = 0;

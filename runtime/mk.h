@@ -83,6 +83,27 @@ const char *mk_ctx_log(const mk_ctx *c);
 /* "NVIDIA H200, 132 SMs, sm_90" */
 const char *mk_ctx_device(const mk_ctx *c);
 
+/* ---- several processes --------------------------------------------------------
+ * One process per rank (one GPU each, or several sharing a GPU under MPS).
+ * mk_comm_create joins the job: the ranks meet through a TCP rendezvous set
+ * up from MK_RANK, MK_WORLD_SIZE and MK_ROOT=host:port (or the variables
+ * mpirun, Slurm and torchrun set; MK_JOB_TOKEN keeps strangers out).  Pass
+ * the communicator in mk_load_opts.comm: memory is then shared with the
+ * ranks of the node (cuMemCreate, exported as file descriptors) and each
+ * process launches its own rank's kernel. */
+typedef struct mk_comm mk_comm;
+
+mk_status mk_comm_create(mk_comm **out, char *err, size_t n);
+void mk_comm_destroy(mk_comm *c);
+int mk_comm_rank(const mk_comm *c);
+int mk_comm_size(const mk_comm *c);
+int mk_comm_local_rank(const mk_comm *c);   /* among the ranks of this host */
+int mk_comm_local_size(const mk_comm *c);
+/* All ranks reach this point (e.g. before reading results). */
+mk_status mk_comm_barrier(mk_comm *c);
+/* Every rank gives one int; all[] (mk_comm_size entries) gets them. */
+mk_status mk_comm_gather_int(mk_comm *c, int mine, int *all);
+
 /* ---- loading a pipeline --------------------------------------------------- */
 typedef struct mk_param {
 	const char *name;        /* a `param`, or the mesh built-ins nodes / gpus */
@@ -95,9 +116,12 @@ typedef struct mk_load_opts {
 	int ranks;               /* virtual ranks on this GPU, one launch (>= 1) */
 	unsigned timeout_ms;     /* bound on every wait in the kernel */
 	int trace;               /* record per-task times for mk_trace_write */
+	mk_comm *comm;           /* one process per rank (ranks must be 1) */
+	int ranks_per_gpu;       /* with comm: processes sharing this GPU (0: the
+	                            local ranks over the visible GPUs) */
 } mk_load_opts;
 
-#define MK_LOAD_OPTS_INIT {NULL, 0, 1, 5000, 0}
+#define MK_LOAD_OPTS_INIT {NULL, 0, 1, 5000, 0, NULL, 0}
 
 /* Parse, check, schedule, generate, compile (through the cache), load the
  * module, allocate every tensor of every rank.  MK_ERR_SOURCE: the
@@ -123,7 +147,10 @@ typedef struct mk_tensor_info {
 } mk_tensor_info;
 
 int mk_pipeline_ntensors(const mk_pipeline *p);
+/* The ranks this process holds: 0 .. mk_pipeline_ranks()-1 with virtual
+ * ranks; with a communicator, only its own rank (mk_comm_rank). */
 int mk_pipeline_ranks(const mk_pipeline *p);
+int mk_pipeline_first_rank(const mk_pipeline *p);
 mk_status mk_tensor_info_get(const mk_pipeline *p, int index, mk_tensor_info *out);
 int mk_tensor_find(const mk_pipeline *p, const char *name);   /* -1 if none */
 

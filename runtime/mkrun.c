@@ -16,11 +16,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "../compiler/cpuref.h"
 #include "mk.h"
 #include "mk_int.h"
+#include "cudrv.h"
 #include "npy.h"
 
 typedef struct opts {
@@ -28,6 +38,8 @@ typedef struct opts {
 	mk_param params[64];
 	int nparams;
 	int ranks, iters, warmup, resident, cpu, quiet;
+	int nproc;         /* -n: local processes to start */
+	int process;       /* this process is one rank of a job */
 	unsigned timeout_ms;
 	unsigned long long seed;
 } opts;
@@ -38,6 +50,8 @@ static void usage(FILE *f)
 		"usage: mkrun FILE.mk [options]\n"
 		"  -D NAME=VALUE     set a parameter (or the mesh: -D nodes=1 -D gpus=R)\n"
 		"  --ranks R         virtual ranks sharing this GPU, one launch (default 1)\n"
+		"  -n N              N local ranks, one process each (MPS when they share a GPU);\n"
+		"                    also runs as one rank under mpirun, srun or torchrun\n"
 		"  --iters N         timed runs after warm-up (default 20)\n"
 		"  --warmup N        untimed runs first (default 3)\n"
 		"  --inputs DIR      read inputs from DIR/NAME.rR.npy (default: random)\n"
@@ -49,6 +63,8 @@ static void usage(FILE *f)
 		"  --cpu             run the CPU reference only (no GPU needed)\n"
 		"  --quiet           print only the summary line\n");
 }
+
+static int launched_as_rank(void);
 
 static int parse_args(int argc, char **argv, opts *o)
 {
@@ -86,7 +102,7 @@ static int parse_args(int argc, char **argv, opts *o)
 			o->params[o->nparams].name = strndup(d, (size_t)(eq - d));
 			o->params[o->nparams++].value = val;
 		} else if (!strcmp(a, "--ranks") || !strcmp(a, "--iters") || !strcmp(a, "--warmup") ||
-			   !strcmp(a, "--timeout") || !strcmp(a, "--seed")) {
+			   !strcmp(a, "--timeout") || !strcmp(a, "--seed") || !strcmp(a, "-n")) {
 			NEEDV();
 			char *end;
 			long long n = strtoll(v, &end, 10);
@@ -96,6 +112,8 @@ static int parse_args(int argc, char **argv, opts *o)
 			}
 			if (!strcmp(a, "--ranks"))
 				o->ranks = (int)n;
+			else if (!strcmp(a, "-n"))
+				o->nproc = (int)n;
 			else if (!strcmp(a, "--iters"))
 				o->iters = (int)n;
 			else if (!strcmp(a, "--warmup"))
@@ -137,6 +155,16 @@ static int parse_args(int argc, char **argv, opts *o)
 	}
 	if (o->ranks < 1 || o->ranks > 64) {
 		fprintf(stderr, "mkrun: --ranks must be 1..64\n");
+		return 2;
+	}
+	if (o->nproc > 256) {
+		fprintf(stderr, "mkrun: -n must be 1..256\n");
+		return 2;
+	}
+	o->process = launched_as_rank();
+	if ((o->process || o->nproc > 1) && o->ranks != 1) {
+		fprintf(stderr, "mkrun: --ranks (virtual ranks) and -n / a launcher (one process per "
+			"rank) do not mix\n");
 		return 2;
 	}
 	return 0;
@@ -236,14 +264,15 @@ static int make_inputs(const ir_prog *p, const opts *o, float **b)
 	return 0;
 }
 
-static int save_tensors(const ir_prog *p, float **b, const char *dir, int inputs_too)
+static int save_tensors(const ir_prog *p, float **b, const char *dir, int inputs_too, int r0,
+			int r1)
 {
 	mkdir(dir, 0755);
 	for (int t = 0; t < p->ntensors; t++) {
 		const ir_tensor *x = &p->tensors[t];
 		if (x->kind == TK_TEMP || (x->kind == TK_IN && !inputs_too))
 			continue;
-		for (int r = 0; r < p->world; r++) {
+		for (int r = r0; r < r1; r++) {
 			char path[4096], err[256];
 			if (npy_path(path, sizeof path, dir, x->name, r) != 0 ||
 			    npy_write_f32(path, x->local, x->ndim, b[t * p->world + r], err, sizeof err)) {
@@ -274,7 +303,7 @@ static void tolerances(ir_dtype t, double *rtol, double *l2tol)
 	}
 }
 
-static int compare(const ir_prog *p, float **ref, float **gpu, int quiet)
+static int compare(const ir_prog *p, float **ref, float **gpu, int r0, int r1, int quiet)
 {
 	int bad = 0;
 	for (int t = 0; t < p->ntensors; t++) {
@@ -284,7 +313,7 @@ static int compare(const ir_prog *p, float **ref, float **gpu, int quiet)
 		int64_t n = ir_tensor_elems(x);
 		double rtol, l2tol;
 		tolerances(x->dtype, &rtol, &l2tol);
-		for (int r = 0; r < p->world; r++) {
+		for (int r = r0; r < r1; r++) {
 			const float *a = gpu[t * p->world + r], *e = ref[t * p->world + r];
 			double amax = 0, se = 0, sr = 0, maxabs = 0, maxrel = 0;
 			for (int64_t i = 0; i < n; i++) {
@@ -382,7 +411,7 @@ static int run_cpu(const opts *o)
 			printf("  %-10s rank %d: l2 %.6g, max |x| %.6g\n", x->name, r, sqrt(s), m);
 		}
 	}
-	if (o->save && save_tensors(p, b, o->save, 1) != 0)
+	if (o->save && save_tensors(p, b, o->save, 1, 0, p->world) != 0)
 		goto out;
 	printf("mkrun: %s: CPU reference ran on %d rank%s\n", p->name, p->world,
 	       p->world > 1 ? "s" : "");
@@ -395,14 +424,54 @@ out:
 	return rc;
 }
 
+/* Which ranks this process holds, and how the job is laid out. */
+typedef struct job {
+	mk_comm *comm;     /* one process per rank, or NULL (virtual ranks) */
+	int first, n;      /* ranks held here */
+	int rank;          /* for messages: the comm rank, or -1 */
+} job;
+
+static void say(const job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(const job *j, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	if (j->rank >= 0)
+		printf("rank %d: ", j->rank);
+	vprintf(fmt, ap);
+	va_end(ap);
+	fflush(stdout);
+}
+
 static int run_gpu(const opts *o)
 {
 	mk_ctx *ctx = NULL;
 	mk_pipeline *pl = NULL;
 	float **ref = NULL, **gpu = NULL;
 	float *times = NULL;
+	const ir_prog *p = NULL;
 	int rc = 1;
-	mk_status st = mk_ctx_create(NULL, &ctx);
+	job j = {.first = 0, .n = o->ranks, .rank = -1};
+	char err[512];
+	mk_status st;
+	if (o->process) {
+		st = mk_comm_create(&j.comm, err, sizeof err);
+		if (st != MK_OK) {
+			fprintf(stderr, "mkrun: joining the job: %s: %s\n", mk_strerror(st), err);
+			return 1;
+		}
+		j.rank = j.first = mk_comm_rank(j.comm);
+		j.n = 1;
+	}
+	mk_ctx_opts co = {0};
+	if (j.comm) {
+		const cudrv *cu;
+		int ndev = 1;
+		if (cudrv_get(&cu, err, sizeof err) == CUDRV_OK && cu->cuDeviceGetCount(&ndev) == CUDA_SUCCESS &&
+		    ndev > 0)
+			co.device = mk_comm_local_rank(j.comm) % ndev;
+	}
+	st = mk_ctx_create(&co, &ctx);
 	if (st == MK_ERR_NO_DRIVER || st == MK_ERR_NO_GPU) {
 		fprintf(stderr, "mkrun: no GPU here (%s); --cpu runs the CPU reference only\n",
 			mk_ctx_error(ctx));
@@ -415,20 +484,21 @@ static int run_gpu(const opts *o)
 	mk_load_opts lo = MK_LOAD_OPTS_INIT;
 	lo.params = o->params;
 	lo.nparams = o->nparams;
-	lo.ranks = o->ranks;
+	lo.ranks = j.comm ? 1 : o->ranks;
 	lo.timeout_ms = o->timeout_ms;
 	lo.trace = o->trace != NULL;
+	lo.comm = j.comm;
 	st = mk_pipeline_load_file(ctx, o->path, &lo, &pl);
 	fputs(mk_ctx_log(ctx), stderr);
 	if (st != MK_OK) {
 		fprintf(stderr, "mkrun: %s: %s\n", mk_strerror(st), mk_ctx_error(ctx));
 		goto out;
 	}
-	const ir_prog *p = mk_pipeline_prog(pl);
+	p = mk_pipeline_prog(pl);
 	const ir_sched *s = mk_pipeline_sched(pl);
-	if (!o->quiet) {
-		printf("mkrun: %s on %s: %d rank%s x %d CTAs (", p->name, mk_ctx_device(ctx), p->world,
-		       p->world > 1 ? "s" : "", s->ctas);
+	if (!o->quiet && j.rank <= 0) {
+		printf("mkrun: %s on %s: %d rank%s%s x %d CTAs (", p->name, mk_ctx_device(ctx), p->world,
+		       p->world > 1 ? "s" : "", j.comm ? " (one process each)" : "", s->ctas);
 		for (int r = 0; r < s->nroles; r++)
 			printf("%s%s %d", r ? ", " : "", ir_role_name(s->roles[r].kind), s->roles[r].ctas);
 		printf("), %d tasks and %d flags per rank\n", s->ntasks, s->nflags);
@@ -439,7 +509,7 @@ static int run_gpu(const opts *o)
 		goto out;
 	for (int t = 0; t < p->ntensors; t++)
 		if (p->tensors[t].kind == TK_IN)
-			for (int r = 0; r < p->world; r++) {
+			for (int r = j.first; r < j.first + j.n; r++) {
 				st = mk_tensor_write_f32(pl, p->tensors[t].name, r, ref[t * p->world + r],
 							 (size_t)ir_tensor_elems(&p->tensors[t]));
 				if (st != MK_OK) {
@@ -447,17 +517,24 @@ static int run_gpu(const opts *o)
 					goto out;
 				}
 			}
-	char err[512];
 	cpuref_opts ro = {.round_storage = 1};
 	if (cpuref_run(p, ref, &ro, err, sizeof err) != 0) {
 		fprintf(stderr, "mkrun: CPU reference: %s\n", err);
 		goto out;
 	}
+	const char *kill_ms = getenv("MK_TEST_KILL_AFTER_MS");
+	if (kill_ms && j.rank >= 0 && getenv("MK_TEST_KILL_RANK") &&
+	    atoi(getenv("MK_TEST_KILL_RANK")) == j.rank) {
+		/* tests: this rank dies mid-run, as a crash would */
+		struct itimerval it = {{0, 0}, {atoi(kill_ms) / 1000, (atoi(kill_ms) % 1000) * 1000}};
+		signal(SIGALRM, SIG_DFL);
+		setitimer(ITIMER_REAL, &it, NULL);
+	}
 	float first_ms = 0;
 	st = mk_run_timed(pl, &first_ms);
 	if (st != MK_OK) {
-		fprintf(stderr, "mkrun: %s: %s\n%s", mk_strerror(st),
-			st == MK_ERR_STALL ? "" : mk_ctx_error(ctx), mk_stall_report(pl));
+		say(&j, "%s: %s\n%s", mk_strerror(st), st == MK_ERR_STALL ? "" : mk_ctx_error(ctx),
+		    mk_stall_report(pl));
 		goto out;
 	}
 	if (o->trace) {
@@ -469,13 +546,15 @@ static int run_gpu(const opts *o)
 	}
 	for (int t = 0; t < p->ntensors; t++)
 		if (p->tensors[t].kind == TK_OUT)
-			for (int r = 0; r < p->world; r++)
+			for (int r = j.first; r < j.first + j.n; r++)
 				if (mk_tensor_read_f32(pl, p->tensors[t].name, r, gpu[t * p->world + r],
 						       (size_t)ir_tensor_elems(&p->tensors[t])) != MK_OK) {
 					fprintf(stderr, "mkrun: %s\n", mk_ctx_error(ctx));
 					goto out;
 				}
-	int bad = compare(p, ref, gpu, o->quiet);
+	if (j.rank >= 0 && !o->quiet)
+		printf("rank %d:\n", j.rank);
+	int bad = compare(p, ref, gpu, j.first, j.first + j.n, o->quiet);
 
 	/* timing */
 	int n = o->iters;
@@ -483,29 +562,29 @@ static int run_gpu(const opts *o)
 	if (!times)
 		goto out;
 	if (o->resident && (st = mk_resident_start(pl)) != MK_OK) {
-		fprintf(stderr, "mkrun: %s: %s\n", mk_strerror(st), mk_ctx_error(ctx));
+		say(&j, "%s: %s\n", mk_strerror(st), mk_ctx_error(ctx));
 		goto out;
 	}
 	for (int i = 0; i < o->warmup + n; i++) {
 		float ms = 0;
 		st = o->resident ? mk_resident_run(pl, &ms) : mk_run_timed(pl, &ms);
 		if (st != MK_OK) {
-			fprintf(stderr, "mkrun: run %d: %s: %s\n%s", i + 2, mk_strerror(st),
-				mk_ctx_error(ctx), mk_stall_report(pl));
+			say(&j, "run %d: %s: %s\n%s", i + 2, mk_strerror(st), mk_ctx_error(ctx),
+			    mk_stall_report(pl));
 			goto out;
 		}
 		if (i >= o->warmup)
 			times[i - o->warmup] = ms;
 	}
 	if (o->resident && (st = mk_resident_stop(pl)) != MK_OK) {
-		fprintf(stderr, "mkrun: %s: %s\n", mk_strerror(st), mk_ctx_error(ctx));
+		say(&j, "%s: %s\n", mk_strerror(st), mk_ctx_error(ctx));
 		goto out;
 	}
 	/* the repeated runs must give the same outputs, bit for bit */
 	int same = 1;
 	for (int t = 0; t < p->ntensors && same; t++)
 		if (p->tensors[t].kind == TK_OUT)
-			for (int r = 0; r < p->world && same; r++) {
+			for (int r = j.first; r < j.first + j.n && same; r++) {
 				size_t k = (size_t)ir_tensor_elems(&p->tensors[t]);
 				float *again = malloc(k * sizeof(float) + 1);
 				if (!again)
@@ -517,31 +596,156 @@ static int run_gpu(const opts *o)
 				free(again);
 			}
 	if (!same) {
-		printf("  repeated runs changed the outputs (a race?)\n");
+		say(&j, "repeated runs changed the outputs (a race?)\n");
 		bad = 1;
 	}
-	if (o->save && save_tensors(p, gpu, o->save, 0) != 0)
+	if (o->save && save_tensors(p, gpu, o->save, 0, j.first, j.first + j.n) != 0)
 		goto out;
-	if (n > 0) {
-		qsort(times, (size_t)n, sizeof *times, cmp_float);
-		printf("mkrun: %s: %s; %s median %.1f us over %d runs (min %.1f, max %.1f), "
-		       "predicted %.1f us\n", p->name, bad ? "MISMATCH" : "match",
-		       o->resident ? "resident" : "one-shot", times[n / 2] * 1e3, n, times[0] * 1e3,
-		       times[n - 1] * 1e3, s->predicted_us);
-	} else {
-		printf("mkrun: %s: %s (first run %.1f us)\n", p->name, bad ? "MISMATCH" : "match",
-		       first_ms * 1e3);
+	/* every rank's verdict, for rank 0's summary */
+	int all_bad = bad;
+	if (j.comm) {
+		int *v = calloc((size_t)mk_comm_size(j.comm), sizeof(int));
+		if (!v || mk_comm_gather_int(j.comm, bad, v) != MK_OK) {
+			free(v);
+			say(&j, "collecting the results failed\n");
+			goto out;
+		}
+		for (int r = 0; r < mk_comm_size(j.comm); r++)
+			all_bad |= v[r];
+		free(v);
 	}
-	rc = bad;
+	if (j.rank <= 0) {
+		if (n > 0) {
+			qsort(times, (size_t)n, sizeof *times, cmp_float);
+			printf("mkrun: %s: %s; %s median %.1f us over %d runs (min %.1f, max %.1f), "
+			       "predicted %.1f us%s\n", p->name, all_bad ? "MISMATCH" : "match",
+			       o->resident ? "resident" : "one-shot", times[n / 2] * 1e3, n, times[0] * 1e3,
+			       times[n - 1] * 1e3, s->predicted_us, j.comm ? " (rank 0's kernel)" : "");
+		} else {
+			printf("mkrun: %s: %s (first run %.1f us)\n", p->name, all_bad ? "MISMATCH" : "match",
+			       first_ms * 1e3);
+		}
+	}
+	rc = all_bad;
 out:
-	if (pl) {
-		free_bufs(mk_pipeline_prog(pl), ref);
-		free_bufs(mk_pipeline_prog(pl), gpu);
+	if (p) {
+		free_bufs(p, ref);
+		free_bufs(p, gpu);
 	}
 	free(times);
 	mk_pipeline_destroy(pl);
 	mk_ctx_destroy(ctx);
+	mk_comm_destroy(j.comm);
 	return rc;
+}
+
+/* Is this process one rank of a job started by a launcher (mkrun -n,
+ * mpirun, Slurm, torchrun)? */
+static int launched_as_rank(void)
+{
+	static const char *const size_vars[] = {"MK_WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
+						"SLURM_NTASKS", "WORLD_SIZE"};
+	for (size_t i = 0; i < sizeof size_vars / sizeof size_vars[0]; i++) {
+		const char *v = getenv(size_vars[i]);
+		if (v)
+			return atoi(v) > 1;
+	}
+	return 0;
+}
+
+static int mps_running(void)
+{
+	const char *dir = getenv("CUDA_MPS_PIPE_DIRECTORY");
+	char path[512];
+	snprintf(path, sizeof path, "%s/control", dir ? dir : "/tmp/nvidia-mps");
+	return access(path, F_OK) == 0;
+}
+
+/* mkrun -n N: N local ranks, one process each, this binary again. */
+static int spawn(int argc, char **argv, int n)
+{
+	int ndev = 0;
+	const cudrv *cu;
+	char why[256];
+	if (cudrv_get(&cu, why, sizeof why) != CUDRV_OK || cu->cuDeviceGetCount(&ndev) != CUDA_SUCCESS ||
+	    ndev < 1) {
+		fprintf(stderr, "mkrun: no GPU here (%s)\n", why);
+		return 1;
+	}
+	if (n > ndev && !mps_running())
+		fprintf(stderr,
+			"mkrun: warning: %d ranks share %d GPU%s without MPS: their kernels time-slice and "
+			"every wait on another rank crawls; start the MPS daemon "
+			"(nvidia-cuda-mps-control -d, as root)\n", n, ndev, ndev > 1 ? "s" : "");
+	/* a free port for the rendezvous */
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t sl = sizeof sa;
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) || getsockname(fd, (struct sockaddr *)&sa, &sl)) {
+		fprintf(stderr, "mkrun: no local port for the rendezvous: %s\n", strerror(errno));
+		return 1;
+	}
+	int port = ntohs(sa.sin_port);
+	close(fd);
+	char **args = calloc((size_t)argc + 1, sizeof *args);
+	if (!args)
+		return 1;
+	int na = 0;
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "-n")) {
+			i++;
+			continue;
+		}
+		args[na++] = argv[i];
+	}
+	char token[64];
+	snprintf(token, sizeof token, "mkrun-%d-%ld", (int)getpid(), (long)time(NULL));
+	pid_t *pids = calloc((size_t)n, sizeof *pids);
+	if (!pids)
+		return 1;
+	for (int r = 0; r < n; r++) {
+		pid_t pid = fork();
+		if (pid < 0) {
+			fprintf(stderr, "mkrun: fork: %s\n", strerror(errno));
+			return 1;
+		}
+		if (pid == 0) {
+			char v[64];
+			snprintf(v, sizeof v, "%d", r);
+			setenv("MK_RANK", v, 1);
+			setenv("MK_LOCAL_RANK", v, 1);
+			snprintf(v, sizeof v, "%d", n);
+			setenv("MK_WORLD_SIZE", v, 1);
+			setenv("MK_LOCAL_WORLD_SIZE", v, 1);
+			snprintf(v, sizeof v, "127.0.0.1:%d", port);
+			setenv("MK_ROOT", v, 1);
+			setenv("MK_JOB_TOKEN", token, 1);
+			if (n > ndev) {  /* MPS: each rank its share of the SMs */
+				snprintf(v, sizeof v, "%d", 100 * ndev / n);
+				setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", v, 0);
+			}
+			execv("/proc/self/exe", args);
+			fprintf(stderr, "mkrun: exec: %s\n", strerror(errno));
+			_exit(127);
+		}
+		pids[r] = pid;
+	}
+	int worst = 0;
+	for (int r = 0; r < n; r++) {
+		int status = 0;
+		while (waitpid(pids[r], &status, 0) < 0 && errno == EINTR)
+			;
+		int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+		if (rc)
+			fprintf(stderr, "mkrun: rank %d %s %d\n", r,
+				WIFEXITED(status) ? "exited with" : "was killed by signal",
+				WIFEXITED(status) ? rc : WTERMSIG(status));
+		if (rc > worst)
+			worst = rc;
+	}
+	free(pids);
+	free(args);
+	return worst ? 1 : 0;
 }
 
 int main(int argc, char **argv)
@@ -550,7 +754,10 @@ int main(int argc, char **argv)
 	int rc = parse_args(argc, argv, &o);
 	if (rc)
 		return rc;
-	rc = o.cpu ? run_cpu(&o) : run_gpu(&o);
+	if (o.nproc > 1 && !o.cpu)
+		rc = spawn(argc, argv, o.nproc);
+	else
+		rc = o.cpu ? run_cpu(&o) : run_gpu(&o);
 	for (int i = 0; i < o.nparams; i++)
 		free((char *)o.params[i].name);
 	return rc;

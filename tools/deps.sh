@@ -2,10 +2,11 @@
 # tools/deps.sh - check the build's dependencies; install the missing ones.
 #
 # Debian packages: flex, bison, FileCheck (llvm-14-tools, or llvm), the
-# libibverbs and libfabric headers, clang.  As root the missing ones are
-# installed with apt-get; otherwise the one command to run is printed and
-# the exit status is 1.  The CUDA toolkit (headers cuda.h and nvrtc.h,
-# libnvrtc) is not a Debian package here: it is only checked for.
+# libibverbs and libfabric headers, clang, python3 (the schedule checker).
+# As root the missing ones are installed with apt-get; otherwise the one
+# command to run is printed and the exit status is 1.  The CUDA toolkit
+# (headers cuda.h and nvrtc.h, libnvrtc) is not a Debian package here: it is
+# only checked for.
 # Quiet and fast (no apt call) when everything is present.
 set -u
 
@@ -22,6 +23,7 @@ check() {
 	have clang || need clang
 	have cc || need gcc
 	have make || need make
+	have python3 || need python3
 	if ! have FileCheck && ! have FileCheck-14 && ! [ -x /usr/lib/llvm-14/bin/FileCheck ]; then
 		need "$filecheck_pkg"
 	fi

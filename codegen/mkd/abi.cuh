@@ -44,6 +44,13 @@ typedef struct mkd_control {
 
 #define MKD_STOP 0xffffffffffffffffull
 
+/* Every rank's flag array ends with two words the kernel keeps itself when
+ * ranks are separate processes: READY (signalled once a run when the rank's
+ * kernel starts: its host has written its inputs) and DONE (one signal per
+ * CTA when it has finished the run).  A rank's CTA 0 leaves a run only when
+ * every rank of its node is DONE, so no process rewrites buffers a peer may
+ * still read.  Their indices are nflags and nflags + 1. */
+
 /* The kernel's one parameter (passed by value, __grid_constant__). */
 typedef struct mkd_params {
 	unsigned long long epoch;         /* run number, 1, 2, ... (one-shot) */

@@ -9,6 +9,7 @@
  *   attn.cuh   attention tile with online softmax
  *   mesh.cuh   the rank-symmetry map sigma_r on the device
  *   tensor.cuh where a logical element lives on a rank
+ *   proxy.cuh  commands to the host proxy thread (RDMA writes)
  */
 #ifndef MKD_CUH
 #define MKD_CUH
@@ -23,5 +24,6 @@
 #include "attn.cuh"
 #include "mesh.cuh"
 #include "tensor.cuh"
+#include "proxy.cuh"
 
 #endif

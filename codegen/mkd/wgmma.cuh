@@ -80,6 +80,9 @@ struct __align__(64) mkd_tmap {
 #ifndef MKD_WG_REGS
 #define MKD_WG_REGS 168        /* per-thread registers at kernel entry */
 #endif
+#ifndef MKD_WG_TRADE
+#define MKD_WG_TRADE 1         /* setmaxnreg for BN > 128; 0: all at 168 (154 used) */
+#endif
 #define MKD_WG_REGS_PRODUCER 40
 #define MKD_WG_REGS_CONSUMER 232
 #ifndef MKD_WG_TIMEOUT_NS

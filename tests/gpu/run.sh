@@ -64,6 +64,37 @@ check "chain" "$MKRUN" samples/chain.mk
 check "chain.resident100" "$MKRUN" samples/chain.mk --resident --iters 100 --quiet
 check "chain.trace" "$MKRUN" samples/chain.mk --iters 2 --trace /tmp/mk-chain-trace.json --quiet
 check "embed" "$B/embed" samples/ag_gemm.mk
+
+# one process per rank, sharing the GPU under MPS (started here, stopped below)
+mps=0
+if command -v nvidia-cuda-mps-control >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+	if nvidia-cuda-mps-control -d >/dev/null 2>&1; then mps=1; sleep 1; fi
+fi
+while read -r name args; do
+	for n in 2 4; do
+		# shellcheck disable=SC2086
+		check "$name.n$n" "$MKRUN" -n "$n" "samples/$name.mk" $args --iters 5 --quiet
+	done
+done <<EOF2
+ag_gemm -D M=1024 -D N=256 -D K=512
+gemm_rs -D M=1024 -D N=512 -D K=1024
+gemm_ar -D M=1024 -D N=512 -D K=1024
+tp_mlp -D S=1024 -D H=512
+EOF2
+# a rank killed mid-run: the others report it within their timeout
+killtest() {
+	t0=$(date +%s)
+	out=$(MK_TEST_KILL_RANK=1 MK_TEST_KILL_AFTER_MS=400 timeout 60 "$MKRUN" -n 2 samples/ag_gemm.mk \
+		-D M=4096 -D N=1024 -D K=4096 --iters 100000 --timeout 1500 2>&1)
+	rc=$?
+	dt=$(( $(date +%s) - t0 ))
+	echo "$out" | tail -8
+	echo "exit $rc after ${dt}s"
+	[ "$rc" != 0 ] && [ "$rc" != 124 ] && [ "$dt" -lt 30 ] &&
+		echo "$out" | grep -q "rank 1 was killed" && echo "$out" | grep -q "rank 0: .*a wait timed out"
+}
+check "kill.n2" killtest
+[ "$mps" = 1 ] && echo quit | nvidia-cuda-mps-control >/dev/null 2>&1
 for t in "$B"/tests/gpu_*; do
 	[ -x "$t" ] && check "$(basename "$t")" "$t"
 done

@@ -22,6 +22,12 @@ own verifier (compiler/verify.c):
              non-input tensor is fully covered by writes; every rank's
              storage of an `out` tensor is fully written
   ordering   every write that overlaps a read has a path writer -> reader
+  dataflow   a task reads what its kind needs for the box it writes (so reads
+             cannot be under-declared): a copy or RDMA write moves one box to
+             the same coordinates; an elementwise task reads its write box
+             (broadcast operands: its trailing dims); a row task writes whole
+             rows; a matmul tile reads its rows of A, its columns of B and
+             the same whole reduction range of both
   transport  compute tasks touch only their rank's memory; copies stay inside
              a node (NVLink); RDMA writes go to another node; with
              --rdma-once, no element of a tensor reaches one node twice over
@@ -41,7 +47,8 @@ from bisect import bisect_left
 from collections import defaultdict, deque
 
 # ---- tables: add a line when the compiler grows a task kind or role ---------
-# task kind -> (roles that may run it, locality rule)
+# task kind -> (roles that may run it, locality rule); dataflow rules are the
+# check_df_KIND methods (a kind without one is not checked for dataflow)
 #   local: reads and writes on the task's own rank
 #   node:  every region on a rank of the task's node (NVLink reaches them)
 #   rdma:  reads on the task's rank, the write on a rank of another node
@@ -558,6 +565,70 @@ class Checker:
                     self.err("ordering", "%s reads %s; %s writes %s with no path to the reader" % (
                         self.tdesc(i), self.rdesc(g), self.tdesc(j), self.rdesc(h)))
 
+    # ---- dataflow: what each kind of task must read -------------------------
+    def check_dataflow(self):
+        for i, t in enumerate(self.tasks):
+            fn = getattr(self, "check_df_" + t["kind"], None)
+            if fn and self.valid_regions[i] and len(t["writes"]) == 1:
+                why = fn(t, t["writes"][0])
+                if why:
+                    self.err("dataflow", "%s: %s" % (self.tdesc(i), why))
+
+    def check_df_copy(self, t, w):
+        if len(t["reads"]) != 1:
+            return "a copy reads %d regions" % len(t["reads"])
+        g = t["reads"][0]
+        if g["lo"] != w["lo"] or g["hi"] != w["hi"]:
+            return "copies %s to %s: not the same box" % (self.rdesc(g), self.rdesc(w))
+        return None
+
+    check_df_rdma = check_df_copy
+
+    @staticmethod
+    def within(lo, hi, glo, ghi):
+        """Box lo:hi inside box glo:ghi."""
+        return all(c <= a and b <= d for a, b, c, d in zip(lo, hi, glo, ghi))
+
+    def check_df_ew(self, t, w):
+        nd = len(w["lo"])
+        for g in t["reads"]:
+            k = len(g["lo"])
+            if k > nd or not self.within(w["lo"][nd - k:], w["hi"][nd - k:], g["lo"], g["hi"]):
+                return "reads %s for %s: does not hold the box (or its trailing dims)" % (
+                    self.rdesc(g), self.rdesc(w))
+        return None
+
+    def check_df_row(self, t, w):
+        full = self.tensors[w["tensor"]]["shape"][-1]
+        if w["lo"][-1] != 0 or w["hi"][-1] != full:
+            return "writes %s: not whole rows (0:%d)" % (self.rdesc(w), full)
+        return self.check_df_ew(t, w)
+
+    def check_df_matmul(self, t, w):
+        if len(t["reads"]) != 2 or len(w["lo"]) < 2:
+            return None  # another layout of operands: not checked
+        a, b = t["reads"]
+        if len(a["lo"]) != len(w["lo"]) or len(b["lo"]) != len(w["lo"]):
+            return None
+        if not self.within([w["lo"][-2]], [w["hi"][-2]], [a["lo"][-2]], [a["hi"][-2]]):
+            return "reads rows %s of A for %s" % (self.rdesc(a), self.rdesc(w))
+        if not self.within([w["lo"][-1]], [w["hi"][-1]], [b["lo"][-1]], [b["hi"][-1]]):
+            return "reads columns %s of B for %s" % (self.rdesc(b), self.rdesc(w))
+        # the reduction: all of what this rank holds of A along its last dim,
+        # and the same range of B
+        slo, shi = self.storage(a["tensor"], a["rank"])
+        k0, k1 = slo[-1], shi[-1]
+        if not self.within([k0], [k1], [a["lo"][-1]], [a["hi"][-1]]) or \
+                not self.within([k0], [k1], [b["lo"][-2]], [b["hi"][-2]]):
+            return "reduces over %d:%d of A and %d:%d of B, not all of the %d:%d that " \
+                "rank %d holds of %s" % (a["lo"][-1], a["hi"][-1], b["lo"][-2], b["hi"][-2],
+                                         k0, k1, a["rank"], a["tensor"])
+        if not self.within(w["lo"][:-2], w["hi"][:-2], a["lo"][:-2], a["hi"][:-2]) or \
+                not self.within(w["lo"][:-2], w["hi"][:-2], b["lo"][:-2], b["hi"][:-2]):
+            return "batch dims of %s, %s and %s differ" % (
+                self.rdesc(a), self.rdesc(b), self.rdesc(w))
+        return None
+
     def check_rdma_once(self):
         """No element of a tensor reaches one node twice over RDMA."""
         by = defaultdict(list)
@@ -624,6 +695,7 @@ class Checker:
         self.index_writes()
         self.check_coverage()
         self.check_ordering()
+        self.check_dataflow()
         if self.rdma_once:
             self.check_rdma_once()
         self.check_timeline()

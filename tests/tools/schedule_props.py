@@ -275,6 +275,17 @@ def m_drop_wait(d):
     return "ordering"
 
 
+def m_short_read(d):
+    # a task that declares less than it reads (a matmul short of one k, a
+    # copy short of one row): ordering alone cannot see it
+    t = first(d["tasks"], lambda t: t["kind"] in ("matmul", "copy", "rdma", "ew", "row")
+              and t["reads"] and t["reads"][0]["hi"][-1] - t["reads"][0]["lo"][-1] > 1)
+    if not t:
+        return None
+    t["reads"][0]["hi"][-1] -= 1
+    return "dataflow"
+
+
 def m_local_shape(d):
     x = first(d["tensors"], lambda x: x["placement"]["kind"] == "split")
     if not x:
@@ -285,7 +296,7 @@ def m_local_shape(d):
 
 MUTATIONS = [m_drop_signal, m_extra_signal, m_self_wait, m_swap_order, m_dup_order,
              m_role_cta, m_overfill, m_shrink_write, m_grow_write, m_drop_wait,
-             m_local_shape]
+             m_short_read, m_local_shape]
 
 
 def mutants(raw, copts):

@@ -1,0 +1,243 @@
+/* peers.c - shareable device memory and the communicator; see peers.h. */
+#include "peers.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static CUmemAllocationProp prop_for(CUdevice dev)
+{
+	CUmemAllocationProp p;
+	memset(&p, 0, sizeof p);
+	p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	p.location.id = dev;
+	p.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+	return p;
+}
+
+static mk_status map_handle(const cudrv *cu, CUdevice dev, CUmemGenericAllocationHandle h,
+			    size_t size, mk_vmm *out, char *err, size_t n)
+{
+	CUresult r = cu->cuMemAddressReserve(&out->ptr, size, 0, 0, 0);
+	if (r != CUDA_SUCCESS) {
+		snprintf(err, n, "cuMemAddressReserve: %s", cudrv_errstr(r));
+		return MK_ERR_CUDA;
+	}
+	r = cu->cuMemMap(out->ptr, size, 0, h, 0);
+	if (r != CUDA_SUCCESS) {
+		cu->cuMemAddressFree(out->ptr, size);
+		snprintf(err, n, "cuMemMap: %s", cudrv_errstr(r));
+		return MK_ERR_CUDA;
+	}
+	CUmemAccessDesc a;
+	memset(&a, 0, sizeof a);
+	a.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	a.location.id = dev;
+	a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	r = cu->cuMemSetAccess(out->ptr, size, &a, 1);
+	if (r != CUDA_SUCCESS) {
+		cu->cuMemUnmap(out->ptr, size);
+		cu->cuMemAddressFree(out->ptr, size);
+		snprintf(err, n, "cuMemSetAccess: %s", cudrv_errstr(r));
+		return MK_ERR_CUDA;
+	}
+	out->h = h;
+	out->size = size;
+	out->live = 1;
+	return MK_OK;
+}
+
+mk_status vmm_alloc(const cudrv *cu, CUdevice dev, size_t bytes, mk_vmm *out, char *err, size_t n)
+{
+	memset(out, 0, sizeof *out);
+	CUmemAllocationProp p = prop_for(dev);
+	size_t g = 0;
+	CUresult r = cu->cuMemGetAllocationGranularity(&g, &p, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+	if (r != CUDA_SUCCESS || !g) {
+		snprintf(err, n, "cuMemGetAllocationGranularity: %s", cudrv_errstr(r));
+		return MK_ERR_CUDA;
+	}
+	size_t size = (bytes ? bytes : 1) + g - 1;
+	size -= size % g;
+	CUmemGenericAllocationHandle h;
+	r = cu->cuMemCreate(&h, size, &p, 0);
+	if (r != CUDA_SUCCESS) {
+		snprintf(err, n, "cuMemCreate (%zu bytes, exportable): %s", size, cudrv_errstr(r));
+		return r == CUDA_ERROR_OUT_OF_MEMORY ? MK_ERR_NOMEM : MK_ERR_CUDA;
+	}
+	mk_status st = map_handle(cu, dev, h, size, out, err, n);
+	if (st != MK_OK)
+		cu->cuMemRelease(h);
+	return st;
+}
+
+mk_status vmm_export(const cudrv *cu, const mk_vmm *m, int *fd, char *err, size_t n)
+{
+	int f = -1;
+	CUresult r = cu->cuMemExportToShareableHandle(&f, m->h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+						      0);
+	if (r != CUDA_SUCCESS) {
+		snprintf(err, n, "cuMemExportToShareableHandle: %s", cudrv_errstr(r));
+		return MK_ERR_CUDA;
+	}
+	*fd = f;
+	return MK_OK;
+}
+
+mk_status vmm_import(const cudrv *cu, CUdevice dev, int fd, size_t size, mk_vmm *out, char *err,
+		     size_t n)
+{
+	memset(out, 0, sizeof *out);
+	CUmemGenericAllocationHandle h;
+	CUresult r = cu->cuMemImportFromShareableHandle(&h, (void *)(intptr_t)fd,
+							CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+	if (r != CUDA_SUCCESS) {
+		snprintf(err, n, "cuMemImportFromShareableHandle: %s", cudrv_errstr(r));
+		return MK_ERR_CUDA;
+	}
+	mk_status st = map_handle(cu, dev, h, size, out, err, n);
+	if (st != MK_OK)
+		cu->cuMemRelease(h);
+	return st;
+}
+
+void vmm_free(const cudrv *cu, mk_vmm *m)
+{
+	if (!m || !m->live)
+		return;
+	cu->cuMemUnmap(m->ptr, m->size);
+	cu->cuMemAddressFree(m->ptr, m->size);
+	cu->cuMemRelease(m->h);
+	memset(m, 0, sizeof *m);
+}
+
+/* ---- the communicator ------------------------------------------------------- */
+
+mk_status mk_comm_create(mk_comm **out, char *err, size_t n)
+{
+	if (!out)
+		return MK_ERR_INVALID;
+	*out = NULL;
+	mk_comm *c = calloc(1, sizeof *c);
+	if (!c)
+		return MK_ERR_NOMEM;
+	bootstrap_cfg cfg;
+	mk_status st = bootstrap_config_env(&cfg, err, n);
+	if (st == MK_OK)
+		st = bootstrap_create(&cfg, &c->b, err, n);
+	if (st != MK_OK) {
+		free(c);
+		return st;
+	}
+	int w = bootstrap_world(c->b);
+	c->local_of = malloc((size_t)w * sizeof(int));
+	if (!c->local_of) {
+		mk_comm_destroy(c);
+		return MK_ERR_NOMEM;
+	}
+	for (int r = 0; r < w; r++)
+		c->local_of[r] = -1;
+	for (int i = 0; i < bootstrap_local_world(c->b); i++) {
+		int g = bootstrap_local_to_global(c->b, i);
+		if (g >= 0 && g < w)
+			c->local_of[g] = i;
+	}
+	fdpass_cfg fc = {.token = bootstrap_token(c->b), .rank = bootstrap_local_rank(c->b),
+			 .nranks = bootstrap_local_world(c->b),
+			 .timeout_ms = bootstrap_timeout_ms(c->b)};
+	st = fdpass_create(&fc, &c->f, err, n);
+	if (st != MK_OK) {
+		mk_comm_destroy(c);
+		return st;
+	}
+	*out = c;
+	return MK_OK;
+}
+
+void mk_comm_destroy(mk_comm *c)
+{
+	if (!c)
+		return;
+	fdpass_destroy(c->f);
+	bootstrap_destroy(c->b);
+	free(c->local_of);
+	free(c);
+}
+
+int mk_comm_rank(const mk_comm *c) { return c ? bootstrap_rank(c->b) : 0; }
+int mk_comm_size(const mk_comm *c) { return c ? bootstrap_world(c->b) : 1; }
+int mk_comm_local_rank(const mk_comm *c) { return c ? bootstrap_local_rank(c->b) : 0; }
+int mk_comm_local_size(const mk_comm *c) { return c ? bootstrap_local_world(c->b) : 1; }
+
+mk_status mk_comm_barrier(mk_comm *c)
+{
+	if (!c)
+		return MK_ERR_INVALID;
+	mk_status st = bootstrap_barrier(c->b);
+	if (st != MK_OK)
+		snprintf(c->err, sizeof c->err, "%s", bootstrap_error(c->b));
+	return st;
+}
+
+mk_status mk_comm_gather_int(mk_comm *c, int mine, int *all)
+{
+	if (!c || !all)
+		return MK_ERR_INVALID;
+	mk_status st = bootstrap_allgather(c->b, &mine, all, sizeof mine);
+	if (st != MK_OK)
+		snprintf(c->err, sizeof c->err, "%s", bootstrap_error(c->b));
+	return st;
+}
+
+enum { TAG_FDS = 0x4d4b0000u };
+
+mk_status comm_share_fds(mk_comm *c, const int *peers, int npeers, const int *mine,
+			 const size_t *my_sizes, int n, int *fds, size_t *sizes)
+{
+	for (int k = 0; k < npeers * n; k++)
+		fds[k] = -1;
+	/* send everything first (sends do not block on the peer's receive),
+	 * then receive: no ordering deadlock between pairs */
+	for (int k = 0; k < npeers; k++) {
+		int lp = c->local_of[peers[k]];
+		if (lp < 0) {
+			snprintf(c->err, sizeof c->err,
+				 "rank %d shares a node of the mesh with rank %d but runs on another host",
+				 peers[k], mk_comm_rank(c));
+			return MK_ERR_INVALID;
+		}
+		for (int i = 0, part = 0; i < n; i += FDPASS_MAX_FDS, part++) {
+			int m = n - i < FDPASS_MAX_FDS ? n - i : FDPASS_MAX_FDS;
+			mk_status st = fdpass_send(c->f, lp, TAG_FDS + (uint32_t)part, mine + i, m,
+						   my_sizes + i, (size_t)m * sizeof(size_t));
+			if (st != MK_OK) {
+				snprintf(c->err, sizeof c->err, "%s", fdpass_error(c->f));
+				return st;
+			}
+		}
+	}
+	for (int k = 0; k < npeers; k++) {
+		int lp = c->local_of[peers[k]];
+		for (int i = 0, part = 0; i < n; i += FDPASS_MAX_FDS, part++) {
+			int m = n - i < FDPASS_MAX_FDS ? n - i : FDPASS_MAX_FDS, got = 0;
+			size_t len = 0;
+			mk_status st = fdpass_recv(c->f, lp, TAG_FDS + (uint32_t)part, fds + k * n + i, m,
+						   &got, sizes + k * n + i, (size_t)m * sizeof(size_t),
+						   &len);
+			if (st == MK_OK && (got != m || len != (size_t)m * sizeof(size_t))) {
+				for (int j = 0; j < got; j++)
+					close(fds[k * n + i + j]);
+				snprintf(c->err, sizeof c->err,
+					 "rank %d sent %d memory handles, expected %d", peers[k], got, m);
+				return MK_ERR_PEER;
+			}
+			if (st != MK_OK) {
+				snprintf(c->err, sizeof c->err, "%s", fdpass_error(c->f));
+				return st;
+			}
+		}
+	}
+	return MK_OK;
+}

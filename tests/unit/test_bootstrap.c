@@ -1,0 +1,722 @@
+/* test_bootstrap.c - the TCP rendezvous across real processes on loopback:
+ * allgather, barrier, point to point (incl. 2 MiB both ways at once), local
+ * ranks; strangers (garbage, truncated, oversized frames, wrong token,
+ * version, rank, world size, silence) rejected while the job joins; a rank,
+ * rank 0, a point-to-point peer that disappears; timeouts; the frame parser
+ * against every truncation and random corruption; configuration from the
+ * variables of mpirun, Slurm and torchrun.  Exit 0 = pass.
+ */
+#include "mkt_proc.h"
+
+#include <poll.h>
+
+#include "runtime/bootstrap.h"
+
+static int port, lfd = -1;
+static const uint64_t TOKEN = 0x5eed0fc0ffee1234ull;
+
+static bootstrap_cfg cfg_for(int rank, int world, unsigned timeout_ms)
+{
+	bootstrap_cfg c;
+	memset(&c, 0, sizeof c);
+	c.rank = rank;
+	c.world = world;
+	c.local_rank = c.local_world = -1;
+	snprintf(c.root_host, sizeof c.root_host, "127.0.0.1");
+	c.root_port = port;
+	c.token = TOKEN;
+	c.host_id = 1;
+	c.timeout_ms = timeout_ms;
+	c.root_fd = -1;
+	if (rank == 0) {
+		c.root_fd = lfd;
+	} else if (lfd >= 0) {
+		close(lfd);   /* the child's inherited copy */
+	}
+	return c;
+}
+
+static void new_listener(void)
+{
+	if (lfd >= 0)
+		close(lfd);
+	lfd = mkt_listen(&port);
+}
+
+/* ---- parser ----------------------------------------------------------------- */
+static size_t frame(unsigned char *buf, uint32_t type, int rank, uint32_t tag, uint64_t token,
+		    const void *pay, uint32_t len)
+{
+	bootstrap_header(buf, type, rank, tag, len, token);
+	if (len)
+		memcpy(buf + BOOTSTRAP_HDR, pay, len);
+	return BOOTSTRAP_HDR + len;
+}
+
+static size_t hello(unsigned char *buf, int rank, uint32_t world, uint64_t token)
+{
+	unsigned char pay[BOOTSTRAP_HELLO_WIRE];
+	bootstrap_addr a;
+	memset(&a, 0, sizeof a);
+	a.family = 4;
+	a.port = 1234;
+	a.addr[0] = 127;
+	a.addr[3] = 1;
+	snprintf(a.host, sizeof a.host, "h");
+	pay[0] = (unsigned char)world;
+	pay[1] = (unsigned char)(world >> 8);
+	pay[2] = pay[3] = 0;
+	bootstrap_addr_put(pay + 4, &a);
+	return frame(buf, BOOTSTRAP_HELLO, rank, 0, token, pay, sizeof pay);
+}
+
+static void test_parser(void)
+{
+	unsigned char buf[4096], cp[4096];
+	char err[256];
+	bootstrap_msg m;
+	size_t n;
+	int all_short = 1, ok_ct = 0;
+
+	n = hello(buf, 1, 4, TOKEN);
+	{
+		mk_status st = bootstrap_parse(buf, n, TOKEN, 4, &m, err, sizeof err);
+		mkt_check(st == MK_OK && m.type == BOOTSTRAP_HELLO && m.world == 4 &&
+			  m.addr.port == 1234, "a HELLO parses: world %u port %u", m.world,
+			  m.addr.port);
+	}
+	for (size_t k = 0; k < n; k++)
+		if (bootstrap_parse(buf, k, TOKEN, 4, &m, err, sizeof err) == MK_OK ||
+		    m.fault != BOOTSTRAP_FAULT_SHORT)
+			all_short = 0;
+	mkt_check(all_short, "every truncation of a HELLO is refused as short (%zu cases)", n);
+	memcpy(cp, buf, n);
+	cp[n] = 0;
+	mkt_check(bootstrap_parse(cp, n + 1, TOKEN, 4, &m, err, sizeof err) != MK_OK &&
+		  m.fault == BOOTSTRAP_FAULT_EXTRA, "a byte too many: %s", err);
+	mkt_check(bootstrap_parse(buf, n, TOKEN + 1, 4, &m, err, sizeof err) != MK_OK &&
+		  m.fault == BOOTSTRAP_FAULT_TOKEN, "another job's token: %s", err);
+	memcpy(cp, buf, n);
+	cp[0] ^= 1;
+	mkt_check(bootstrap_parse(cp, n, TOKEN, 4, &m, err, sizeof err) != MK_OK &&
+		  m.fault == BOOTSTRAP_FAULT_MAGIC, "bad magic: %s", err);
+	memcpy(cp, buf, n);
+	cp[4] = 9;
+	mkt_check(bootstrap_parse(cp, n, TOKEN, 4, &m, err, sizeof err) != MK_OK &&
+		  m.fault == BOOTSTRAP_FAULT_VERSION, "bad version: %s", err);
+	memcpy(cp, buf, n);
+	cp[6] = 0;
+	mkt_check(bootstrap_parse(cp, n, TOKEN, 4, &m, err, sizeof err) != MK_OK &&
+		  m.fault == BOOTSTRAP_FAULT_TYPE, "type 0: %s", err);
+	cp[6] = BOOTSTRAP_TYPE_END;
+	mkt_check(bootstrap_parse(cp, n, TOKEN, 4, &m, err, sizeof err) != MK_OK &&
+		  m.fault == BOOTSTRAP_FAULT_TYPE, "type past the end: %s", err);
+	memcpy(cp, buf, n);
+	cp[20] = 1;
+	mkt_check(bootstrap_parse(cp, n, TOKEN, 4, &m, err, sizeof err) != MK_OK &&
+		  m.fault == BOOTSTRAP_FAULT_FIELD, "reserved bits: %s", err);
+	n = hello(buf, 4, 4, TOKEN);
+	mkt_check(bootstrap_parse(buf, n, TOKEN, 4, &m, err, sizeof err) != MK_OK &&
+		  m.fault == BOOTSTRAP_FAULT_FIELD, "rank 4 of 4: %s", err);
+	n = hello(buf, 0, 4, TOKEN);
+	mkt_check(bootstrap_parse(buf, n, TOKEN, 4, &m, err, sizeof err) != MK_OK &&
+		  m.fault == BOOTSTRAP_FAULT_FIELD, "HELLO from rank 0: %s", err);
+	n = hello(buf, 3, 2, TOKEN);
+	mkt_check(bootstrap_parse(buf, n, TOKEN, 0, &m, err, sizeof err) != MK_OK &&
+		  m.fault == BOOTSTRAP_FAULT_FIELD, "HELLO rank 3 of a world of 2: %s", err);
+	n = hello(buf, 1, 4, TOKEN);
+	buf[BOOTSTRAP_HDR + 4 + 8] = 5;   /* family */
+	mkt_check(bootstrap_parse(buf, n, TOKEN, 4, &m, err, sizeof err) != MK_OK &&
+		  m.fault == BOOTSTRAP_FAULT_FIELD, "HELLO with address family 5: %s", err);
+	n = hello(buf, 1, 4, TOKEN);
+	memset(buf + BOOTSTRAP_HDR + 4 + 32, 'x', BOOTSTRAP_HOSTNAME);
+	mkt_check(bootstrap_parse(buf, n, TOKEN, 4, &m, err, sizeof err) != MK_OK,
+		  "HELLO with an unterminated host name: %s", err);
+
+	bootstrap_header(buf, BOOTSTRAP_P2P, 1, 0, BOOTSTRAP_MAX_PAYLOAD + 1, TOKEN);
+	mkt_check(bootstrap_parse_header(buf, BOOTSTRAP_HDR, 4, &m, err, sizeof err) != MK_OK &&
+		  m.fault == BOOTSTRAP_FAULT_LENGTH, "oversized length in the header: %s", err);
+	bootstrap_header(buf, BOOTSTRAP_P2P, 1, 0, 0xffffffffu, TOKEN);
+	mkt_check(bootstrap_parse_header(buf, BOOTSTRAP_HDR, 4, &m, err, sizeof err) != MK_OK &&
+		  m.fault == BOOTSTRAP_FAULT_LENGTH, "length 0xffffffff: %s", err);
+	bootstrap_header(buf, BOOTSTRAP_HELLO, 1, 0, 5000, TOKEN);
+	mkt_check(bootstrap_parse_header(buf, BOOTSTRAP_HDR, 4, &m, err, sizeof err) != MK_OK &&
+		  m.fault == BOOTSTRAP_FAULT_LENGTH, "HELLO claiming 5000 bytes: %s", err);
+	bootstrap_header(buf, BOOTSTRAP_WELCOME, 0, 0, 4 * BOOTSTRAP_ADDR_WIRE + 1, TOKEN);
+	mkt_check(bootstrap_parse_header(buf, BOOTSTRAP_HDR, 4, &m, err, sizeof err) != MK_OK &&
+		  m.fault == BOOTSTRAP_FAULT_LENGTH, "WELCOME too long for the world: %s", err);
+	bootstrap_header(buf, BOOTSTRAP_BYE, 1, 0, 1, TOKEN);
+	mkt_check(bootstrap_parse_header(buf, BOOTSTRAP_HDR, 4, &m, err, sizeof err) != MK_OK &&
+		  m.fault == BOOTSTRAP_FAULT_LENGTH, "BYE with a payload: %s", err);
+	{
+		unsigned char pay[8] = {7, 0, 0, 0, 'h', 'i', 1, 'x'};
+		n = frame(buf, BOOTSTRAP_ABORT, 0, 0, TOKEN, pay, sizeof pay);
+		mkt_check(bootstrap_parse(buf, n, TOKEN, 4, &m, err, sizeof err) != MK_OK &&
+			  m.fault == BOOTSTRAP_FAULT_FIELD, "ABORT about rank 7 of 4: %s", err);
+		pay[0] = 2;
+		n = frame(buf, BOOTSTRAP_ABORT, 0, 0, TOKEN, pay, 8);
+		mkt_check(bootstrap_parse(buf, n, TOKEN, 4, &m, err, sizeof err) == MK_OK,
+			  "ABORT about rank 2 parses");
+		mkt_check(m.about == 2 && !strcmp(m.text, "hi?x"),
+			  "ABORT text is made printable: '%s'", m.text);
+	}
+	/* random corruption: never a crash, every refusal has a fault */
+	{
+		unsigned seed = 12345;
+		int bad_fault = 0;
+		for (int it = 0; it < 20000; it++) {
+			size_t len = hello(buf, 1 + it % 3, 4, TOKEN);
+			int flips = 1 + it % 4;
+			for (int f = 0; f < flips; f++) {
+				seed = seed * 1103515245u + 12345u;
+				buf[(seed >> 8) % len] ^= (unsigned char)(1u << ((seed >> 4) & 7));
+			}
+			seed = seed * 1103515245u + 12345u;
+			if ((seed >> 16) % 5 == 0)
+				len = (seed >> 3) % (len + 1);
+			if (bootstrap_parse(buf, len, TOKEN, 4, &m, err, sizeof err) == MK_OK)
+				ok_ct++;
+			else if (m.fault == BOOTSTRAP_FAULT_NONE)
+				bad_fault++;
+		}
+		mkt_check(!bad_fault, "20000 corrupted frames: %d still valid, every refusal "
+			  "says why", ok_ct);
+	}
+}
+
+/* ---- configuration ------------------------------------------------------------ */
+static const char *tab_get(const char *name, void *ctx)
+{
+	const char *const *t = ctx;
+	for (; t[0]; t += 2)
+		if (!strcmp(t[0], name))
+			return t[1];
+	return NULL;
+}
+
+static mk_status conf(const char *const *t, bootstrap_cfg *c, char *err)
+{
+	return bootstrap_config(c, tab_get, (void *)t, err, 256);
+}
+
+static void test_config(void)
+{
+	bootstrap_cfg c, d;
+	char err[256];
+	{
+		const char *t[] = {"MK_RANK", "3", "MK_WORLD_SIZE", "8", "MK_ROOT", "node1:5000",
+				   "MK_JOB_TOKEN", "secret", "MK_HOST_ID", "a", NULL};
+		mk_status st = conf(t, &c, err);
+		mkt_check(st == MK_OK && c.rank == 3 && c.world == 8 &&
+			  !strcmp(c.root_host, "node1") && c.root_port == 5000 &&
+			  c.token == bootstrap_hash("secret") && c.host_id == bootstrap_hash("a"),
+			  "MK_* variables: %s", c.source);
+	}
+	{
+		const char *t[] = {"OMPI_COMM_WORLD_RANK", "1", "OMPI_COMM_WORLD_SIZE", "4",
+				   "OMPI_COMM_WORLD_LOCAL_RANK", "1", "OMPI_COMM_WORLD_LOCAL_SIZE",
+				   "2", "MK_ROOT", "[::1]:7000", "OMPI_MCA_ess_base_jobid", "77",
+				   NULL};
+		const char *u[] = {"OMPI_COMM_WORLD_RANK", "0", "OMPI_COMM_WORLD_SIZE", "4",
+				   "MK_ROOT", "[::1]:7000", "OMPI_MCA_ess_base_jobid", "77", NULL};
+		const char *v[] = {"OMPI_COMM_WORLD_RANK", "0", "OMPI_COMM_WORLD_SIZE", "4",
+				   "MK_ROOT", "[::1]:7000", "OMPI_MCA_ess_base_jobid", "78", NULL};
+		mk_status s = conf(t, &c, err);
+		mkt_check(s == MK_OK && c.rank == 1 && c.world == 4 && c.local_rank == 1 &&
+			  c.local_world == 2 && !strcmp(c.root_host, "::1") && c.root_port == 7000,
+			  "Open MPI variables, IPv6 root: %s", s ? err : c.source);
+		conf(u, &d, err);
+		mkt_check(c.token == d.token, "ranks of one job derive one token");
+		conf(v, &d, err);
+		mkt_check(c.token != d.token, "another job id, another token");
+	}
+	{
+		const char *t[] = {"PMI_RANK", "2", "PMI_SIZE", "3", "MK_ROOT", "h:1", NULL};
+		mkt_check(conf(t, &c, err) == MK_OK && c.rank == 2 && c.world == 3, "PMI variables");
+	}
+	{
+		const char *t[] = {"SLURM_PROCID", "5", "SLURM_NTASKS", "16", "SLURM_LOCALID", "1",
+				   "SLURM_JOB_ID", "99", "SLURM_STEP_ID", "0", "MK_ROOT", "h:2",
+				   NULL};
+		mk_status st = conf(t, &c, err);
+		mkt_check(st == MK_OK && c.rank == 5 && c.world == 16 &&
+			  c.local_rank == 1 && strstr(c.source, "Slurm") &&
+			  strstr(c.source, "SLURM_JOB_ID"), "Slurm variables: %s", c.source);
+	}
+	{
+		const char *t[] = {"RANK", "1", "WORLD_SIZE", "2", "LOCAL_RANK", "1",
+				   "LOCAL_WORLD_SIZE", "2", "MASTER_ADDR", "10.0.0.1",
+				   "MASTER_PORT", "29500", "TORCHELASTIC_RUN_ID", "x", NULL};
+		mk_status st = conf(t, &c, err);
+		mkt_check(st == MK_OK && c.rank == 1 && c.world == 2 &&
+			  !strcmp(c.root_host, "10.0.0.1") && c.root_port == 29501 &&
+			  c.local_world == 2, "torchrun variables: root %s:%d", c.root_host,
+			  c.root_port);
+	}
+	{
+		const char *t[] = {"MK_RANK", "0", "MK_WORLD_SIZE", "2", "RANK", "1", "WORLD_SIZE",
+				   "2", "MK_ROOT", "h:3", NULL};
+		mkt_check(conf(t, &c, err) == MK_OK && c.rank == 0, "MK_RANK wins over RANK");
+	}
+	{
+		const char *t[] = {NULL};
+		mkt_check(conf(t, &c, err) == MK_OK && c.rank == 0 && c.world == 1 && c.token,
+			  "no variables: rank 0 of 1");
+	}
+	{
+		const char *t1[] = {"MK_RANK", "1", NULL};
+		const char *t2[] = {"MK_RANK", "4", "MK_WORLD_SIZE", "4", "MK_ROOT", "h:1", NULL};
+		const char *t3[] = {"MK_RANK", "1", "MK_WORLD_SIZE", "4", NULL};
+		const char *t4[] = {"MK_RANK", "1", "MK_WORLD_SIZE", "4", "MK_ROOT", "nohost", NULL};
+		const char *t5[] = {"MK_RANK", "x", "MK_WORLD_SIZE", "4", "MK_ROOT", "h:1", NULL};
+		const char *t6[] = {"MK_RANK", "1", "MK_WORLD_SIZE", "4", "MK_ROOT", "h:99999", NULL};
+		const char *t7[] = {"MK_RANK", "1", "MK_WORLD_SIZE", "4", "MK_ROOT", "h:1",
+				    "MK_BOOT_TIMEOUT_MS", "0", NULL};
+		const char *const *bad[] = {t1, t2, t3, t4, t5, t6, t7};
+		for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+			mk_status st;
+			err[0] = 0;
+			st = conf(bad[i], &c, err);
+			mkt_check(st == MK_ERR_INVALID && err[0], "bad configuration %zu refused: %s",
+				  i, err);
+		}
+	}
+}
+
+/* ---- a job that works ---------------------------------------------------------- */
+static int rank_happy(void *arg)
+{
+	int rank = (int)(intptr_t)arg, world = 4, ok;
+	bootstrap_cfg c = cfg_for(rank, world, 20000);
+	bootstrap *b;
+	char err[512];
+	unsigned char mine[1000], all[4000];
+	mk_status st;
+
+	c.host_id = rank < 2 ? 11 : 22;
+	st = bootstrap_create(&c, &b, err, sizeof err);
+	mkt_check(st == MK_OK, "rank %d joined: %s", rank, st ? err : "ok");
+	if (st)
+		return 1;
+	mkt_check(bootstrap_local_world(b) == 2 && bootstrap_local_rank(b) == rank % 2 &&
+		  bootstrap_local_to_global(b, 0) == rank - rank % 2,
+		  "rank %d: local rank %d of %d", rank, bootstrap_local_rank(b),
+		  bootstrap_local_world(b));
+	for (int i = 0; i < 1000; i++)
+		mine[i] = (unsigned char)(rank * 31 + i);
+	st = bootstrap_allgather(b, mine, all, sizeof mine);
+	ok = st == MK_OK;
+	for (int r = 0; ok && r < world; r++)
+		for (int i = 0; i < 1000; i++)
+			if (all[r * 1000 + i] != (unsigned char)(r * 31 + i))
+				ok = 0;
+	mkt_check(ok, "rank %d: allgather of 1000 bytes: %s", rank, bootstrap_error(b));
+	{
+		uint64_t v = (uint64_t)rank * 1000, vs[4];
+		st = bootstrap_allgather(b, &v, vs, 8);
+		mkt_check(st == MK_OK && vs[0] == 0 && vs[3] == 3000, "rank %d: second allgather",
+			  rank);
+	}
+	mkt_check(bootstrap_barrier(b) == MK_OK, "rank %d: barrier", rank);
+
+	/* a ring, tags out of order */
+	{
+		char msg[64], got[64];
+		size_t len = 0;
+		int next = (rank + 1) % world, prev = (rank + world - 1) % world;
+		snprintf(msg, sizeof msg, "two from %d", rank);
+		st = bootstrap_send(b, next, 2, msg, strlen(msg));
+		snprintf(msg, sizeof msg, "one from %d", rank);
+		st |= bootstrap_send(b, next, 1, msg, strlen(msg));
+		memset(got, 0, sizeof got);
+		st |= bootstrap_recv(b, prev, 1, got, sizeof got - 1, &len);
+		snprintf(msg, sizeof msg, "one from %d", prev);
+		ok = st == MK_OK && !strcmp(got, msg);
+		memset(got, 0, sizeof got);
+		st |= bootstrap_recv(b, prev, 2, got, sizeof got - 1, &len);
+		snprintf(msg, sizeof msg, "two from %d", prev);
+		mkt_check(ok && st == MK_OK && !strcmp(got, msg), "rank %d: ring, tags out of "
+			  "order: '%s' %s", rank, got, bootstrap_error(b));
+	}
+	/* 2 MiB both ways at once between 0 and 1 */
+	if (rank < 2) {
+		size_t big = 2u << 20, len = 0;
+		unsigned char *s = malloc(big), *r = malloc(big);
+		for (size_t i = 0; i < big; i++)
+			s[i] = (unsigned char)(i * 7 + (size_t)rank);
+		st = bootstrap_send(b, 1 - rank, 7, s, big);
+		st |= bootstrap_recv(b, 1 - rank, 7, r, big, &len);
+		ok = st == MK_OK && len == big;
+		for (size_t i = 0; ok && i < big; i++)
+			if (r[i] != (unsigned char)(i * 7 + (size_t)(1 - rank)))
+				ok = 0;
+		mkt_check(ok, "rank %d: 2 MiB both ways at once: %s", rank, bootstrap_error(b));
+		free(s);
+		free(r);
+	}
+	{
+		char got[8];
+		size_t len;
+		st = bootstrap_send(b, rank, 3, "self", 4);
+		st |= bootstrap_recv(b, rank, 3, got, sizeof got, &len);
+		mkt_check(st == MK_OK && len == 4 && !memcmp(got, "self", 4), "rank %d: to itself",
+			  rank);
+		mkt_check(bootstrap_recv(b, rank, 4, got, sizeof got, &len) == MK_ERR_STATE,
+			  "rank %d: waiting for itself is an error: %s", rank, bootstrap_error(b));
+		st = bootstrap_send(b, (rank + 1) % world, 9, "twelve bytes", 12);
+		mkt_check(st == MK_OK &&
+			  bootstrap_recv(b, (rank + 3) % world, 9, got, sizeof got, &len) ==
+			  MK_ERR_SIZE, "rank %d: a message larger than the buffer: %s", rank,
+			  bootstrap_error(b));
+		mkt_check(bootstrap_send(b, 0, 1, got, BOOTSTRAP_MAX_PAYLOAD + 1u) == MK_ERR_SIZE,
+			  "rank %d: oversized send refused: %s", rank, bootstrap_error(b));
+		mkt_check(bootstrap_send(b, 9, 1, got, 1) == MK_ERR_NOT_FOUND, "rank %d: rank 9",
+			  rank);
+	}
+	mkt_check(bootstrap_barrier(b) == MK_OK, "rank %d: still usable after caller errors: %s",
+		  rank, bootstrap_error(b));
+	bootstrap_destroy(b);
+	return mkt_failures ? 1 : 0;
+}
+
+static void run_ranks(const char *what, int world, int (*fn)(void *), int64_t budget_ms,
+		      int *rcs)
+{
+	pid_t pids[16];
+	int64_t t0 = mkt_now_ms();
+	for (int r = 0; r < world; r++)
+		pids[r] = mkt_spawn(fn, (void *)(intptr_t)r);
+	close(lfd);
+	lfd = -1;
+	for (int r = 0; r < world; r++)
+		rcs[r] = mkt_reap(pids[r], t0 + budget_ms);
+	fprintf(stderr, "      %s: %lld ms\n", what, (long long)(mkt_now_ms() - t0));
+}
+
+static void test_happy(void)
+{
+	int rcs[4];
+	new_listener();
+	run_ranks("4 ranks", 4, rank_happy, 60000, rcs);
+	for (int r = 0; r < 4; r++)
+		mkt_check(rcs[r] == 0, "happy rank %d exits 0 (got %d)", r, rcs[r]);
+}
+
+/* ---- strangers ------------------------------------------------------------------- */
+static int root_alone(void *arg)
+{
+	bootstrap_cfg c = cfg_for(0, 2, 20000);
+	bootstrap *b;
+	char err[512];
+	uint64_t v = 5, vs[2] = {0, 0};
+	mk_status st = bootstrap_create(&c, &b, err, sizeof err);
+	(void)arg;
+	mkt_check(st == MK_OK, "root joined despite strangers: %s", st ? err : "ok");
+	if (st)
+		return 1;
+	st = bootstrap_allgather(b, &v, vs, 8);
+	mkt_check(st == MK_OK && vs[1] == 6, "root: allgather with the real rank 1");
+	bootstrap_destroy(b);
+	return mkt_failures ? 1 : 0;
+}
+
+static int rank1_real(void *arg)
+{
+	bootstrap_cfg c = cfg_for(1, 2, 20000);
+	bootstrap *b;
+	char err[512];
+	uint64_t v = 6, vs[2] = {0, 0};
+	mk_status st;
+	if (arg)
+		c.token = TOKEN ^ 1;
+	st = bootstrap_create(&c, &b, err, sizeof err);
+	if (arg) {
+		mkt_check(st == MK_ERR_PEER && strstr(err, "wrong job token"),
+			  "a rank with another token is told: %s", err);
+		return mkt_failures ? 1 : 0;
+	}
+	mkt_check(st == MK_OK, "rank 1 joined: %s", st ? err : "ok");
+	if (st)
+		return 1;
+	st = bootstrap_allgather(b, &v, vs, 8);
+	mkt_check(st == MK_OK && vs[0] == 5, "rank 1: allgather");
+	bootstrap_destroy(b);
+	return mkt_failures ? 1 : 0;
+}
+
+static int dial(void)
+{
+	struct sockaddr_in sa;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	memset(&sa, 0, sizeof sa);
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons((uint16_t)port);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Reads until the peer closes or 3 s pass; returns bytes read, -1 on timeout. */
+static int read_to_close(int fd, unsigned char *buf, size_t cap)
+{
+	size_t have = 0;
+	int64_t end = mkt_now_ms() + 3000;
+	for (;;) {
+		struct pollfd p = {fd, POLLIN, 0};
+		ssize_t k;
+		if (poll(&p, 1, (int)(end - mkt_now_ms())) <= 0)
+			return -1;
+		k = recv(fd, buf + have, cap - have, 0);
+		if (k <= 0)
+			return (int)have;
+		have += (size_t)k;
+		if (have == cap)
+			return (int)have;
+	}
+}
+
+static void stranger(const char *what, const void *bytes, size_t n, int expect_reject,
+		     const char *reason)
+{
+	unsigned char reply[1024];
+	int fd = dial(), got;
+	bootstrap_msg m;
+	char err[256] = "";
+	if (fd < 0) {
+		mkt_check(0, "%s: cannot connect", what);
+		return;
+	}
+	if (send(fd, bytes, n, MSG_NOSIGNAL) != (ssize_t)n)
+		mkt_check(0, "%s: send", what);
+	if (expect_reject < 0) {   /* truncated: hang up ourselves */
+		close(fd);
+		mkt_check(1, "%s: sent and hung up", what);
+		return;
+	}
+	got = read_to_close(fd, reply, sizeof reply);
+	close(fd);
+	if (!expect_reject) {
+		mkt_check(got == 0, "%s: connection closed by rank 0 without a word (%d)", what, got);
+		return;
+	}
+	mkt_check(got > BOOTSTRAP_HDR &&
+		  bootstrap_parse(reply, (size_t)got, ((const unsigned char *)bytes)[24] |
+				  (uint64_t)((const unsigned char *)bytes)[25] << 8 |
+				  (uint64_t)((const unsigned char *)bytes)[26] << 16 |
+				  (uint64_t)((const unsigned char *)bytes)[27] << 24 |
+				  (uint64_t)((const unsigned char *)bytes)[28] << 32 |
+				  (uint64_t)((const unsigned char *)bytes)[29] << 40 |
+				  (uint64_t)((const unsigned char *)bytes)[30] << 48 |
+				  (uint64_t)((const unsigned char *)bytes)[31] << 56,
+				  2, &m, err, sizeof err) == MK_OK &&
+		  m.type == BOOTSTRAP_REJECT && strstr(m.text, reason),
+		  "%s: rejected, told '%s' %s", what, m.text, err);
+}
+
+static void test_strangers(void)
+{
+	unsigned char buf[4096];
+	pid_t root, wrong, real;
+	int64_t t0 = mkt_now_ms();
+	int silent, rc;
+	size_t n;
+
+	new_listener();
+	root = mkt_spawn(root_alone, NULL);
+	{
+		unsigned char junk[64];
+		for (int i = 0; i < 64; i++)
+			junk[i] = (unsigned char)(i * 37 + 5);
+		stranger("64 bytes of garbage", junk, sizeof junk, 0, NULL);
+	}
+	n = hello(buf, 1, 2, TOKEN);
+	stranger("a truncated header", buf, 10, -1, NULL);
+	stranger("a HELLO cut in the middle of its payload", buf, n - 30, -1, NULL);
+	bootstrap_header(buf, BOOTSTRAP_P2P, 1, 0, 0xfffffff0u, TOKEN);
+	stranger("a header claiming 4 GB", buf, BOOTSTRAP_HDR, 0, NULL);
+	bootstrap_header(buf, BOOTSTRAP_HELLO, 1, 0, 100000, TOKEN);
+	stranger("a HELLO claiming 100000 bytes", buf, BOOTSTRAP_HDR, 0, NULL);
+	n = hello(buf, 1, 2, TOKEN ^ 0xff);
+	stranger("a HELLO with another job's token", buf, n, 1, "wrong job token");
+	n = hello(buf, 1, 2, TOKEN);
+	buf[4] = 2;
+	stranger("a HELLO of protocol version 2", buf, n, 0, NULL);
+	n = hello(buf, 0, 2, TOKEN);
+	stranger("a HELLO claiming rank 0", buf, n, 0, NULL);
+	n = hello(buf, 7, 8, TOKEN);
+	stranger("a HELLO claiming rank 7 of 2", buf, n, 0, NULL);
+	n = hello(buf, 1, 3, TOKEN);
+	stranger("a HELLO with world size 3", buf, n, 1, "world");
+	bootstrap_header(buf, BOOTSTRAP_GATHER, 1, 1, 8, TOKEN);
+	memset(buf + BOOTSTRAP_HDR, 0, 8);
+	stranger("a GATHER before any HELLO", buf, BOOTSTRAP_HDR + 8, 0, NULL);
+	silent = dial();
+	mkt_check(silent >= 0, "a stranger that connects and says nothing");
+
+	wrong = mkt_spawn(rank1_real, (void *)1);
+	rc = mkt_reap(wrong, mkt_now_ms() + 10000);
+	mkt_check(rc == 0, "the rank with the wrong token exits 0 (%d)", rc);
+	real = mkt_spawn(rank1_real, NULL);
+	close(lfd);
+	lfd = -1;
+	rc = mkt_reap(real, mkt_now_ms() + 20000);
+	mkt_check(rc == 0, "the real rank 1 exits 0 (%d)", rc);
+	rc = mkt_reap(root, mkt_now_ms() + 20000);
+	mkt_check(rc == 0, "rank 0 exits 0 (%d)", rc);
+	{
+		int late = dial();
+		mkt_check(late < 0, "after the join nobody can connect to the root port");
+		if (late >= 0)
+			close(late);
+	}
+	close(silent);
+	fprintf(stderr, "      strangers: %lld ms\n", (long long)(mkt_now_ms() - t0));
+}
+
+/* ---- ranks that disappear ------------------------------------------------------------ */
+static int victim = 2;
+static int64_t die_t0;
+
+static int rank_dies(void *arg)
+{
+	int rank = (int)(intptr_t)arg;
+	bootstrap_cfg c = cfg_for(rank, 3, 5000);
+	bootstrap *b;
+	char err[512];
+	uint64_t v = 1, vs[3];
+	mk_status st = bootstrap_create(&c, &b, err, sizeof err);
+	int64_t t;
+
+	if (st) {
+		/* the loss may already be seen while joining: still must name the rank */
+		char want[16];
+		snprintf(want, sizeof want, "rank %d", victim);
+		mkt_check(st == MK_ERR_PEER && strstr(err, want), "rank %d failed to join: %s",
+			  rank, err);
+		return mkt_failures ? 1 : 0;
+	}
+	st = bootstrap_barrier(b);
+	if (rank == victim) {
+		mkt_sleep_ms(300);
+		_exit(0);   /* no goodbye */
+	}
+	t = mkt_now_ms();
+	if (st == MK_OK)
+		st = bootstrap_allgather(b, &v, vs, 8);
+	{
+		char want[16];
+		snprintf(want, sizeof want, "rank %d", victim);
+		mkt_check(st == MK_ERR_PEER && strstr(bootstrap_error(b), want) &&
+			  mkt_now_ms() - t < 3000,
+			  "rank %d learns in %lld ms: %s", rank, (long long)(mkt_now_ms() - t),
+			  bootstrap_error(b));
+	}
+	/* once failed, it stays failed */
+	mkt_check(bootstrap_barrier(b) == MK_ERR_PEER, "rank %d: later calls fail too", rank);
+	bootstrap_destroy(b);
+	return mkt_failures ? 1 : 0;
+}
+
+static void test_deaths(void)
+{
+	int rcs[3];
+	for (int v = 2; v >= 0; v -= 2) {
+		char what[64];
+		victim = v;
+		die_t0 = mkt_now_ms();
+		new_listener();
+		snprintf(what, sizeof what, "rank %d disappears", v);
+		run_ranks(what, 3, rank_dies, 20000, rcs);
+		for (int r = 0; r < 3; r++)
+			if (r != v)
+				mkt_check(rcs[r] == 0, "%s: rank %d exits 0 (%d)", what, r, rcs[r]);
+	}
+}
+
+/* point to point: a message, then the sender dies; a timeout */
+static int p2p_rank(void *arg)
+{
+	int rank = (int)(intptr_t)arg;
+	bootstrap_cfg c = cfg_for(rank, 2, rank == 1 ? 700 : 5000);
+	bootstrap *b;
+	char err[512], got[16];
+	size_t len;
+	mk_status st = bootstrap_create(&c, &b, err, sizeof err);
+	int64_t t;
+
+	if (st) {
+		mkt_check(0, "p2p rank %d joins: %s", rank, err);
+		return 1;
+	}
+	if (rank == 1) {
+		bootstrap_send(b, 0, 5, "hello", 5);
+		t = mkt_now_ms();
+		st = bootstrap_recv(b, 0, 9, got, sizeof got, &len);
+		mkt_check(st == MK_ERR_PEER && strstr(bootstrap_error(b), "timed out") &&
+			  mkt_now_ms() - t >= 650 && mkt_now_ms() - t < 2000,
+			  "rank 1: a message that never comes times out in %lld ms: %s",
+			  (long long)(mkt_now_ms() - t), bootstrap_error(b));
+		_exit(mkt_failures ? 1 : 0);   /* no goodbye */
+	}
+	st = bootstrap_recv(b, 1, 5, got, sizeof got, &len);
+	mkt_check(st == MK_OK && len == 5, "rank 0: the message before the death");
+	t = mkt_now_ms();
+	st = bootstrap_recv(b, 1, 6, got, sizeof got, &len);
+	mkt_check(st == MK_ERR_PEER && strstr(bootstrap_error(b), "rank 1"),
+		  "rank 0: the sender died, learnt in %lld ms: %s", (long long)(mkt_now_ms() - t),
+		  bootstrap_error(b));
+	bootstrap_destroy(b);
+	return mkt_failures ? 1 : 0;
+}
+
+static int join_short(void *arg)
+{
+	int rank = (int)(intptr_t)arg;
+	bootstrap_cfg c = cfg_for(rank, 3, 800);
+	bootstrap *b = NULL;
+	char err[512];
+	int64_t t = mkt_now_ms();
+	mk_status st = bootstrap_create(&c, &b, err, sizeof err);
+	mkt_check(st == MK_ERR_PEER && b == NULL && mkt_now_ms() - t < 2500 &&
+		  (rank != 0 || strstr(err, "missing: 2")),
+		  "rank %d: a join with rank 2 missing fails in %lld ms: %s", rank,
+		  (long long)(mkt_now_ms() - t), err);
+	return mkt_failures ? 1 : 0;
+}
+
+static void test_p2p_and_timeouts(void)
+{
+	int rcs[2];
+	new_listener();
+	run_ranks("p2p death", 2, p2p_rank, 20000, rcs);
+	mkt_check(rcs[0] == 0 && rcs[1] == 0, "p2p ranks exit 0 (%d %d)", rcs[0], rcs[1]);
+	new_listener();
+	run_ranks("join with a rank missing", 2, join_short, 20000, rcs);
+	mkt_check(rcs[0] == 0 && rcs[1] == 0, "join-timeout ranks exit 0 (%d %d)", rcs[0], rcs[1]);
+	{
+		/* nobody listening at all */
+		bootstrap_cfg c = cfg_for(1, 2, 300);
+		bootstrap *b;
+		char err[512];
+		int64_t t = mkt_now_ms();
+		c.root_port = port;   /* closed above */
+		mkt_check(bootstrap_create(&c, &b, err, sizeof err) == MK_ERR_PEER &&
+			  mkt_now_ms() - t < 1500 && strstr(err, "cannot reach rank 0"),
+			  "no rank 0 at all: %s", err);
+	}
+}
+
+int main(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	test_parser();
+	test_config();
+	test_happy();
+	test_strangers();
+	test_deaths();
+	test_p2p_and_timeouts();
+	return mkt_summary("test_bootstrap");
+}
