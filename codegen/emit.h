@@ -22,6 +22,18 @@ typedef struct cg_emit_opts {
 	                    comparisons with separate launches and CUDA graphs */
 } cg_emit_opts;
 
+/* The TMA tensor maps a kernel uses, in the order of its MK_NTMAPS table
+ * (for every matmul the Hopper engine takes: A, then B): which tensor, its
+ * local piece as a 2-D row-major matrix, and the box.  The runtime encodes
+ * them for each rank it holds. */
+typedef struct cg_tmap {
+	int tensor;
+	long long rows, cols;
+	int box_rows, box_cols;
+} cg_tmap;
+
+int cg_tmaps(const ir_sched *s, cg_tmap *out, int max);
+
 /* 0, or -1 with err[] naming what cannot be generated yet. */
 int cg_emit_cuda(const ir_sched *s, const cg_emit_opts *o, strbuf *out,
 		 char *err, size_t n);

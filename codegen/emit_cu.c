@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../compiler/inspect.h"
+#include "mkd/abi.cuh"
 
 typedef struct em {
 	int sys;      /* ranks are separate processes */
@@ -70,14 +71,21 @@ static void header(em *E, int sys)
 		sb_printf(o, " %s CTAs %d-%d%s", ir_role_name(s->roles[r].kind), s->roles[r].first_cta,
 			  s->roles[r].first_cta + s->roles[r].ctas - 1, r + 1 < s->nroles ? "," : "");
 	sb_printf(o, "\n// predicted %.1f us, floor %.1f us\n\n", s->predicted_us, s->bound_us);
-	sb_printf(o, "#define MKD_SYS_SCOPE %d\n#include \"mkd/mkd.cuh\"\n\n", sys);
+	/* setmaxnreg register trading pays with one engine instance; with
+	 * several inlined into one kernel ptxas spills, and 168 registers each
+	 * is enough for a 128 x 256 tile (154 used) */
+	int nwg = cg_tmaps(s, NULL, 0) / 2;
+	sb_printf(o, "#define MKD_SYS_SCOPE %d\n%s#include \"mkd/mkd.cuh\"\n\n", sys,
+		  nwg > 1 ? "#define MKD_WG_TRADE 0  // several engine instances: no register trading\n" : "");
 	sb_printf(o, "#if MKD_ABI_VERSION != %d\n#error \"device library ABI mismatch\"\n#endif\n\n",
-		  1);
+		  MKD_ABI_VERSION);
 	sb_printf(o, "#define MK_NODES %d\n#define MK_GPUS %d\n#define MK_WORLD %d\n"
 		  "#define MK_CTAS %d\n#define MK_THREADS %d\n#define MK_NTASKS %d\n"
 		  "#define MK_NFLAGS %d\n"
+		  "#define MK_NTMAPS %d\n"
 		  "#define MK_MULTIPROC %d  // ranks are separate processes: READY/DONE protocol\n\n",
-		  p->nodes, p->gpus, p->world, s->ctas, s->threads, s->ntasks, s->nflags, sys);
+		  p->nodes, p->gpus, p->world, s->ctas, s->threads, s->ntasks, s->nflags,
+		  cg_tmaps(s, NULL, 0), sys);
 }
 
 static void tensors(em *E)
@@ -238,7 +246,7 @@ static void tables(em *E)
 
 	sb_puts(o,
 		"// Wait k of a task (thread 0 only; false when the run is aborted).\n"
-		"static __device__ __forceinline__ bool mk_wait(const mkd_params &p, int rank, int cta,\n"
+		"__attribute__((unused)) static __device__ __forceinline__ bool mk_wait(const mkd_params &p, int rank, int cta,\n"
 		"\t\t\t\t\t\t  int i, const mk_task &t, int k, u64 epoch)\n"
 		"{\n"
 		"\tconst mk_fref f = MK_WAITS[t.wait0 + k];\n"
@@ -251,7 +259,7 @@ static void tables(em *E)
 		"\tint tensor, rank;\n"
 		"\ti64 lo[3], hi[3];\n"
 		"};\n"
-		"static __device__ __forceinline__ mk_box mk_read_box(int rank, const mk_task &t, int r)\n"
+		"__attribute__((unused)) static __device__ __forceinline__ mk_box mk_read_box(int rank, const mk_task &t, int r)\n"
 		"{\n"
 		"\tconst mk_read &g = MK_READS[t.read0 + r];\n"
 		"\tmk_box b;\n"
@@ -272,8 +280,9 @@ static void stage_head(em *E, const ir_op *op, const char *what)
 	for (int i = 0; i < op->nin; i++)
 		sb_printf(E->o, "%s%s", i ? ", " : "", p->tensors[op->in[i]].name);
 	sb_printf(E->o, ")%s%s\n", what ? ", " : "", what ? what : "");
-	sb_printf(E->o, "static __device__ __noinline__ bool stage_%s(const mkd_params &p, int rank, "
-		  "int cta, int i, u64 epoch, char *smem)\n{\n", op->stage);
+	sb_printf(E->o, "static __device__ %s bool stage_%s(const mkd_params &p, int rank, "
+		  "int cta, int i, u64 epoch, char *smem)\n{\n",
+		  op->kind == OP_MATMUL ? "__forceinline__" : "__noinline__", op->stage);
 	sb_puts(E->o, "\tconst mk_task &t = MK_TASKS[i];\n");
 	sb_printf(E->o, "\ti64 lo[3], hi[3];  // the box of %s this rank writes\n"
 		  "\tmkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_%s], rank, t.lo, t.hi, lo, hi);\n",
@@ -402,6 +411,47 @@ static void stage_sum(em *E, const ir_op *op)
 		  y->ndim == 1 ? "0, 0, s.lo[1]" : "0, s.lo[0] + e, s.lo[1]");
 }
 
+static int tmap_rows(const ir_tensor *x)
+{
+	long long r = 1;
+	for (int d = 0; d + 1 < x->ndim; d++)
+		r *= x->local[d];
+	return (int)r;
+}
+
+int cg_tmaps(const ir_sched *s, cg_tmap *out, int max)
+{
+	const ir_prog *p = s->prog;
+	int n = 0;
+	for (int i = 0; i < p->nops; i++) {
+		ir_mm_plan mp;
+		if (p->ops[i].kind != OP_MATMUL || !ir_mm_plan_of(p, &p->ops[i], s->dev.smem_per_sm, &mp) ||
+		    !mp.wgmma)
+			continue;
+		const ir_tensor *a = &p->tensors[p->ops[i].in[0]], *b = &p->tensors[p->ops[i].in[1]];
+		if (out && n + 2 <= max) {
+			out[n] = (cg_tmap){p->ops[i].in[0], tmap_rows(a), a->local[a->ndim - 1], mp.bm, 64};
+			out[n + 1] = (cg_tmap){p->ops[i].in[1], tmap_rows(b), b->local[b->ndim - 1], 64, 64};
+		}
+		n += 2;
+	}
+	return n;
+}
+
+/* The index in the tensor-map table of op's A map (B follows). */
+static int tmap_index(const em *E, const ir_op *op)
+{
+	const ir_prog *p = E->p;
+	int n = 0;
+	for (int i = 0; i < p->nops && &p->ops[i] != op; i++) {
+		ir_mm_plan mp;
+		if (p->ops[i].kind == OP_MATMUL &&
+		    ir_mm_plan_of(p, &p->ops[i], E->s->dev.smem_per_sm, &mp) && mp.wgmma)
+			n += 2;
+	}
+	return n;
+}
+
 static void stage_matmul(em *E, const ir_op *op)
 {
 	const ir_prog *p = E->p;
@@ -412,26 +462,46 @@ static void stage_matmul(em *E, const ir_op *op)
 		fail(E, "matmul on the GPU takes bf16 or f16 operands", op->stage);
 		return;
 	}
-	int tl[4];
-	ir_mm_tile(op, E->s->dev.smem_per_sm, tl);
-	char what[128];
-	snprintf(what, sizeof what, "tile %d x %d x %d, %d-stage ring (mma.sync)", tl[0], tl[1],
-		 tl[2], tl[3]);
+	ir_mm_plan mp;
+	ir_mm_plan_of(p, op, E->s->dev.smem_per_sm, &mp);
+	char what[160];
+	if (mp.wgmma)
+		snprintf(what, sizeof what, "tile %d x %d x 64: TMA + wgmma, %d-stage ring on sm_90a; "
+			 "mma.sync elsewhere", mp.bm, mp.bn, mp.wg_stages);
+	else
+		snprintf(what, sizeof what, "tile %d x %d x %d, %d-stage ring (mma.sync)", mp.bm, mp.bn,
+			 mp.bk, mp.stages);
+	/* inlined into the kernel: the engine's wgmma chain and setmaxnreg need it */
 	stage_head(E, op, what);
-	/* K: A's last dim; its local range starts at A's base on this rank */
 	sb_printf(E->o,
 		  "\tconst mkd_tensor &A = MK_T[T_%s], &B = MK_T[T_%s], &C = MK_T[T_%s];\n"
 		  "\tconst i64 k0 = mkd_base<MK_GPUS>(A, 2, rank), K = A.local[2];\n"
+		  "\t%s *c = (%s *)mkd_at<MK_GPUS>(p, T_%s, C, rank, lo[0], lo[1], lo[2]);\n"
+		  "\tconst int rows = (int)(hi[1] - lo[1]), cols = (int)(hi[2] - lo[2]);\n",
+		  A->name, B->name, C->name, ctype(C->dtype), ctype(C->dtype), C->name);
+	if (mp.wgmma)
+		sb_printf(E->o,
+			  "#ifdef MKD_HAS_WGMMA\n"
+			  "\tconst mkd_tmap *tm = (const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + %d;\n"
+			  "\tconst int a_row = (int)((lo[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] +\n"
+			  "\t\t\t\t lo[1] - mkd_base<MK_GPUS>(A, 1, rank));\n"
+			  "\tconst int b_row = (int)(%s * B.local[1]);\n"
+			  "\tconst int b_col = (int)(lo[2] - mkd_base<MK_GPUS>(B, 2, rank));\n"
+			  "\tmkd_wgmma_tile<%s, %s, %d, %d, 64, %d>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,\n"
+			  "\t\tc, C.local[2], rows, cols, smem, mkd_epi_none());\n"
+			  "#else\n",
+			  tmap_index(E, op), B->ndim == 3 ? "(lo[0] - mkd_base<MK_GPUS>(B, 0, rank))" : "0",
+			  ctype(A->dtype), ctype(C->dtype), mp.bm, mp.bn, mp.wg_stages);
+	sb_printf(E->o,
 		  "\tconst %s *a = (const %s *)mkd_at<MK_GPUS>(p, T_%s, A, rank, lo[0], lo[1], k0);\n"
 		  "\tconst %s *b = (const %s *)mkd_at<MK_GPUS>(p, T_%s, B, rank, %s, k0, lo[2]);\n"
-		  "\t%s *c = (%s *)mkd_at<MK_GPUS>(p, T_%s, C, rank, lo[0], lo[1], lo[2]);\n"
 		  "\tmkd_mma_tile<%s, %s, %d, %d, %d, %d>::run(a, A.local[2], b, B.local[2], c, C.local[2],\n"
-		  "\t\t(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]), (int)K, 0, 0, smem, mkd_epi_none());\n\treturn true;\n}\n\n",
-		  A->name, B->name, C->name,
+		  "\t\trows, cols, (int)K, 0, 0, smem, mkd_epi_none());\n%s"
+		  "\treturn true;\n}\n\n",
 		  ctype(A->dtype), ctype(A->dtype), A->name,
 		  ctype(B->dtype), ctype(B->dtype), B->name, B->ndim == 3 ? "lo[0]" : "0",
-		  ctype(C->dtype), ctype(C->dtype), C->name,
-		  ctype(A->dtype), ctype(C->dtype), tl[0], tl[1], tl[2], tl[3]);
+		  ctype(A->dtype), ctype(C->dtype), mp.bm, mp.bn, mp.bk, mp.stages,
+		  mp.wgmma ? "#endif\n" : "");
 }
 
 static const char *functor(em *E, const ir_op *op, char *buf, size_t n)

@@ -159,18 +159,59 @@ ir_task ir_task_shift(const ir_sched *s, const ir_task *t, int r)
 	return u;
 }
 
-int ir_mm_smem(const int t[4])
+/* mkd_mma_tile: padded A [BM][BK+8] and B [BK][BN+8] per stage, 16-bit */
+static int mma_smem(int bm, int bn, int bk, int stages)
 {
-	/* mkd_mma_tile: padded A [BM][BK+8] and B [BK][BN+8] per stage, 2 bytes */
-	return t[3] * (t[0] * (t[2] + 8) + t[2] * (t[1] + 8)) * 2;
+	return stages * (bm * (bk + 8) + bk * (bn + 8)) * 2;
 }
 
-void ir_mm_tile(const ir_op *op, int smem_limit, int t[4])
+/* mkd_wgmma_tile::SMEM: 1 KB of alignment slack, per stage an A box of
+ * BM x 64 and BN/64 B boxes of 64 x 64 (16-bit), two mbarriers */
+static int wg_smem(int bm, int bn, int stages)
 {
-	t[0] = op->hints.ntile >= 1 ? (int)op->hints.tile[0] : 128;
-	t[1] = op->hints.ntile >= 2 ? (int)op->hints.tile[1] : 128;
-	t[2] = op->hints.ntile >= 3 ? (int)op->hints.tile[2] : 32;
-	t[3] = 4;
-	while (t[3] > 2 && ir_mm_smem(t) > smem_limit)
-		t[3]--;
+	return 1024 + stages * (bm * 64 * 2 + (bn / 64) * 64 * 64 * 2) + 2 * stages * 8;
+}
+
+static int wg_ok(const ir_prog *p, const ir_op *op)
+{
+	const ir_tensor *a = &p->tensors[op->in[0]], *b = &p->tensors[op->in[1]],
+			*c = &p->tensors[op->out];
+	if ((a->dtype != DT_BF16 && a->dtype != DT_F16) || b->dtype != a->dtype)
+		return 0;
+	if (c->dtype != DT_BF16 && c->dtype != DT_F16 && c->dtype != DT_F32)
+		return 0;
+	if (a->local[a->ndim - 1] % 8 || b->local[b->ndim - 1] % 8)  /* TMA: 16-byte rows */
+		return 0;
+	if ((op->hints.ntile >= 1 && op->hints.tile[0] != 128) ||
+	    (op->hints.ntile >= 3 && op->hints.tile[2] != 64))
+		return 0;
+	return 1;
+}
+
+int ir_mm_plan_of(const ir_prog *p, const ir_op *op, int smem_limit, ir_mm_plan *m)
+{
+	const ir_tensor *c = &p->tensors[op->out];
+	int64_t n = c->local[c->ndim - 1];
+	m->wgmma = wg_ok(p, op);
+	m->bm = op->hints.ntile >= 1 ? (int)op->hints.tile[0] : 128;
+	m->bn = op->hints.ntile >= 2 ? (int)op->hints.tile[1]
+				     : m->wgmma ? (n >= 256 ? 256 : n > 64 ? 128 : 64) : 128;
+	m->bk = op->hints.ntile >= 3 ? (int)op->hints.tile[2] : 64;
+	if (m->wgmma && m->bn != 64 && m->bn != 128 && m->bn != 256)
+		m->wgmma = 0;
+	m->wg_stages = 0;
+	if (m->wgmma) {
+		for (m->wg_stages = 8; m->wg_stages > 2 && wg_smem(m->bm, m->bn, m->wg_stages) > smem_limit;
+		     m->wg_stages--)
+			;
+		if (wg_smem(m->bm, m->bn, m->wg_stages) > smem_limit)
+			m->wgmma = 0;
+	}
+	for (m->stages = 4; m->stages > 2 && mma_smem(m->bm, m->bn, m->bk, m->stages) > smem_limit;
+	     m->stages--)
+		;
+	m->smem = mma_smem(m->bm, m->bn, m->bk, m->stages);
+	if (m->wgmma && wg_smem(m->bm, m->bn, m->wg_stages) > m->smem)
+		m->smem = wg_smem(m->bm, m->bn, m->wg_stages);
+	return m->smem <= smem_limit;
 }

@@ -322,11 +322,20 @@ typedef struct ir_sched {
 	double compute_us, comm_us;
 } ir_sched;
 
-/* The matmul tile of an op: {BM, BN, BK, STAGES} from its `tile` hint or the
- * defaults, with the ring depth cut until it fits in shared memory. */
-void ir_mm_tile(const ir_op *op, int smem_limit, int tile[4]);
-/* Shared memory a matmul tile needs. */
-int ir_mm_smem(const int tile[4]);
+/* How a matmul op is computed.  The output is cut into bm x bn boxes.  On
+ * sm_90a the Hopper engine (mkd/wgmma.cuh: TMA + wgmma, 3 warpgroups) takes
+ * ops with 16-bit operands, 16-byte rows and a 128 x {64, 128, 256} x 64
+ * tile; everything else, and every op on other archs, uses the portable
+ * mma.sync tile (mkd/mma.cuh) with the same boxes.  smem: the larger need. */
+typedef struct ir_mm_plan {
+	int bm, bn;
+	int wgmma;          /* the engine can take it */
+	int wg_stages;      /* its ring depth */
+	int bk, stages;     /* the mma.sync tile's k step and ring depth */
+	int smem;           /* bytes of dynamic shared memory the op needs */
+} ir_mm_plan;
+
+int ir_mm_plan_of(const ir_prog *p, const ir_op *op, int smem_limit, ir_mm_plan *out);
 
 /* sigma_r on the mesh: the rank that rank 0's view calls x, seen by rank r. */
 int ir_rank_shift(int x, int r, int nodes, int gpus);

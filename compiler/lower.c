@@ -263,9 +263,9 @@ static void lower_matmul(lower *L, int oi)
 	ir_region ar = full_region(p, op->in[0], 0);
 	ir_region br = full_region(p, op->in[1], 0);
 	int64_t K = ar.hi[b + 1] - ar.lo[b + 1];
-	int tl[4];
-	ir_mm_tile(op, L->s->dev.smem_per_sm, tl);
-	int64_t bm = tl[0], bn = tl[1];
+	ir_mm_plan mp;
+	ir_mm_plan_of(p, op, L->s->dev.smem_per_sm, &mp);
+	int64_t bm = mp.bm, bn = mp.bn;
 	int64_t nb = b ? cr.hi[0] - cr.lo[0] : 1;
 	int64_t *ml = cut_lo, *mh = cut_hi;
 	int nm = cut_dim(C, b, cr.lo[b], cr.hi[b], bm, ml, mh, MAXCUTS / 2);
@@ -422,9 +422,9 @@ static int64_t chunk_rows(const lower *L, const ir_op *op, const ir_region *box,
 	for (int i = 0; i < p->nops; i++) {
 		const ir_op *c = &p->ops[i];
 		if (c->kind == OP_MATMUL && c->in[0] == op->out) {
-			int tl[4];
-			ir_mm_tile(c, L->s->dev.smem_per_sm, tl);
-			int64_t bm = tl[0];
+			ir_mm_plan mp;
+			ir_mm_plan_of(p, c, L->s->dev.smem_per_sm, &mp);
+			int64_t bm = mp.bm;
 			if (rows >= bm)
 				rows -= rows % bm;
 			else

@@ -137,6 +137,14 @@ static int nvrtc_emit(const ir_sched *s, enum emit e, const char *arch,
 			bin.log ? bin.log : "");
 		rc = 3;
 	} else {
+		/* NVRTC's warnings (ptxas's among them) are worth seeing */
+		for (const char *l = bin.log ? bin.log : ""; *l;) {
+			const char *nl = strchr(l, '\n');
+			size_t n = nl ? (size_t)(nl - l) : strlen(l);
+			if (memmem(l, n, "warning", 7))
+				fprintf(stderr, "%.*s\n", (int)n, l);
+			l += n + (nl != NULL);
+		}
 		fprintf(stderr,
 			"mkc: %s: %d registers, %d bytes stack, %d/%d bytes spilled (stores/loads)%s\n",
 			arch ? arch : "sm_90a", bin.regs, bin.stack_bytes,

@@ -614,19 +614,18 @@ int sched_run(ir_sched *s, const compile_opts *o, diags *d, arena *a)
 	s->smem = 0;
 	for (int i = 0; i < S.p->nops; i++)
 		if (S.p->ops[i].kind == OP_MATMUL) {
-			int tl[4];
-			ir_mm_tile(&S.p->ops[i], s->dev.smem_per_sm, tl);
-			int sm = ir_mm_smem(tl);
-			if (sm > s->dev.smem_per_sm) {
-				diag_error(d, S.p->ops[i].hints.ntile ? S.p->ops[i].hints.tile_where
-								      : S.p->ops[i].where,
+			ir_mm_plan mp;
+			const ir_op *op = &S.p->ops[i];
+			if (!ir_mm_plan_of(S.p, op, s->dev.smem_per_sm, &mp)) {
+				diag_error(d, op->hints.ntile ? op->hints.tile_where : op->where,
 					   "a %dx%dx%d matmul tile needs %d bytes of shared memory; "
-					   "an SM has %d",
-					   tl[0], tl[1], tl[2], sm, s->dev.smem_per_sm);
+					   "an SM has %d", mp.bm, mp.bn, mp.bk, mp.smem, s->dev.smem_per_sm);
 				return 1;
 			}
-			if (sm > s->smem)
-				s->smem = sm;
+			if (mp.wgmma)
+				s->threads = 384;  /* producer + two consumer warpgroups */
+			if (mp.smem > s->smem)
+				s->smem = mp.smem;
 		}
 	for (int i = 0; i < S.p->nops; i++)
 		if (S.p->ops[i].kind == OP_ATTENTION) {

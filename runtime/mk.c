@@ -23,6 +23,7 @@
 #include "cudrv.h"
 #include "mk_int.h"
 #include "peers.h"
+#include "tmap.h"
 
 struct mk_ctx {
 	const cudrv *cu;
@@ -61,7 +62,9 @@ struct mk_pipeline {
 	mk_vmm *peer_vmm;        /* [npeers][nt + 1] mapped from them */
 	CUdeviceptr table;       /* [ranks] mkd_rank_entry */
 	CUdeviceptr report;      /* mkd_report */
-	CUdeviceptr trace;       /* [ranks][ntasks] mkd_trace_rec, or 0 */
+	CUdeviceptr trace;       /* [world][ntasks] mkd_trace_rec, or 0 */
+	CUdeviceptr tmaps;       /* [ranks][ntm] TMA tensor maps, 128 bytes each */
+	int ntm;
 	mkd_control *ctl;        /* resident: host-mapped */
 	CUdeviceptr ctl_dev;
 	CUstream stream;
@@ -298,6 +301,35 @@ static mk_status upload_table(mk_pipeline *p)
 	free(t);
 	if (rr != CUDA_SUCCESS)
 		return pfail(p, MK_ERR_CUDA, "uploading the rank table", rr);
+	/* the Hopper engine's tensor maps point at the buffers too */
+	if (p->ntm > 0) {
+		cg_tmap *tm = calloc((size_t)p->ntm, sizeof *tm);
+		unsigned char *h = aligned_alloc(64, (size_t)p->ranks * p->ntm * 128);
+		if (!tm || !h) {
+			free(tm);
+			free(h);
+			return MK_ERR_NOMEM;
+		}
+		cg_tmaps(p->s, tm, p->ntm);
+		char err[256];
+		for (int r = 0; r < p->ranks; r++)
+			for (int k = 0; k < p->ntm; k++) {
+				const ir_tensor *x = &p->p->tensors[tm[k].tensor];
+				if (mk_tmap_encode(cu, h + ((size_t)r * p->ntm + k) * 128,
+						   p->buf[r * p->nt + tm[k].tensor], ir_dtype_size(x->dtype),
+						   tm[k].rows, tm[k].cols, tm[k].cols, tm[k].box_rows,
+						   tm[k].box_cols, err, sizeof err) != 0) {
+					free(tm);
+					free(h);
+					return cfail(p->c, MK_ERR_CUDA, "tensor map of '%s': %s", x->name, err);
+				}
+			}
+		rr = cu->cuMemcpyHtoD(p->tmaps, h, (size_t)p->ranks * p->ntm * 128);
+		free(tm);
+		free(h);
+		if (rr != CUDA_SUCCESS)
+			return pfail(p, MK_ERR_CUDA, "uploading the tensor maps", rr);
+	}
 	p->table_dirty = 0;
 	return MK_OK;
 }
@@ -417,6 +449,9 @@ static mk_status alloc_all(mk_pipeline *p, int trace)
 	PCU(p, cu->cuMemsetD8(p->flags, 0, (size_t)p->ranks * p->nfl * 8), "clearing flags");
 	PCU(p, cu->cuMemAlloc(&p->table, (size_t)p->world * sizeof(mkd_rank_entry)),
 	    "allocating the rank table");
+	p->ntm = cg_tmaps(p->s, NULL, 0);
+	if (p->ntm > 0)
+		PCU(p, cu->cuMemAlloc(&p->tmaps, (size_t)p->ranks * p->ntm * 128), "allocating tensor maps");
 	PCU(p, cu->cuMemAlloc(&p->report, sizeof(mkd_report)), "allocating the report");
 	PCU(p, cu->cuMemsetD8(p->report, 0, sizeof(mkd_report)), "clearing the report");
 	if (trace) {
@@ -489,7 +524,12 @@ static mk_status load(mk_ctx *c, int file, mk_pipeline *p, const mk_load_opts *o
 
 	char arch[32];
 	snprintf(arch, sizeof arch, "sm_%d%d%s", c->major, c->minor, c->major == 9 ? "a" : "");
-	cg_compile_opts co = {.arch = arch, .use_cache = !c->no_cache, .cache_dir = c->cache_dir};
+	/* MK_NO_WGMMA=1: the portable mma.sync tile on Hopper too (diagnosis) */
+	static const char *const no_wg[] = {"-DMKD_NO_WGMMA=1"};
+	const char *nw = getenv("MK_NO_WGMMA");
+	int use_nw = nw && *nw && strcmp(nw, "0");
+	cg_compile_opts co = {.arch = arch, .use_cache = !c->no_cache, .cache_dir = c->cache_dir,
+			      .extra = use_nw ? no_wg : NULL, .nextra = use_nw};
 	cg_binary bin;
 	char name[160];
 	snprintf(name, sizeof name, "%s.cu", p->p->name);
@@ -642,6 +682,8 @@ void mk_pipeline_destroy(mk_pipeline *p)
 			cu->cuMemFree(p->report);
 		if (p->trace)
 			cu->cuMemFree(p->trace);
+		if (p->tmaps)
+			cu->cuMemFree(p->tmaps);
 		if (p->ctl)
 			cu->cuMemFreeHost(p->ctl);
 		if (p->graph_exec)
@@ -851,6 +893,7 @@ static mkd_params params(mk_pipeline *p, unsigned long long epoch, int resident)
 	k.timeout_ns = (unsigned long long)p->timeout_ms * 1000000ull;
 	k.rank_base = p->first;
 	k.ranks_here = p->ranks;
+	k.tmaps = (const void *)(uintptr_t)p->tmaps;
 	return k;
 }
 

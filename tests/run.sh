@@ -104,9 +104,10 @@ for B in "$@"; do
 		if [ "$res" = 0 ]; then ok "$n"; else bad "$n"; fi
 	done
 
-	# shell tests
+	# shell tests (a line "# ONCE" runs a test against the first build only)
 	for t in tests/sh/*.sh; do
 		[ -f "$t" ] || continue
+		[ "$B" != "$1" ] && grep -q '^# ONCE' "$t" && continue
 		n="$tag/sh/$(basename "$t" .sh)"
 		if timeout "$TO" sh "$t" >"$tmp/log" 2>&1; then ok "$n"; else bad "$n"; fi
 	done

@@ -29,6 +29,10 @@ check() {
 	fi
 	[ -f /usr/include/infiniband/verbs.h ] || need libibverbs-dev
 	[ -f /usr/include/rdma/fabric.h ] || need libfabric-dev
+	# RDMA at run time (dlopen'ed; tests use libfabric's tcp provider)
+	[ -n "$(ls /usr/lib/*/libfabric.so.1 /usr/lib/libfabric.so.1 2>/dev/null)" ] || need libfabric1
+	[ -n "$(ls /usr/lib/*/libibverbs.so.1 /usr/lib/libibverbs.so.1 2>/dev/null)" ] || need libibverbs1
+	[ -d /etc/libibverbs.d ] || need ibverbs-providers
 }
 
 filecheck_pkg=llvm-14-tools

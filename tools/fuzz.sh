@@ -31,3 +31,17 @@ echo "fuzz: $secs s over $(ls "$corpus" | wc -l) seed files"
 "$B/fuzz_frontend" -max_total_time="$secs" -max_len=4096 -timeout=10 \
 	-rss_limit_mb=2048 -dict=tests/fuzz/mk.dict -print_final_stats=1 \
 	-artifact_prefix="$B/" "$corpus"
+
+# ---- bootstrap and fd-passing message parsers --------------------------------
+# tests/fuzz/fuzz_bootstrap.c over runtime/bootstrap.c and runtime/fdpass.c
+# (what arrives from other ranks), FUZZ_BOOTSTRAP_SECONDS (default SECONDS).
+bsecs=${FUZZ_BOOTSTRAP_SECONDS:-$secs}
+$CC -std=c11 -g -O1 -D_GNU_SOURCE -I. \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	-o "$B/fuzz_bootstrap" tests/fuzz/fuzz_bootstrap.c runtime/bootstrap.c runtime/fdpass.c
+bcorpus=$(mktemp -d)
+trap 'rm -rf "$corpus" "$bcorpus"' EXIT INT TERM
+echo "fuzz: $bsecs s over the bootstrap and fd-passing parsers"
+"$B/fuzz_bootstrap" -max_total_time="$bsecs" -max_len=2048 -timeout=10 \
+	-rss_limit_mb=2048 -use_value_profile=1 -dict=tests/fuzz/bootstrap.dict \
+	-print_final_stats=1 -artifact_prefix="$B/bootstrap-" "$bcorpus"

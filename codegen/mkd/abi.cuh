@@ -7,7 +7,7 @@
 #ifndef MKD_ABI_CUH
 #define MKD_ABI_CUH
 
-#define MKD_ABI_VERSION 1
+#define MKD_ABI_VERSION 2
 #define MKD_MAX_TENSORS 64
 
 /* One row per rank of the mesh, in device memory: where that rank's flag
@@ -61,6 +61,8 @@ typedef struct mkd_params {
 	unsigned long long timeout_ns;    /* bound on every wait */
 	int rank_base;                    /* rank of this launch's first CTA group */
 	int ranks_here;                   /* ranks served by this launch */
+	const void *tmaps;                /* TMA tensor maps, 128 bytes each, 64-byte
+	                                     aligned: [ranks_here][MK_NTMAPS] */
 } mkd_params;
 
 #endif

@@ -1,8 +1,61 @@
-/* mkd/copy.cuh - moving bytes: 16-byte vectorised copies by a whole CTA.
+/* mkd/copy.cuh - moving bytes: a whole CTA copies a 2-D box of bytes.
  *
- * Works for local memory, a peer's memory mapped over NVLink, and other
- * ranks' buffers on the same GPU alike: they are all plain global addresses.
- * Four 16-byte loads are in flight per thread before the first store.
+ * Two methods, same arguments (rows x row_bytes, strides in bytes; every
+ * thread of the CTA calls):
+ *
+ *   mkd_copy_2d       16-byte vector loads and stores by every thread, four
+ *                     loads in flight per thread before the first store.
+ *                     Any alignment (bytes when not 16-aligned), no shared
+ *                     memory, any architecture.  Returns without a barrier.
+ *
+ *   mkd_copy_bulk_2d  the TMA bulk-copy engine (sm_90): one thread moves the
+ *                     box global -> shared -> global in chunks through a
+ *                     ring of shared-memory stages; the other threads wait
+ *                     at the closing barrier.  Needs 16-byte aligned
+ *                     addresses, strides and row_bytes, and scratch shared
+ *                     memory; otherwise (or before sm_90) it is mkd_copy_2d.
+ *
+ * Both work for local memory, a peer's memory mapped over NVLink, and other
+ * ranks' buffers on the same GPU alike: all are plain global addresses.
+ * docs/copies.md says which to pick.
+ *
+ * The bulk protocol.  Scratch layout: smem rounded up to 128 bytes holds S
+ * mbarriers (count 1, one per stage) in a 128-byte header, then S stages of
+ * C bytes (C = the chunk, 16 KB by default, shrunk so that two stages fit;
+ * S = as many as fit, at most 16).  The box is cut into chunks of at most C
+ * bytes: whole rows when a row fits in C (one bulk op per row), else pieces
+ * of one row.  Chunk j uses stage s = j % S, round r = j / S.  Thread 0:
+ *
+ *   entry     every thread: fence.proxy.async.shared::cta and .global
+ *             (its earlier generic accesses to the scratch, and generic
+ *             writes to the source, ordered before the bulk engine's; not
+ *             the plain fence.proxy.async, which costs a MEMBAR.GPU), then
+ *             __syncthreads.  Thread 0 initialises the mbarriers, then
+ *             fence.mbarrier_init.release.cluster.
+ *   load j    mbarrier.arrive.expect_tx(full[s], bytes of j), then one
+ *             cp.async.bulk.shared::cluster.global.mbarrier::complete_tx
+ *             per row piece: the phase of round r completes when all bytes
+ *             have landed.  Chunks 0..S-1 are loaded up front.
+ *   store j   wait full[s] for parity r & 1, then one
+ *             cp.async.bulk.global.shared::cta.bulk_group per row piece and
+ *             cp.async.bulk.commit_group (one group per chunk).
+ *   refill    after store j: cp.async.bulk.wait_group.read 1 (the store of
+ *             chunk j-1 has finished reading its stage; only j's may still
+ *             read), then load chunk j-1+S into that stage.  So S-1 loads
+ *             and two stores are in flight.
+ *   exit      cp.async.bulk.wait_group 0 (not .read: every store's writes
+ *             are performed and visible to thread 0), fence.proxy.async
+ *             .global and .shared::cta (async-proxy writes ordered before
+ *             thread 0's later generic operations: the release that
+ *             signals the consumers, and generic reuse of the scratch),
+ *             mbarrier.inval, then every thread __syncthreads.  After the
+ *             call the destination is written and the scratch is plain
+ *             shared memory again, so thread 0 may signal a flag with a
+ *             release at once, as the megakernel's task loop does.
+ *
+ * Nothing is kept across calls: barriers are initialised and invalidated
+ * in each.  Waits are bounded: an mbarrier phase that does not complete
+ * within MKD_BULK_TIMEOUT_NS traps (a lost transfer, never a slow one).
  */
 #ifndef MKD_COPY_CUH
 #define MKD_COPY_CUH
@@ -62,6 +115,226 @@ MKD_INLINE void mkd_copy_2d(char *dst, i64 dst_ld, const char *src, i64 src_ld,
 		i64 r = i / row_bytes, c = i - r * row_bytes;
 		dst[r * dst_ld + c] = src[r * src_ld + c];
 	}
+}
+
+/* ---- TMA bulk copies ------------------------------------------------------ */
+
+#ifndef MKD_BULK_CHUNK
+#define MKD_BULK_CHUNK 16384u            /* bytes per stage, by default */
+#endif
+#ifndef MKD_BULK_TIMEOUT_NS
+#define MKD_BULK_TIMEOUT_NS 10000000000ull
+#endif
+#define MKD_BULK_MAX_STAGES 16
+#define MKD_BULK_HEAD 128                /* the stage mbarriers, padded */
+#define MKD_BULK_MAX_CHUNK (256u << 10)  /* well under the 2^20-1 tx-count */
+/* Scratch to pass for S stages of C bytes: 127 bytes of alignment slack
+ * (none needed when smem is 128-byte aligned), the header, the stages. */
+#define MKD_BULK_SMEM(S, C) (127 + MKD_BULK_HEAD + (S) * (C))
+
+MKD_INLINE u32 mkd_bulk_saddr(const void *p)
+{
+	u32 a;
+	asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+	return a;
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define MKD_HAS_BULK 1
+
+MKD_INLINE void mkd_bulk_bar_init(u32 bar)
+{
+	asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(bar) : "memory");
+}
+MKD_INLINE void mkd_bulk_bar_inval(u32 bar)
+{
+	asm volatile("mbarrier.inval.shared::cta.b64 [%0];" :: "r"(bar) : "memory");
+}
+MKD_INLINE void mkd_bulk_expect(u32 bar, u32 bytes)
+{
+	asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
+		     :: "r"(bar), "r"(bytes) : "memory");
+}
+MKD_INLINE bool mkd_bulk_try_wait(u32 bar, u32 parity)
+{
+	u32 ok;
+	asm volatile("{\n\t.reg .pred p;\n\t"
+		     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+		     "selp.u32 %0, 1, 0, p;\n\t}"
+		     : "=r"(ok) : "r"(bar), "r"(parity) : "memory");
+	return ok != 0;
+}
+MKD_INLINE void mkd_bulk_wait(u32 bar, u32 parity)
+{
+	if (mkd_bulk_try_wait(bar, parity))
+		return;
+	const u64 t0 = mkd_globaltimer();
+	while (!mkd_bulk_try_wait(bar, parity))
+		if (mkd_globaltimer() - t0 > MKD_BULK_TIMEOUT_NS)
+			__trap();
+}
+/* global -> shared, completion counted on bar */
+MKD_INLINE void mkd_bulk_load(u32 dst, const void *src, u32 bytes, u32 bar)
+{
+	asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+		     " [%0], [%1], %2, [%3];"
+		     :: "r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
+}
+/* shared -> global, in the current bulk group of this thread */
+MKD_INLINE void mkd_bulk_store(void *dst, u32 src, u32 bytes)
+{
+	asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;"
+		     :: "l"(dst), "r"(src), "r"(bytes) : "memory");
+}
+MKD_INLINE void mkd_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+/* at most N groups pending (their writes may be too); .read: only their
+ * reads of shared memory are done */
+template <int N> MKD_INLINE void mkd_bulk_wait_group()
+{
+	asm volatile("cp.async.bulk.wait_group %0;" :: "n"(N) : "memory");
+}
+template <int N> MKD_INLINE void mkd_bulk_wait_group_read()
+{
+	asm volatile("cp.async.bulk.wait_group.read %0;" :: "n"(N) : "memory");
+}
+
+/* How a box is cut into chunks of at most `chunk` bytes. */
+struct mkd_bulk_plan {
+	const char *src;
+	char *dst;
+	i64 src_ld, dst_ld, rows, row_bytes;
+	i64 rpc;    /* rows per chunk (row_bytes <= chunk), else 0 */
+	i64 ppr;    /* pieces per row (row_bytes > chunk), else 1 */
+	i64 n;      /* chunks */
+	u32 chunk;
+
+	MKD_INLINE void init(char *d, i64 dld, const char *s, i64 sld, i64 r, i64 rb, u32 c)
+	{
+		dst = d, dst_ld = dld, src = s, src_ld = sld, rows = r, row_bytes = rb, chunk = c;
+		if (rb <= (i64)c) {
+			rpc = (i64)c / rb;
+			ppr = 1;
+			n = (r + rpc - 1) / rpc;
+		} else {
+			rpc = 0;
+			ppr = (rb + c - 1) / c;
+			n = r * ppr;
+		}
+	}
+	/* chunk j: rows [r0, r0 + nr), bytes [c0, c0 + nb) of each */
+	MKD_INLINE void at(i64 j, i64 &r0, i64 &nr, i64 &c0, u32 &nb) const
+	{
+		if (rpc) {
+			r0 = j * rpc;
+			nr = rows - r0 < rpc ? rows - r0 : rpc;
+			c0 = 0;
+			nb = (u32)row_bytes;
+		} else {
+			r0 = j / ppr;
+			nr = 1;
+			c0 = (j - r0 * ppr) * (i64)chunk;
+			nb = row_bytes - c0 < (i64)chunk ? (u32)(row_bytes - c0) : chunk;
+		}
+	}
+	MKD_INLINE void load(i64 j, u32 stage, u32 bar) const
+	{
+		i64 r0, nr, c0;
+		u32 nb;
+		at(j, r0, nr, c0, nb);
+		mkd_bulk_expect(bar, (u32)nr * nb);
+#pragma unroll 1
+		for (i64 k = 0; k < nr; k++)
+			mkd_bulk_load(stage + (u32)k * nb, src + (r0 + k) * src_ld + c0, nb, bar);
+	}
+	MKD_INLINE void store(i64 j, u32 stage) const
+	{
+		i64 r0, nr, c0;
+		u32 nb;
+		at(j, r0, nr, c0, nb);
+#pragma unroll 1
+		for (i64 k = 0; k < nr; k++)
+			mkd_bulk_store(dst + (r0 + k) * dst_ld + c0, stage + (u32)k * nb, nb);
+		mkd_bulk_commit();
+	}
+};
+
+/* Thread 0's part: the ring (see the top of the file). */
+MKD_INLINE void mkd_bulk_run(const mkd_bulk_plan &pl, u32 bars, u32 S)
+{
+	const u32 ring = bars + MKD_BULK_HEAD;
+	const u32 used = pl.n < (i64)S ? (u32)pl.n : S;
+#pragma unroll 1
+	for (u32 s = 0; s < used; s++)
+		mkd_bulk_bar_init(bars + 8 * s);
+	asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#pragma unroll 1
+	for (u32 s = 0; s < used; s++)
+		pl.load(s, ring + s * pl.chunk, bars + 8 * s);
+	u32 s = 0, ph = 0, prev = 0;
+	for (i64 j = 0; j < pl.n; j++) {
+		mkd_bulk_wait(bars + 8 * s, ph);
+		pl.store(j, ring + s * pl.chunk);
+		if (j >= 1 && j - 1 + S < pl.n) {  /* refill the stage of chunk j-1 */
+			mkd_bulk_wait_group_read<1>();
+			pl.load(j - 1 + S, ring + prev * pl.chunk, bars + 8 * prev);
+		}
+		prev = s;
+		if (++s == S) {
+			s = 0;
+			ph ^= 1;
+		}
+	}
+	mkd_bulk_wait_group<0>();
+	asm volatile("fence.proxy.async.global;" ::: "memory");
+	asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#pragma unroll 1
+	for (u32 k = 0; k < used; k++)
+		mkd_bulk_bar_inval(bars + 8 * k);
+}
+#endif /* sm_90 */
+
+/* rows x row_bytes, strides in bytes, through smem[0, smem_bytes) as
+ * scratch, chunk bytes per stage; every thread of the CTA calls it, and
+ * all return after a barrier, with the copy complete. */
+MKD_INLINE void mkd_copy_bulk_2d(char *dst, i64 dst_ld, const char *src, i64 src_ld, i64 rows,
+				 i64 row_bytes, char *smem, u32 smem_bytes,
+				 u32 chunk = MKD_BULK_CHUNK)
+{
+#if MKD_HAS_BULK
+	if (row_bytes == dst_ld && row_bytes == src_ld) {
+		row_bytes *= rows;
+		rows = 1;
+	}
+	const u32 s0 = mkd_bulk_saddr(smem), bars = (s0 + 127) & ~127u;
+	const i64 room = (i64)smem_bytes - (i64)(bars - s0) - MKD_BULK_HEAD;
+	chunk = (chunk < MKD_BULK_MAX_CHUNK ? chunk : MKD_BULK_MAX_CHUNK) & ~15u;
+	i64 S = chunk ? room / chunk : 0;
+	if (S < 2) {
+		S = 2;
+		chunk = room > 0 ? (u32)(room / 2) & ~127u : 0;
+	}
+	if (S > MKD_BULK_MAX_STAGES)
+		S = MKD_BULK_MAX_STAGES;
+	const bool ok = ((((u64)dst | (u64)src | (u64)dst_ld | (u64)src_ld | (u64)row_bytes) & 15) == 0) &&
+			chunk >= 128;
+	if (!ok) {
+		mkd_copy_2d(dst, dst_ld, src, src_ld, rows, row_bytes);
+		return;
+	}
+	if (rows <= 0 || row_bytes <= 0)
+		return;
+	asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+	asm volatile("fence.proxy.async.global;" ::: "memory");
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		mkd_bulk_plan pl;
+		pl.init(dst, dst_ld, src, src_ld, rows, row_bytes, chunk);
+		mkd_bulk_run(pl, bars, (u32)S);
+	}
+	__syncthreads();
+#else
+	mkd_copy_2d(dst, dst_ld, src, src_ld, rows, row_bytes);
+#endif
 }
 
 #endif

@@ -110,15 +110,82 @@ MKD_INLINE void mkd_softmax(const TX *x, i64 ldx, TY *y, i64 ldy, int rows, int 
 template <typename T, int N>
 struct mkd_srcs {
 	const T *p[N];
-	i64 ld[N];
+	int ld[N];        /* a box's offsets fit 32 bits: rows x ld < 2^31 */
 	MKD_INLINE void set(int k, const T *ptr, i64 stride)
 	{
 #pragma unroll
 		for (int j = 0; j < N; j++)
 			if (j == k) {
 				p[j] = ptr;
-				ld[j] = stride;
+				ld[j] = (int)stride;
 			}
+	}
+};
+
+/* 8 16-bit elements in a uint4 <-> 8 floats, without taking addresses
+ * (that would put the vectors in local memory). */
+template <typename T> struct mkd_vec8;
+template <> struct mkd_vec8<mkd_bf16> {
+	static MKD_INLINE void add(float *a, uint4 v)
+	{
+		u32 w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+		for (int j = 0; j < 4; j++) {
+			a[2 * j] += mkd_bf16_f32((u16)(w[j] & 0xffffu));
+			a[2 * j + 1] += mkd_bf16_f32((u16)(w[j] >> 16));
+		}
+	}
+	static MKD_INLINE uint4 pack(const float *a)
+	{
+		return make_uint4(mkd_pack_bf16x2(a[0], a[1]), mkd_pack_bf16x2(a[2], a[3]),
+				  mkd_pack_bf16x2(a[4], a[5]), mkd_pack_bf16x2(a[6], a[7]));
+	}
+};
+template <> struct mkd_vec8<mkd_f16> {
+	static MKD_INLINE void add(float *a, uint4 v)
+	{
+		u32 w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+		for (int j = 0; j < 4; j++) {
+			a[2 * j] += mkd_f16_f32((u16)(w[j] & 0xffffu));
+			a[2 * j + 1] += mkd_f16_f32((u16)(w[j] >> 16));
+		}
+	}
+	static MKD_INLINE uint4 pack(const float *a)
+	{
+		return make_uint4(mkd_pack_f16x2(a[0], a[1]), mkd_pack_f16x2(a[2], a[3]),
+				  mkd_pack_f16x2(a[4], a[5]), mkd_pack_f16x2(a[6], a[7]));
+	}
+};
+template <typename T> struct mkd_is16 { enum { value = 0 }; };
+template <> struct mkd_is16<mkd_bf16> { enum { value = 1 }; };
+template <> struct mkd_is16<mkd_f16> { enum { value = 1 }; };
+
+template <typename TX, int N, typename TY, bool V = mkd_is16<TX>::value && mkd_is16<TY>::value>
+struct mkd_reduce_vec {
+	static MKD_INLINE bool run(const mkd_srcs<TX, N> &, TY *, i64, int, int) { return false; }
+};
+template <typename TX, int N, typename TY>
+struct mkd_reduce_vec<TX, N, TY, true> {
+	static MKD_INLINE bool run(const mkd_srcs<TX, N> &s, TY *dst, i64 ldd, int rows, int cols)
+	{
+		bool vec = (cols & 7) == 0 && ((u64)dst & 15) == 0 && (ldd & 7) == 0;
+#pragma unroll
+		for (int k = 0; k < N; k++)
+			vec = vec && ((u64)s.p[k] & 15) == 0 && (s.ld[k] & 7) == 0;
+		if (!vec)
+			return false;
+		const int vpr = cols >> 3;
+		const int total = rows * vpr;
+		for (int i = threadIdx.x; i < total; i += blockDim.x) {
+			int r = i / vpr, c = (i - r * vpr) * 8;
+			float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+			for (int k = 0; k < N; k++)
+				mkd_vec8<TX>::add(acc, *(const uint4 *)(s.p[k] + r * s.ld[k] + c));
+			*(uint4 *)(dst + r * ldd + c) = mkd_vec8<TY>::pack(acc);
+		}
+		return true;
 	}
 };
 
@@ -127,37 +194,11 @@ struct mkd_srcs {
 template <typename TX, int N, typename TY>
 MKD_INLINE void mkd_reduce_sum(const mkd_srcs<TX, N> &s, TY *dst, i64 ldd, int rows, int cols)
 {
-	bool vec = sizeof(TX) == 2 && sizeof(TY) == 2 && (cols & 7) == 0 &&
-		   ((u64)dst & 15) == 0 && (ldd & 7) == 0;
-#pragma unroll
-	for (int k = 0; k < N; k++)
-		vec = vec && ((u64)s.p[k] & 15) == 0 && (s.ld[k] & 7) == 0;
-	if (vec) {
-		const int vpr = cols >> 3;
-		const i64 total = (i64)rows * vpr;
-		for (i64 i = threadIdx.x; i < total; i += blockDim.x) {
-			i64 r = i / vpr, c = (i - r * vpr) * 8;
-			float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-			for (int k = 0; k < N; k++) {
-				uint4 v = *(const uint4 *)(s.p[k] + r * s.ld[k] + c);
-				const TX *e = (const TX *)&v;
-#pragma unroll
-				for (int j = 0; j < 8; j++)
-					acc[j] += mkd_elem<TX>::ld(e + j);
-			}
-			uint4 o;
-			TY *oe = (TY *)&o;
-#pragma unroll
-			for (int j = 0; j < 8; j++)
-				mkd_elem<TY>::st(oe + j, acc[j]);
-			*(uint4 *)(dst + r * ldd + c) = o;
-		}
+	if (mkd_reduce_vec<TX, N, TY>::run(s, dst, ldd, rows, cols))
 		return;
-	}
-	const i64 total = (i64)rows * cols;
-	for (i64 i = threadIdx.x; i < total; i += blockDim.x) {
-		i64 r = i / cols, c = i - r * cols;
+	const int total = rows * cols;
+	for (int i = threadIdx.x; i < total; i += blockDim.x) {
+		int r = i / cols, c = i - r * cols;
 		float acc = 0.f;
 #pragma unroll
 		for (int k = 0; k < N; k++)

@@ -9,6 +9,8 @@
  * fragments; the epilogue converts and stores straight from registers.
  *
  * Layouts: A row-major [M][lda], B row-major [K][ldb], C row-major [M][ldc].
+ * The CTA may have more than 8 warps (kernels built for the Hopper engine
+ * have 12): all threads load, the first 8 warps compute.
  */
 #ifndef MKD_MMA_CUH
 #define MKD_MMA_CUH
@@ -105,9 +107,9 @@ struct mkd_mma_tile {
 					  int M, int N, int K, int m0, int n0, int k0,
 					  T *as, T *bs)
 	{
-		const int t = threadIdx.x;
+		const int t = threadIdx.x, nt = blockDim.x;
 		/* A: BM rows x BK/8 chunks */
-		for (int i = t; i < BM * (BK / 8); i += THREADS) {
+		for (int i = t; i < BM * (BK / 8); i += nt) {
 			int r = i / (BK / 8), c = (i % (BK / 8)) * 8;
 			int gr = m0 + r, gc = k0 + c;
 			bool ok = gr < M && gc < K;
@@ -115,7 +117,7 @@ struct mkd_mma_tile {
 			mkd_cp_async16(mkd_smem_addr(as + r * AS + c), src, ok);
 		}
 		/* B: BK rows x BN/8 chunks */
-		for (int i = t; i < BK * (BN / 8); i += THREADS) {
+		for (int i = t; i < BK * (BN / 8); i += nt) {
 			int r = i / (BN / 8), c = (i % (BN / 8)) * 8;
 			int gr = k0 + r, gc = n0 + c;
 			bool ok = gr < K && gc < N;
@@ -159,6 +161,8 @@ struct mkd_mma_tile {
 			mkd_cp_async_commit();
 			const T *a_s = as + (kt % STAGES) * A_ELEMS;
 			const T *b_s = bs + (kt % STAGES) * B_ELEMS;
+			if (warp >= WARPS_M * WARPS_N)  /* kernels of 3 warpgroups: 4 warps idle */
+				continue;
 #pragma unroll
 			for (int kk = 0; kk < BK / 16; kk++) {
 				u32 af[MI][4], bf[NI][2];
@@ -188,6 +192,8 @@ struct mkd_mma_tile {
 		__syncthreads();  /* the ring is free for the next task */
 
 		const int g = lane >> 2, tq = lane & 3;
+		if (warp >= WARPS_M * WARPS_N)
+			return;
 #pragma unroll
 		for (int i = 0; i < MI; i++)
 #pragma unroll

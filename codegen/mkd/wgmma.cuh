@@ -74,7 +74,7 @@ struct __align__(64) mkd_tmap {
 	u64 w[16];
 };
 
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) && !defined(MKD_NO_WGMMA)
 #define MKD_HAS_WGMMA 1
 
 #ifndef MKD_WG_REGS

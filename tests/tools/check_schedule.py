@@ -24,15 +24,17 @@ own verifier (compiler/verify.c):
   ordering   every write that overlaps a read has a path writer -> reader
   dataflow   a task reads what its kind needs for the box it writes (so reads
              cannot be under-declared): a copy or RDMA write moves one box to
-             the same coordinates; an elementwise task reads its write box
+             a box of the same size (staging buffers may use other
+             coordinates); an elementwise task reads at least its write box
              (broadcast operands: its trailing dims); a row task writes whole
              rows; a matmul tile reads its rows of A, its columns of B and
              the same whole reduction range of both
   transport  compute tasks touch only their rank's memory; copies stay inside
              a node (NVLink); RDMA writes go to another node; with
-             --rdma-once, no element of a tensor reaches one node twice over
-             RDMA (true of the collectives, not of explicit `for q in remote`
-             put stages, which send to every remote rank as written)
+             --rdma-once, no element of a rank's memory is sent to one node
+             twice over RDMA (true of the collectives, not of explicit
+             `for q in remote` put stages, which send to every remote rank
+             as written)
   timeline   predicted times consistent: t0 <= t1, a CTA's tasks in order do
              not overlap, a waiter starts after its signallers end, the
              prediction is not below the floor
@@ -578,8 +580,9 @@ class Checker:
         if len(t["reads"]) != 1:
             return "a copy reads %d regions" % len(t["reads"])
         g = t["reads"][0]
-        if g["lo"] != w["lo"] or g["hi"] != w["hi"]:
-            return "copies %s to %s: not the same box" % (self.rdesc(g), self.rdesc(w))
+        if len(g["lo"]) != len(w["lo"]) or \
+                [b - a for a, b in zip(g["lo"], g["hi"])] != [b - a for a, b in zip(w["lo"], w["hi"])]:
+            return "copies %s to %s: boxes of different sizes" % (self.rdesc(g), self.rdesc(w))
         return None
 
     check_df_rdma = check_df_copy
@@ -630,23 +633,24 @@ class Checker:
         return None
 
     def check_rdma_once(self):
-        """No element of a tensor reaches one node twice over RDMA."""
+        """No bytes of one rank's memory go to one node twice over RDMA."""
         by = defaultdict(list)
         for i, t in enumerate(self.tasks):
             if t["kind"] != "rdma" or not self.valid_regions[i]:
                 continue
-            for g in t["writes"]:
-                by[(g["tensor"], self.node(g["rank"]))].append((i, g))
-        for (name, nd), lst in by.items():
+            nodes = {self.node(g["rank"]) for g in t["writes"]}
+            for g in t["reads"]:
+                for nd in nodes:
+                    by[(g["tensor"], g["rank"], nd)].append((i, g))
+        for (name, rank, nd), lst in by.items():
             lst.sort(key=lambda e: e[1]["lo"][0])
             for k, (i, g) in enumerate(lst):
                 for j, h in lst[k + 1:]:
                     if h["lo"][0] >= g["hi"][0]:
                         break
                     if self.inter(g, h):
-                        self.err("transport", "%s and %s both carry %s elements to node %d "
-                                 "(%s, %s)" % (self.tdesc(i), self.tdesc(j), name, nd,
-                                               self.rdesc(g), self.rdesc(h)))
+                        self.err("transport", "%s and %s both send %s and %s to node %d" % (
+                            self.tdesc(i), self.tdesc(j), self.rdesc(g), self.rdesc(h), nd))
 
     # ---- timeline --------------------------------------------------------------
     def check_timeline(self):

@@ -149,12 +149,81 @@ def draw_mlp_chain(r, world):
     return defs, edit, []
 
 
+def add_chunk(text, r2, call, shard, world):
+    """Maybe give the collective `call` a chunk hint."""
+    if r2.random() < 0.6:
+        text = text.replace(call, call + " " + chunk(r2, shard, max(2, 32 // world)))
+    return text
+
+
+def add_roles(text, r2, rpg, comm, p=0.3):
+    if r2.random() < p:
+        text = text.replace("\n}", "\n" + roles(r2, SMS // rpg, comm) + "}")
+    return text
+
+
+def draw_gemm_rs(r, world, allreduce):
+    big = world >= 16
+    rows = r.choice((8, 16, 32) if big else (8, 16, 32, 64, 128))
+    M = max(64, world * rows)
+    M -= M % world
+    N = r.choice((64, 128, 256) if big else (64, 128, 256, 384))
+    K = world * r.choice((8, 16, 32, 64))
+    defs = {"M": M, "N": N, "K": K}
+    call = "allreduce(C)" if allreduce else "reduce_scatter(C, 0)"
+
+    def edit(text, r2, rpg):
+        text = sub_each(r"tile \d+ x \d+ x \d+", lambda m: mm_tile(r2, M, N, cap_for(world)), text)
+        text = add_chunk(text, r2, call, M // world * N * 2, world)
+        return add_roles(text, r2, rpg, ("nvlink", "rdma", "reduce"))
+    return defs, edit, ["--rdma-once"]
+
+
+def draw_tp_mlp(r, world):
+    big = world >= 16
+    rows = r.choice((8, 16, 32) if big else (8, 16, 32, 64))
+    S = max(64, world * rows)
+    S -= S % world
+    H = r.choice((64, 128) if big else (64, 128, 256))
+    F = world * r.choice((16, 32, 64, 128))
+    defs = {"S": S, "H": H, "F": F}
+    nmax = iter((F // world, H))
+
+    def edit(text, r2, rpg):
+        text = sub_each(r"tile \d+ x \d+ x \d+",
+                        lambda m: mm_tile(r2, S, next(nmax), cap_for(world)), text)
+        text = add_chunk(text, r2, "allgather(X, 0)", S // world * H * 2, world)
+        text = add_chunk(text, r2, "reduce_scatter(P, 0)", S // world * H * 2, world)
+        return add_roles(text, r2, rpg, ("nvlink", "rdma", "reduce"))
+    return defs, edit, ["--rdma-once"]
+
+
+def draw_attention(r, world, heads):
+    rows = r.choice((64, 128) if world >= 8 else (64, 128, 256))
+    defs = {"S": world * rows, "D": r.choice((64, 128))}
+    if heads:
+        defs["NH"] = r.choice((1, 2) if world >= 8 else (1, 2, 4))
+
+    def edit(text, r2, rpg):
+        return add_roles(text, r2, rpg, ("nvlink", "rdma"), 0.2)
+    return defs, edit, []
+
+
 SAMPLES = {
     "ag_gemm": lambda r, w: draw_ag_gemm(r, w, False),
     "ag_gemm_explicit": lambda r, w: draw_ag_gemm(r, w, True),
     "chain": draw_chain,
     "mlp_chain": draw_mlp_chain,
+    "gemm_rs": lambda r, w: draw_gemm_rs(r, w, False),
+    "gemm_ar": lambda r, w: draw_gemm_rs(r, w, True),
+    "tp_mlp": draw_tp_mlp,
+    "ring_attention": lambda r, w: draw_attention(r, w, False),
+    "ring_attention_causal": lambda r, w: draw_attention(r, w, True),
 }
+
+# what mkc says of a construct it cannot lower yet: not a failure, not a
+# rejection of the drawn case either
+NOT_YET = re.compile(r"cannot be lowered|not lowered yet|not built yet")
 
 
 # ---- mutations: the checker must catch a broken schedule ---------------------
@@ -350,6 +419,8 @@ def run_case(mkc, top, seed, i, names):
                 "why": "cannot run mkc: %s" % e}
     err = p.stderr.decode(errors="replace")
     base = {"case": i, "sample": name, "cmd": cmd, "src": text, "copts": copts}
+    if p.returncode == 1 and NOT_YET.search(err) and "internal" not in err:
+        return dict(base, status="notyet", why=err.strip().splitlines()[0])
     if p.returncode == 1 and "internal" not in err:
         return dict(base, status="rejected", why=err.strip().splitlines()[0] if err else "")
     if p.returncode != 0:
@@ -436,6 +507,7 @@ def main(argv):
     fails = [x for x in results if x["status"] == "fail"]
     rejected = [x for x in results if x["status"] == "rejected"]
     checked = [x for x in results if x["status"] == "ok"]
+    notyet = [x for x in results if x["status"] == "notyet"]
     for x in fails[:5]:
         print("FAIL case %d (%s; rerun: MKC=%s MK_PROPS_SEED=%s %s --case %d)" % (
             x["case"], x["sample"], mkc, seed, argv[0], x["case"]))
@@ -453,13 +525,13 @@ def main(argv):
     for k, n in sorted(why.items(), key=lambda e: -e[1])[:5]:
         print("rejected by mkc %d time%s: %s" % (n, "s" if n > 1 else "", k))
     print("seed %s: %d schedules checked (%s), %d tasks in all; %d also broken on purpose "
-          "(%d ways each) and caught; %d rejected by mkc; %d failed; %.1f s" % (
+          "(%d ways each) and caught; %d rejected by mkc, %d not lowered yet; %d failed; %.1f s" % (
               seed, len(checked), ", ".join("%s %d" % kv for kv in sorted(per.items())),
               sum(x["tasks"] for x in checked), sum(x["mutated"] for x in checked),
-              len(MUTATIONS), len(rejected), len(fails), took))
+              len(MUTATIONS), len(rejected), len(notyet), len(fails), took))
     if fails:
         return 1
-    if len(rejected) * 4 > len(results):
+    if len(rejected) * 4 > len(results) - len(notyet):
         print("more than a quarter of the drawn cases were rejected: fix the generator")
         return 1
     if not checked:
