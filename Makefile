@@ -73,7 +73,7 @@ $(B)/mkc: $(B)/compiler/main.o $(B)/libmk.a
 $(B)/mkrun: $(B)/runtime/mkrun.o $(B)/libmk.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 $(B)/embed: samples/embed.c $(B)/libmk.a
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(CPPFLAGS) -Iruntime $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 $(B)/tests/%: tests/unit/%.c $(B)/libmk.a | $(B)/tests/.stamp
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 $(B)/tests/%: tests/gpu/%.c $(B)/libmk.a | $(B)/tests/.stamp

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/mk.h"
+#include "mk.h"
 
 enum { M = 512, N = 256, K = 256, RANKS = 2 };
 

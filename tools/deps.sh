@@ -24,6 +24,7 @@ check() {
 	have cc || need gcc
 	have make || need make
 	have python3 || need python3
+	have pkg-config || need pkg-config
 	if ! have FileCheck && ! have FileCheck-14 && ! [ -x /usr/lib/llvm-14/bin/FileCheck ]; then
 		need "$filecheck_pkg"
 	fi

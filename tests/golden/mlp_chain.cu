@@ -6,6 +6,7 @@
 // predicted 38.0 us, floor 0.2 us
 
 #define MKD_SYS_SCOPE 0
+#define MKD_WG_TRADE 0  // several engine instances: no register trading
 #include "mkd/mkd.cuh"
 
 #if MKD_ABI_VERSION != 2
