@@ -19,6 +19,7 @@
 #include "../codegen/emit.h"
 #include "../codegen/nvrtc.h"
 #include "../compiler/costmodel.h"
+#include "../compiler/cpuref.h"
 #include "../compiler/inspect.h"
 #include "cudrv.h"
 #include "mk_int.h"
@@ -36,6 +37,7 @@ struct mk_ctx {
 	strbuf log;
 	char *cache_dir;
 	int no_cache;
+	int cpu;                 /* CPU reference executor, no GPU */
 };
 
 struct mk_pipeline {
@@ -77,6 +79,7 @@ struct mk_pipeline {
 	unsigned timeout_ms;
 	int resident, broken, table_dirty;
 	strbuf stall;
+	float **host;            /* CPU context: [nt * world], cpuref's layout */
 };
 
 static const struct {
@@ -134,6 +137,12 @@ mk_status mk_ctx_create(const mk_ctx_opts *o, mk_ctx **out)
 	if (o && o->cache_dir && !(c->cache_dir = strdup(o->cache_dir)))
 		return MK_ERR_NOMEM;
 	c->no_cache = o ? o->no_cache : 0;
+	if (o && o->cpu) {
+		c->cpu = 1;
+		c->sms = 132;
+		snprintf(c->desc, sizeof c->desc, "CPU reference executor (no GPU)");
+		return MK_OK;
+	}
 	char why[512];
 	cudrv_status ds = cudrv_get(&c->cu, why, sizeof why);
 	if (ds == CUDRV_NO_DRIVER)
@@ -474,6 +483,8 @@ static mk_status load(mk_ctx *c, int file, mk_pipeline *p, const mk_load_opts *o
 {
 	const cudrv *cu = c->cu;
 	int ranks = o ? o->ranks : 1;
+	if (c->cpu && o && o->comm)
+		return cfail(c, MK_ERR_UNSUPPORTED, "a CPU context runs every rank in this process");
 	if (ranks < 1 || ranks > 64)
 		return cfail(c, MK_ERR_INVALID, "ranks must be 1..64, not %d", ranks);
 	p->ranks = ranks;
@@ -516,11 +527,26 @@ static mk_status load(mk_ctx *c, int file, mk_pipeline *p, const mk_load_opts *o
 	cg_emit_opts eo = {.sys_scope = p->comm != NULL, .per_stage = mk_bench_per_stage};
 	if (cg_emit_cuda(p->s, &eo, &cuda, err, sizeof err) != 0) {
 		sb_free(&cuda);
-		return cfail(c, MK_ERR_UNSUPPORTED, "cannot generate CUDA: %s", err);
+		if (!c->cpu)
+			return cfail(c, MK_ERR_UNSUPPORTED, "cannot generate CUDA: %s", err);
+		/* the CPU executor runs what the GPU cannot yet: say so, go on */
+		sb_printf(&c->log, "mk: note: no CUDA for this pipeline yet: %s\n", err);
 	}
 	if (cuda.oom)
 		return cfail(c, MK_ERR_NOMEM, "out of memory generating CUDA");
 	p->cu_src = sb_take(&cuda);
+	if (c->cpu) {  /* host buffers in the CPU reference executor's layout */
+		p->host = calloc((size_t)p->nt * p->world, sizeof *p->host);
+		if (!p->host)
+			return MK_ERR_NOMEM;
+		for (int i = 0; i < p->nt; i++)
+			for (int r = 0; r < p->world; r++) {
+				size_t k = (size_t)ir_tensor_elems(&p->p->tensors[i]);
+				if (!(p->host[i * p->world + r] = calloc(k ? k : 1, sizeof(float))))
+					return MK_ERR_NOMEM;
+			}
+		return MK_OK;
+	}
 
 	char arch[32];
 	snprintf(arch, sizeof arch, "sm_%d%d%s", c->major, c->minor, c->major == 9 ? "a" : "");
@@ -606,6 +632,11 @@ static mk_status check_ctx(mk_ctx *c, mk_pipeline **out)
 	if (!c || !out)
 		return MK_ERR_INVALID;
 	*out = NULL;
+	if (c->cpu) {
+		sb_free(&c->log);
+		c->err[0] = 0;
+		return MK_OK;
+	}
 	if (!c->cu || !c->have_ctx)
 		return cfail(c, MK_ERR_STATE, "the context has no GPU (%s)",
 			     c->err[0] ? c->err : "not created");
@@ -658,6 +689,11 @@ void mk_pipeline_destroy(mk_pipeline *p)
 	if (!p)
 		return;
 	const cudrv *cu = p->c->cu;
+	if (p->host) {
+		for (int i = 0; i < p->nt * p->world; i++)
+			free(p->host[i]);
+		free(p->host);
+	}
 	if (cu) {
 		if (p->resident)
 			mk_resident_stop(p);
@@ -781,6 +817,11 @@ mk_status mk_tensor_write(mk_pipeline *p, const char *name, int rank, const void
 		return st;
 	if (!src)
 		return MK_ERR_INVALID;
+	if (p->host) {
+		const ir_tensor *t = &p->p->tensors[ti];
+		mk_convert_to_f32(t->dtype, src, p->host[ti * p->world + rank], (size_t)ir_tensor_elems(t));
+		return MK_OK;
+	}
 	PCU(p, p->c->cu->cuMemcpyHtoD(p->buf[(rank - p->first) * p->nt + ti], src, bytes), "writing a tensor");
 	return MK_OK;
 }
@@ -795,6 +836,11 @@ mk_status mk_tensor_read(mk_pipeline *p, const char *name, int rank, void *dst, 
 		return st;
 	if (!dst)
 		return MK_ERR_INVALID;
+	if (p->host) {
+		const ir_tensor *t = &p->p->tensors[ti];
+		mk_convert_from_f32(t->dtype, p->host[ti * p->world + rank], dst, (size_t)ir_tensor_elems(t));
+		return MK_OK;
+	}
 	PCU(p, p->c->cu->cuMemcpyDtoH(dst, p->buf[(rank - p->first) * p->nt + ti], bytes), "reading a tensor");
 	return MK_OK;
 }
@@ -802,6 +848,8 @@ mk_status mk_tensor_read(mk_pipeline *p, const char *name, int rank, void *dst, 
 mk_status mk_tensor_write_f32(mk_pipeline *p, const char *name, int rank, const float *src,
 			      size_t count)
 {
+	if (!src)
+		return MK_ERR_INVALID;
 	int ti;
 	mk_status st = lookup(p, name, rank, &ti);
 	if (st != MK_OK)
@@ -822,6 +870,8 @@ mk_status mk_tensor_write_f32(mk_pipeline *p, const char *name, int rank, const 
 
 mk_status mk_tensor_read_f32(mk_pipeline *p, const char *name, int rank, float *dst, size_t count)
 {
+	if (!dst)
+		return MK_ERR_INVALID;
 	int ti;
 	mk_status st = lookup(p, name, rank, &ti);
 	if (st != MK_OK)
@@ -856,6 +906,8 @@ mk_status mk_tensor_bind(mk_pipeline *p, const char *name, int rank, unsigned lo
 	if (p->resident)
 		return cfail(p->c, MK_ERR_STATE, "cannot rebind while the kernel is resident");
 	int k = (rank - p->first) * p->nt + ti;
+	if (p->host)
+		return cfail(p->c, MK_ERR_UNSUPPORTED, "a CPU context has no device memory to bind");
 	if (p->comm)
 		return cfail(p->c, MK_ERR_UNSUPPORTED,
 			     "binding caller memory is for virtual ranks; peers map the runtime's own");
@@ -875,6 +927,8 @@ mk_status mk_tensor_devptr(const mk_pipeline *p, const char *name, int rank,
 	int ti = ir_find_tensor(p->p, name);
 	if (ti < 0 || rank < p->first || rank >= p->first + p->ranks)
 		return MK_ERR_NOT_FOUND;
+	if (p->host)
+		return MK_ERR_UNSUPPORTED;
 	*devptr = p->buf[(rank - p->first) * p->nt + ti];
 	return MK_OK;
 }
@@ -940,7 +994,7 @@ mk_status mk_run_stages(mk_pipeline *p, int graph, float *ms)
 {
 	if (!p)
 		return MK_ERR_INVALID;
-	if (!p->stage_fn)
+	if (p->host || !p->stage_fn)
 		return cfail(p->c, MK_ERR_STATE, "loaded without per-stage kernels");
 	if (p->resident)
 		return cfail(p->c, MK_ERR_STATE, "the kernel is resident");
@@ -1052,10 +1106,28 @@ static mk_status check_report(mk_pipeline *p)
 	return MK_ERR_STALL;
 }
 
+static double now_ms(void);
+
+/* A CPU context runs the reference executor over the host buffers. */
+static mk_status run_cpu(mk_pipeline *p, float *ms)
+{
+	char err[512];
+	cpuref_opts ro = {.round_storage = 1};
+	double t0 = now_ms();
+	if (cpuref_run(p->p, p->host, &ro, err, sizeof err) != 0)
+		return cfail(p->c, MK_ERR_INVALID, "CPU reference: %s", err);
+	if (ms)
+		*ms = (float)(now_ms() - t0);
+	p->epoch++;
+	return MK_OK;
+}
+
 mk_status mk_run_timed(mk_pipeline *p, float *ms)
 {
 	if (!p)
 		return MK_ERR_INVALID;
+	if (p->host)
+		return run_cpu(p, ms);
 	if (p->resident)
 		return cfail(p->c, MK_ERR_STATE, "the kernel is resident: use mk_resident_run");
 	const cudrv *cu = p->c->cu;
@@ -1090,6 +1162,10 @@ mk_status mk_resident_start(mk_pipeline *p)
 		return MK_ERR_INVALID;
 	if (p->resident)
 		return cfail(p->c, MK_ERR_STATE, "already resident");
+	if (p->host) {  /* nothing stays anywhere: runs are synchronous */
+		p->resident = 1;
+		return MK_OK;
+	}
 	const cudrv *cu = p->c->cu;
 	mk_status st;
 	if (p->broken && (st = reset_after_stall(p)) != MK_OK)
@@ -1130,6 +1206,8 @@ mk_status mk_resident_run(mk_pipeline *p, float *ms)
 		return MK_ERR_INVALID;
 	if (!p->resident)
 		return cfail(p->c, MK_ERR_STATE, "the kernel is not resident: call mk_resident_start");
+	if (p->host)
+		return run_cpu(p, ms);
 	const cudrv *cu = p->c->cu;
 	unsigned long long want = (p->resident_runs + 1) * (unsigned long long)(p->s->ctas * p->ranks);
 	double t0 = now_ms();
@@ -1171,6 +1249,10 @@ mk_status mk_resident_stop(mk_pipeline *p)
 		return MK_ERR_INVALID;
 	if (!p->resident)
 		return MK_OK;
+	if (p->host) {
+		p->resident = 0;
+		return MK_OK;
+	}
 	volatile mkd_control *ctl = p->ctl;
 	ctl->doorbell = MKD_STOP;
 	__sync_synchronize();
@@ -1185,6 +1267,8 @@ mk_status mk_trace_write(mk_pipeline *p, const char *path)
 {
 	if (!p || !path)
 		return MK_ERR_INVALID;
+	if (p->host)
+		return cfail(p->c, MK_ERR_UNSUPPORTED, "a CPU context records no trace");
 	if (!p->trace)
 		return cfail(p->c, MK_ERR_STATE, "the pipeline was loaded without tracing");
 	size_t n = (size_t)p->world * p->s->ntasks;

@@ -70,6 +70,9 @@ typedef struct mk_ctx_opts {
 	int device;              /* CUDA device ordinal */
 	const char *cache_dir;   /* NULL: $XDG_CACHE_HOME/mk or ~/.cache/mk */
 	int no_cache;            /* 1: compile every time */
+	int cpu;                 /* 1: no GPU: pipelines compile (CUDA source
+	                            included) and run on the CPU reference
+	                            executor, tensors live in host memory */
 } mk_ctx_opts;
 
 /* On failure *out is still a context (or NULL when out of memory) whose
