@@ -658,11 +658,17 @@ mk_status fdpass_send(fdpass *f, int peer, uint32_t tag, const int *fds, int nfd
 		int r;
 		if (sendmsg(f->out[peer]->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) >= 0)
 			return MK_OK;
-		if (errno == EBADF)
-			return fail(f, MK_ERR_INVALID, "a descriptor to send is not open");
-		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ENOBUFS)
+		if (errno == EBADF) {   /* the caller's mistake: not the job's failure */
+			fmt(f->err, sizeof f->err, "a descriptor to send to local rank %d is not open",
+			    peer);
+			return MK_ERR_INVALID;
+		}
+		if (errno == EPIPE || errno == ECONNRESET || errno == ENOTCONN)
 			return fail(f, MK_ERR_PEER, "local rank %d disappeared: %s", peer,
 				    strerror(errno));
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ENOBUFS)
+			return fail(f, MK_ERR_IO, "sending %d descriptors to local rank %d: %s", nfds,
+				    peer, strerror(errno));
 		if ((r = step(f, deadline, f->out[peer]->fd)) < 0)
 			return f->failed;
 		if (r > 0)

@@ -14,18 +14,18 @@ log=${MK_GPU_LOG:-/tmp/mk-gpu-test.log}
 : >"$log"
 
 check() {  # name, command...
-	name=$1
+	cname=$1
 	shift
-	printf '== %s: %s\n' "$name" "$*" >>"$log"
+	printf '== %s: %s\n' "$cname" "$*" >>"$log"
 	if out=$("$@" 2>&1); then
 		case "$1" in
-		*mkrun) echo "$out" | grep -q ': match' || { fail_it "$name" "$out"; return; } ;;
+		*mkrun) echo "$out" | grep -q ': match' || { fail_it "$cname" "$out"; return; } ;;
 		esac
 		pass=$((pass + 1))
 		echo "$out" >>"$log"
-		printf 'ok   %s  %s\n' "$name" "$(echo "$out" | tail -1 | cut -c1-110)"
+		printf 'ok   %s  %s\n' "$cname" "$(echo "$out" | tail -1 | cut -c1-110)"
 	else
-		fail_it "$name" "$out"
+		fail_it "$cname" "$out"
 	fi
 }
 fail_it() {

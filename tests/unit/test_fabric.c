@@ -8,7 +8,7 @@
  * array: the moment a flag shows command n from rank s, every byte of n's
  * data must already be there (it is checked against the generator), so a
  * flag that lands before its data is caught.  Each (sender, receiver) pair
- * has 16 slots; the checker acknowledges what it has checked with a SIGNAL
+ * has 32 slots; the checker acknowledges what it has checked with a SIGNAL
  * command back to the sender, which reuses a slot only after that.
  *
  * Then the same with rank 3 killed (SIGKILL) in the middle: every other rank

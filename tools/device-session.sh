@@ -1,0 +1,37 @@
+#!/bin/sh
+# tools/device-session.sh - everything one session on the GPU machine runs,
+# against a build carried from the development machine (that machine has no
+# flex/bison).  Logs go to $OUT; a short table is printed last.
+set -u
+OUT=${OUT:-/tmp/mk-out}
+B=${B:-build}
+mkdir -p "$OUT"
+cd "$(dirname "$0")/.." || exit 2
+export MK_GPU_LOG="$OUT/gpu-detail.log"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.used --format=csv >"$OUT/smi.txt" 2>&1
+step() {  # name timeout command...
+	n=$1; t=$2; shift 2
+	s=$(date +%s)
+	timeout "$t" "$@" >"$OUT/$n.txt" 2>&1
+	rc=$?
+	echo "$n: rc=$rc in $(( $(date +%s) - s ))s" >>"$OUT/steps.txt"
+	return $rc
+}
+: >"$OUT/steps.txt"
+step gpu-test "${GPU_TEST_TIMEOUT:-330}" sh tests/gpu/run.sh "$B"
+if grep -q '^FAIL' "$OUT/gpu-test.txt"; then
+	# the same checks on the portable mma.sync tile: engine or the rest?
+	MK_NO_WGMMA=1 step nowgmma 90 sh -c "
+		$B/mkrun samples/chain.mk --iters 3 --quiet;
+		$B/mkrun samples/ag_gemm.mk --ranks 2 -D M=1024 -D N=256 -D K=512 --iters 3 --quiet;
+		$B/mkrun samples/gemm_rs.mk --ranks 2 -D M=1024 -D N=512 -D K=1024 --iters 3 --quiet"
+fi
+[ -x "$B/tests/gpu_gemm" ] && step gpu_gemm 120 "$B/tests/gpu_gemm"
+[ -x "$B/tests/bench_copy" ] && step bench_copy 150 "$B/tests/bench_copy"
+[ -x "$B/tests/bench_runtime" ] && step bench_runtime 90 "$B/tests/bench_runtime"
+echo "==== steps"; cat "$OUT/steps.txt"
+echo "==== gpu-test"; grep -E '^(FAIL|ok   [a-z_]+\.(r2|n2)|[0-9]+ passed)' "$OUT/gpu-test.txt" | cut -c1-150 | tail -30
+[ -f "$OUT/nowgmma.txt" ] && { echo "==== nowgmma"; tail -5 "$OUT/nowgmma.txt"; }
+for f in gpu_gemm bench_copy bench_runtime; do
+	[ -f "$OUT/$f.txt" ] && { echo "==== $f"; tail -22 "$OUT/$f.txt"; }
+done
