@@ -69,6 +69,7 @@ struct mk_pipeline {
 	int ntm;
 	mkd_control *ctl;        /* resident: host-mapped */
 	CUdeviceptr ctl_dev;
+	CUdeviceptr gate;        /* resident: 2 words of device memory */
 	CUstream stream;
 	CUevent ev0, ev1;
 	CUfunction *stage_fn;     /* benchmarks: one kernel per stage */
@@ -722,6 +723,8 @@ void mk_pipeline_destroy(mk_pipeline *p)
 			cu->cuMemFree(p->tmaps);
 		if (p->ctl)
 			cu->cuMemFreeHost(p->ctl);
+		if (p->gate)
+			cu->cuMemFree(p->gate);
 		if (p->graph_exec)
 			cu->cuGraphExecDestroy(p->graph_exec);
 		if (p->graph)
@@ -944,6 +947,7 @@ static mkd_params params(mk_pipeline *p, unsigned long long epoch, int resident)
 	k.report = (mkd_report *)(uintptr_t)p->report;
 	k.trace = (mkd_trace_rec *)(uintptr_t)p->trace;
 	k.control = resident ? (mkd_control *)(uintptr_t)p->ctl_dev : NULL;
+	k.gate = resident ? (unsigned long long *)(uintptr_t)p->gate : NULL;
 	k.timeout_ns = (unsigned long long)p->timeout_ms * 1000000ull;
 	k.rank_base = p->first;
 	k.ranks_here = p->ranks;
@@ -1179,9 +1183,12 @@ mk_status mk_resident_start(mk_pipeline *p)
 		    "allocating the doorbell");
 		p->ctl = h;
 		PCU(p, cu->cuMemHostGetDevicePointer(&p->ctl_dev, h, 0), "mapping the doorbell");
+		PCU(p, cu->cuMemAlloc(&p->gate, 2 * sizeof(unsigned long long)), "allocating the gate");
 	}
+	PCU(p, cu->cuMemsetD8(p->gate, 0, 2 * sizeof(unsigned long long)), "clearing the gate");
+	PCU(p, cu->cuMemcpyHtoD(p->gate, &p->epoch, sizeof p->epoch), "setting the gate");
 	p->ctl->doorbell = p->epoch;
-	p->ctl->done = 0;
+	p->ctl->done = p->epoch;
 	__sync_synchronize();
 	p->resident_runs = 0;
 	mkd_params k = params(p, p->epoch, 1);
@@ -1209,7 +1216,7 @@ mk_status mk_resident_run(mk_pipeline *p, float *ms)
 	if (p->host)
 		return run_cpu(p, ms);
 	const cudrv *cu = p->c->cu;
-	unsigned long long want = (p->resident_runs + 1) * (unsigned long long)(p->s->ctas * p->ranks);
+	unsigned long long want = p->epoch + 1;
 	double t0 = now_ms();
 	volatile mkd_control *ctl = p->ctl;
 	__sync_synchronize();

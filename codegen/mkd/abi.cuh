@@ -7,7 +7,7 @@
 #ifndef MKD_ABI_CUH
 #define MKD_ABI_CUH
 
-#define MKD_ABI_VERSION 2
+#define MKD_ABI_VERSION 3
 #define MKD_MAX_TENSORS 64
 
 /* One row per rank of the mesh, in device memory: where that rank's flag
@@ -36,10 +36,15 @@ typedef struct mkd_trace_rec {
 	unsigned long long t0, t1;
 } mkd_trace_rec;
 
-/* Host-mapped control block for resident mode. */
+/* Resident mode.  The host rings `doorbell` (host-mapped memory) with the
+ * epoch to run; only CTA 0 polls it (one reader over PCIe, not one per
+ * CTA) and passes it on through gate[0] in device memory, which the other
+ * CTAs poll.  Each CTA adds one to gate[1] when it has finished the run;
+ * CTA 0 waits for all of them and then writes the epoch to `done`, which the
+ * host polls. */
 typedef struct mkd_control {
 	unsigned long long doorbell;  /* host writes the epoch to run; ~0 = exit */
-	unsigned long long done;      /* CTAs that finished, summed over runs */
+	unsigned long long done;      /* the last epoch every CTA finished */
 } mkd_control;
 
 #define MKD_STOP 0xffffffffffffffffull
@@ -58,6 +63,7 @@ typedef struct mkd_params {
 	mkd_report *report;
 	mkd_trace_rec *trace;             /* [world][ntasks] or 0 */
 	mkd_control *control;             /* resident mode, else 0 */
+	unsigned long long *gate;         /* resident mode: 2 words of device memory */
 	unsigned long long timeout_ns;    /* bound on every wait */
 	int rank_base;                    /* rank of this launch's first CTA group */
 	int ranks_here;                   /* ranks served by this launch */

@@ -23,14 +23,119 @@ struct mkd_ident { MKD_INLINE float operator()(float x) const { return x; } };
 struct mkd_add { MKD_INLINE float operator()(float a, float b) const { return a + b; } };
 struct mkd_mul { MKD_INLINE float operator()(float a, float b) const { return a * b; } };
 
+/* 8 16-bit elements in a uint4 <-> 8 floats, without taking addresses
+ * (that would put the vectors in local memory). */
+template <typename T> struct mkd_vec8;
+template <> struct mkd_vec8<mkd_bf16> {
+	static MKD_INLINE void add(float *a, uint4 v)
+	{
+		u32 w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+		for (int j = 0; j < 4; j++) {
+			a[2 * j] += mkd_bf16_f32((u16)(w[j] & 0xffffu));
+			a[2 * j + 1] += mkd_bf16_f32((u16)(w[j] >> 16));
+		}
+	}
+	static MKD_INLINE void get(float *a, uint4 v)
+	{
+		a[0] = a[1] = a[2] = a[3] = a[4] = a[5] = a[6] = a[7] = 0.f;
+		add(a, v);
+	}
+	static MKD_INLINE uint4 pack(const float *a)
+	{
+		return make_uint4(mkd_pack_bf16x2(a[0], a[1]), mkd_pack_bf16x2(a[2], a[3]),
+				  mkd_pack_bf16x2(a[4], a[5]), mkd_pack_bf16x2(a[6], a[7]));
+	}
+};
+template <> struct mkd_vec8<mkd_f16> {
+	static MKD_INLINE void add(float *a, uint4 v)
+	{
+		u32 w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+		for (int j = 0; j < 4; j++) {
+			a[2 * j] += mkd_f16_f32((u16)(w[j] & 0xffffu));
+			a[2 * j + 1] += mkd_f16_f32((u16)(w[j] >> 16));
+		}
+	}
+	static MKD_INLINE void get(float *a, uint4 v)
+	{
+		a[0] = a[1] = a[2] = a[3] = a[4] = a[5] = a[6] = a[7] = 0.f;
+		add(a, v);
+	}
+	static MKD_INLINE uint4 pack(const float *a)
+	{
+		return make_uint4(mkd_pack_f16x2(a[0], a[1]), mkd_pack_f16x2(a[2], a[3]),
+				  mkd_pack_f16x2(a[4], a[5]), mkd_pack_f16x2(a[6], a[7]));
+	}
+};
+template <typename T> struct mkd_is16 { enum { value = 0 }; };
+template <> struct mkd_is16<mkd_bf16> { enum { value = 1 }; };
+template <> struct mkd_is16<mkd_f16> { enum { value = 1 }; };
+
+MKD_INLINE bool mkd_al16(const void *p, i64 ld) { return (((u64)p & 15) | (ld & 7)) == 0; }
+
+/* 16-bit in and out, rows 16-byte aligned: 8 elements a load, no divisions
+ * per element; false (and nothing done) otherwise. */
+template <typename TX, typename TZ, typename TY,
+	  bool V = mkd_is16<TX>::value && mkd_is16<TY>::value && mkd_is16<TZ>::value>
+struct mkd_ew_vec {
+	template <typename F>
+	static MKD_INLINE bool run(F, const TX *, i64, const TZ *, i64, bool, TY *, i64, int, int)
+	{
+		return false;
+	}
+};
+template <typename TX, typename TZ, typename TY>
+struct mkd_ew_vec<TX, TZ, TY, true> {
+	/* f(x[8], z[8]) in place on x; z is 0 for unary ops */
+	template <typename F>
+	static MKD_INLINE bool run(F f, const TX *x, i64 ldx, const TZ *z, i64 ldz, bool bcast, TY *y,
+				   i64 ldy, int rows, int cols)
+	{
+		if ((cols & 7) || !mkd_al16(x, ldx) || !mkd_al16(y, ldy) || (z && !mkd_al16(z, bcast ? 0 : ldz)))
+			return false;
+		const int vpr = cols >> 3, total = rows * vpr;
+		for (int i = threadIdx.x; i < total; i += blockDim.x) {
+			const int r = i / vpr, c = (i - r * vpr) * 8;
+			float a[8], b[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+			mkd_vec8<TX>::get(a, *(const uint4 *)(x + (i64)r * ldx + c));
+			if (z)
+				mkd_vec8<TZ>::get(b, *(const uint4 *)(z + (bcast ? 0 : (i64)r * ldz) + c));
+			f(a, b);
+			*(uint4 *)(y + (i64)r * ldy + c) = mkd_vec8<TY>::pack(a);
+		}
+		return true;
+	}
+};
+
+template <typename Op> struct mkd_apply1 {
+	Op op;
+	MKD_INLINE void operator()(float *a, const float *) const
+	{
+#pragma unroll
+		for (int j = 0; j < 8; j++)
+			a[j] = op(a[j]);
+	}
+};
+template <typename Op> struct mkd_apply2 {
+	Op op;
+	MKD_INLINE void operator()(float *a, const float *b) const
+	{
+#pragma unroll
+		for (int j = 0; j < 8; j++)
+			a[j] = op(a[j], b[j]);
+	}
+};
+
 template <typename Op, typename TX, typename TY>
 MKD_INLINE void mkd_ew1(Op op, const TX *x, i64 ldx, TY *y, i64 ldy, int rows, int cols)
 {
-	const i64 n = (i64)rows * cols;
-	for (i64 i = threadIdx.x; i < n; i += blockDim.x) {
-		i64 r = i / cols, c = i - r * cols;
-		mkd_elem<TY>::st(y + r * ldy + c, op(mkd_elem<TX>::ld(x + r * ldx + c)));
-	}
+	if (mkd_ew_vec<TX, TX, TY>::run(mkd_apply1<Op>{op}, x, ldx, (const TX *)0, 0, false, y, ldy,
+					 rows, cols))
+		return;
+	for (int r = 0; r < rows; r++)
+		for (int c = threadIdx.x; c < cols; c += blockDim.x)
+			mkd_elem<TY>::st(y + (i64)r * ldy + c, op(mkd_elem<TX>::ld(x + (i64)r * ldx + c)));
 }
 
 /* y = op(a, b); b_row_bcast: b is one row (ldb ignored) added to every row. */
@@ -38,12 +143,14 @@ template <typename Op, typename TA, typename TB, typename TY>
 MKD_INLINE void mkd_ew2(Op op, const TA *a, i64 lda, const TB *b, i64 ldb, bool b_row_bcast,
 			TY *y, i64 ldy, int rows, int cols)
 {
-	const i64 n = (i64)rows * cols;
-	for (i64 i = threadIdx.x; i < n; i += blockDim.x) {
-		i64 r = i / cols, c = i - r * cols;
-		float bv = mkd_elem<TB>::ld(b + (b_row_bcast ? c : r * ldb + c));
-		mkd_elem<TY>::st(y + r * ldy + c, op(mkd_elem<TA>::ld(a + r * lda + c), bv));
-	}
+	if (mkd_ew_vec<TA, TB, TY>::run(mkd_apply2<Op>{op}, a, lda, b, ldb, b_row_bcast, y, ldy, rows,
+					 cols))
+		return;
+	for (int r = 0; r < rows; r++)
+		for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+			float bv = mkd_elem<TB>::ld(b + (b_row_bcast ? 0 : (i64)r * ldb) + c);
+			mkd_elem<TY>::st(y + (i64)r * ldy + c, op(mkd_elem<TA>::ld(a + (i64)r * lda + c), bv));
+		}
 }
 
 MKD_INLINE float mkd_warp_sum(float v)
@@ -121,45 +228,6 @@ struct mkd_srcs {
 			}
 	}
 };
-
-/* 8 16-bit elements in a uint4 <-> 8 floats, without taking addresses
- * (that would put the vectors in local memory). */
-template <typename T> struct mkd_vec8;
-template <> struct mkd_vec8<mkd_bf16> {
-	static MKD_INLINE void add(float *a, uint4 v)
-	{
-		u32 w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-		for (int j = 0; j < 4; j++) {
-			a[2 * j] += mkd_bf16_f32((u16)(w[j] & 0xffffu));
-			a[2 * j + 1] += mkd_bf16_f32((u16)(w[j] >> 16));
-		}
-	}
-	static MKD_INLINE uint4 pack(const float *a)
-	{
-		return make_uint4(mkd_pack_bf16x2(a[0], a[1]), mkd_pack_bf16x2(a[2], a[3]),
-				  mkd_pack_bf16x2(a[4], a[5]), mkd_pack_bf16x2(a[6], a[7]));
-	}
-};
-template <> struct mkd_vec8<mkd_f16> {
-	static MKD_INLINE void add(float *a, uint4 v)
-	{
-		u32 w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-		for (int j = 0; j < 4; j++) {
-			a[2 * j] += mkd_f16_f32((u16)(w[j] & 0xffffu));
-			a[2 * j + 1] += mkd_f16_f32((u16)(w[j] >> 16));
-		}
-	}
-	static MKD_INLINE uint4 pack(const float *a)
-	{
-		return make_uint4(mkd_pack_f16x2(a[0], a[1]), mkd_pack_f16x2(a[2], a[3]),
-				  mkd_pack_f16x2(a[4], a[5]), mkd_pack_f16x2(a[6], a[7]));
-	}
-};
-template <typename T> struct mkd_is16 { enum { value = 0 }; };
-template <> struct mkd_is16<mkd_bf16> { enum { value = 1 }; };
-template <> struct mkd_is16<mkd_f16> { enum { value = 1 }; };
 
 template <typename TX, int N, typename TY, bool V = mkd_is16<TX>::value && mkd_is16<TY>::value>
 struct mkd_reduce_vec {

@@ -54,9 +54,19 @@ MKD_INLINE u64 mkd_ld_acquire_sys(const u64 *p)
 	return v;
 }
 
-MKD_INLINE void mkd_red_add_sys(u64 *p, u64 n)
+MKD_INLINE void mkd_st_release_sys(u64 *p, u64 v)
 {
-	asm volatile("red.release.sys.global.add.u64 [%0], %1;" :: "l"(p), "l"(n) : "memory");
+	asm volatile("st.release.sys.global.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory");
+}
+
+/* A device-memory word at the flags' scope. */
+MKD_INLINE void mkd_st_release(u64 *p, u64 v)
+{
+#if MKD_SYS_SCOPE
+	asm volatile("st.release.sys.global.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory");
+#else
+	asm volatile("st.release.gpu.global.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory");
+#endif
 }
 
 /* Who is waiting, for the report. */
