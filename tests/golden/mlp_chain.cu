@@ -9,7 +9,7 @@
 #define MKD_WG_TRADE 0  // several engine instances: no register trading
 #include "mkd/mkd.cuh"
 
-#if MKD_ABI_VERSION != 2
+#if MKD_ABI_VERSION != 3
 #error "device library ABI mismatch"
 #endif
 
@@ -613,17 +613,24 @@ mk_mlp_chain(const __grid_constant__ mkd_params p)
 	const int rank = p.rank_base + blockIdx.x / MK_CTAS;
 	const int cta = blockIdx.x % MK_CTAS;
 	u64 last = p.epoch;  // resident: the epoch already done
+	u64 runs = 0;        // resident: runs of this launch
 	for (;;) {
 		if (threadIdx.x == 0) {
 			u64 e = p.epoch;
 			if (p.control) {  // resident: wait for the host's next epoch
-				do {
-					e = mkd_ld_acquire_sys(&p.control->doorbell);
-					if (e == last && !mkd_ld_volatile_u32(&p.report->aborted))
-						__nanosleep(200);
-				} while (e == last && !mkd_ld_volatile_u32(&p.report->aborted));
-				if (mkd_ld_volatile_u32(&p.report->aborted))
-					e = MKD_STOP;
+				for (;;) {
+					if (mkd_ld_volatile_u32(&p.report->aborted)) {
+						e = MKD_STOP;
+						break;
+					}
+					e = blockIdx.x == 0 ? mkd_ld_acquire_sys(&p.control->doorbell)
+							   : mkd_ld_acquire(&p.gate[0]);
+					if (e != last)
+						break;
+					__nanosleep(blockIdx.x == 0 ? 500 : 64);
+				}
+				if (blockIdx.x == 0)  // pass it on to the other CTAs
+					mkd_st_release(&p.gate[0], e);
 			}
 			epoch_s = e;
 		}
@@ -658,7 +665,15 @@ mk_mlp_chain(const __grid_constant__ mkd_params p)
 		if (!p.control || aborted)
 			break;
 		last = epoch;
-		if (threadIdx.x == 0)  // resident: this CTA is done with the epoch
-			mkd_red_add_sys(&p.control->done, 1);
+		runs++;
+		if (threadIdx.x == 0) {  // resident: this CTA is done with the epoch
+			mkd_red_release(&p.gate[1], 1);
+			if (blockIdx.x == 0) {  // all of them: tell the host
+				while (mkd_ld_acquire(&p.gate[1]) < runs * gridDim.x &&
+				       !mkd_ld_volatile_u32(&p.report->aborted))
+					__nanosleep(64);
+				mkd_st_release_sys(&p.control->done, epoch);
+			}
+		}
 	}
 }
