@@ -277,12 +277,39 @@ static void lower_matmul(lower *L, int oi)
 		L->err = 1;
 		return;
 	}
+	/* L2-friendly order: bands of GROUP row tiles, column by column inside
+	 * a band, so the CTAs busy at once share a few row blocks of A and a
+	 * few column blocks of B.  Bands never cross a shard boundary, so the
+	 * rows that arrive first (the rank's own shard) still come first. */
+	enum { GROUP = 8 };
+	if ((int64_t)nm * nn > (1 << 22)) {
+		diag_error(L->d, op->where, "matmul '%s' has %lld tiles; use a larger tile", op->stage,
+			   (long long)nm * nn);
+		L->err = 1;
+		return;
+	}
+	int *order = arena_alloc(L->a, (size_t)(nm * nn > 0 ? nm * nn : 1) * sizeof(int));
+	if (!order) {
+		L->err = 1;
+		return;
+	}
+	int64_t unit = C->rot[b].unit > 0 ? C->rot[b].unit : INT64_MAX;
+	for (int i0 = 0, k = 0; i0 < nm;) {
+		int i1 = i0;
+		while (i1 < nm && i1 - i0 < GROUP && (ml[i1] - cr.lo[b]) / unit == (ml[i0] - cr.lo[b]) / unit)
+			i1++;
+		for (int j = 0; j < nn; j++)
+			for (int i = i0; i < i1; i++)
+				order[k++] = i * nn + j;
+		i0 = i1;
+	}
 	for (int64_t e = 0; e < nb; e++)
-		for (int i = 0; i < nm; i++)
-			for (int j = 0; j < nn; j++) {
-				ir_task *t = new_task(L, TASK_MATMUL, oi);
-				if (!t)
-					return;
+		for (int q = 0; q < nm * nn; q++) {
+			int i = order[q] / nn, j = order[q] % nn;
+			ir_task *t = new_task(L, TASK_MATMUL, oi);
+			if (!t)
+				return;
+			{
 				ir_region a = ar, bb = br, c = cr;
 				if (b) {
 					a.lo[0] = bb.lo[0] = c.lo[0] = cr.lo[0] + e;
@@ -299,6 +326,7 @@ static void lower_matmul(lower *L, int oi)
 				t->bytes = (double)((mh[i] - ml[i]) + (nh[j] - nl[j])) * (double)K *
 					   elem_bytes(p, op->in[0]);
 			}
+		}
 }
 
 /* The boxes that tile tensor t's rank-0 piece when its producer is tiled:

@@ -68,9 +68,10 @@ static void usage(FILE *f)
 		"  --help, --version\n");
 }
 
-static int parse_define(const char *arg, mk_define *d)
+/* NAME=VALUE, in place: the name ends where '=' was (argv is ours). */
+static int parse_define(char *arg, mk_define *d)
 {
-	const char *eq = strchr(arg, '=');
+	char *eq = strchr(arg, '=');
 	if (!eq || eq == arg)
 		return -1;
 	char *end;
@@ -78,13 +79,8 @@ static int parse_define(const char *arg, mk_define *d)
 	long long v = strtoll(eq + 1, &end, 0);
 	if (errno || *end || end == eq + 1)
 		return -1;
-	size_t n = (size_t)(eq - arg);
-	char *name = malloc(n + 1);
-	if (!name)
-		return -1;
-	memcpy(name, arg, n);
-	name[n] = 0;
-	d->name = name;
+	*eq = 0;
+	d->name = arg;
 	d->value = v;
 	return 0;
 }
@@ -183,7 +179,7 @@ int main(int argc, char **argv)
 			}
 			emit = (enum emit)k;
 		} else if (!strcmp(a, "-D") || !strncmp(a, "-D", 2)) {
-			const char *v = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
+			char *v = a[2] ? argv[i] + 2 : (i + 1 < argc ? argv[++i] : NULL);
 			if (!v || ndefs == 64 || parse_define(v, &defs[ndefs]) != 0) {
 				fprintf(stderr, "mkc: -D wants NAME=INTEGER%s%s\n",
 					v ? ", got " : "", v ? v : "");
@@ -316,7 +312,5 @@ int main(int argc, char **argv)
 	}
 	arena_free(&a);
 	src_free(&src);
-	for (int i = 0; i < ndefs; i++)
-		free((char *)defs[i].name);
 	return rc;
 }

@@ -40,9 +40,16 @@ typedef struct sched {
 	/* per template task */
 	dep **deps;
 	int *ndeps;
-	/* writers of each tensor */
+	/* writers of each tensor, in groups by the rank they write (rank 0's
+	 * view), each sorted by lo[0]: wg[t] .. wg[t + 1] in groups[] */
 	int **writers;
 	int *nwriters;
+	struct wgroup {
+		int rank;        /* write.rank of its tasks */
+		int *v, n;       /* task ids by lo[0] */
+		int64_t maxlen;  /* longest write along dim 0 */
+	} *groups;
+	int *wg;
 	/* flags: producer groups */
 	int nflags, capflags;
 	ir_flag *flags;
@@ -75,13 +82,24 @@ static int overlap(const ir_region *a, const ir_region *b, int ndim)
 	return 1;
 }
 
+static const ir_task *sort_tasks;
+static int by_lo0(const void *a, const void *b)
+{
+	const ir_task *x = &sort_tasks[*(const int *)a], *y = &sort_tasks[*(const int *)b];
+	if (x->write.rank != y->write.rank)
+		return x->write.rank < y->write.rank ? -1 : 1;
+	return (x->write.lo[0] > y->write.lo[0]) - (x->write.lo[0] < y->write.lo[0]);
+}
+
 static void index_writers(sched *S)
 {
 	const ir_prog *p = S->p;
 	ir_sched *s = S->s;
 	S->writers = arena_alloc(S->a, (size_t)p->ntensors * sizeof(int *));
 	S->nwriters = arena_alloc(S->a, (size_t)p->ntensors * sizeof(int));
-	if (!S->writers || !S->nwriters) {
+	S->wg = arena_alloc(S->a, (size_t)(p->ntensors + 1) * sizeof(int));
+	S->groups = arena_alloc(S->a, (size_t)(s->ntasks + 1) * sizeof *S->groups);
+	if (!S->writers || !S->nwriters || !S->wg || !S->groups) {
 		S->err = 1;
 		return;
 	}
@@ -99,6 +117,22 @@ static void index_writers(sched *S)
 		int t = s->tasks[i].write.tensor;
 		S->writers[t][S->nwriters[t]++] = i;
 	}
+	int ng = 0;
+	sort_tasks = s->tasks;
+	for (int t = 0; t < p->ntensors; t++) {
+		qsort(S->writers[t], (size_t)S->nwriters[t], sizeof(int), by_lo0);
+		S->wg[t] = ng;
+		for (int k = 0; k < S->nwriters[t]; k++) {
+			const ir_task *w = &s->tasks[S->writers[t][k]];
+			if (ng == S->wg[t] || S->groups[ng - 1].rank != w->write.rank)
+				S->groups[ng++] = (struct wgroup){w->write.rank, &S->writers[t][k], 0, 0};
+			struct wgroup *g = &S->groups[ng - 1];
+			g->n++;
+			if (w->write.hi[0] - w->write.lo[0] > g->maxlen)
+				g->maxlen = w->write.hi[0] - w->write.lo[0];
+		}
+	}
+	S->wg[p->ntensors] = ng;
 }
 
 static int dep_cmp(const void *a, const void *b)
@@ -109,21 +143,62 @@ static int dep_cmp(const void *a, const void *b)
 	return (x->r > y->r) - (x->r < y->r);
 }
 
-/* Producers of region g (on rank g.rank), appended to out (deduplicated
- * later). */
+/* Does box g lie inside one shard of every dimension tied to the rank?
+ * Then sigma maps it to a box and can be undone. */
+static int one_shard(const ir_prog *p, const ir_region *g)
+{
+	const ir_tensor *x = &p->tensors[g->tensor];
+	for (int d = 0; d < x->ndim; d++) {
+		int64_t u = x->rot[d].unit;
+		if (u > 0 && g->hi[d] > g->lo[d] && g->lo[d] / u != (g->hi[d] - 1) / u)
+			return 0;
+	}
+	return 1;
+}
+
+/* Producers of region g (on rank g.rank), appended to out.  Template task t
+ * run by rank r writes sigma_r(t.write); exactly one r puts it on g's rank,
+ * and t overlaps g there exactly when t.write overlaps sigma_r^-1(g): undo
+ * the shift once per group of writers, then binary-search the group. */
 static int find_writers(sched *S, const ir_region *g, dep *out, int n, int max)
 {
 	const ir_prog *p = S->p;
 	const ir_sched *s = S->s;
 	int nd = p->tensors[g->tensor].ndim;
-	for (int k = 0; k < S->nwriters[g->tensor]; k++) {
-		const ir_task *t = &s->tasks[S->writers[g->tensor][k]];
-		int r = shift_between(t->write.rank, g->rank, p->nodes, p->gpus);
-		ir_region w = ir_region_shift(p, t->write, r);
-		if (overlap(&w, g, nd)) {
-			if (n == max)
-				return -1;
-			out[n++] = (dep){t->id, r};
+	int fast = one_shard(p, g);
+	for (int gi = S->wg[g->tensor]; gi < S->wg[g->tensor + 1]; gi++) {
+		const struct wgroup *grp = &S->groups[gi];
+		int r = shift_between(grp->rank, g->rank, p->nodes, p->gpus);
+		if (!fast) {
+			for (int k = 0; k < grp->n; k++) {
+				const ir_task *t = &s->tasks[grp->v[k]];
+				ir_region w = ir_region_shift(p, t->write, r);
+				if (overlap(&w, g, nd)) {
+					if (n == max)
+						return -1;
+					out[n++] = (dep){t->id, r};
+				}
+			}
+			continue;
+		}
+		ir_region q = ir_region_shift(p, *g, shift_inverse(r, p->nodes, p->gpus));
+		int lo = 0, hi = grp->n;
+		while (lo < hi) {  /* first writer with lo[0] >= q.hi[0] */
+			int mid = (lo + hi) / 2;
+			if (s->tasks[grp->v[mid]].write.lo[0] < q.hi[0])
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (int k = lo - 1; k >= 0; k--) {
+			const ir_task *t = &s->tasks[grp->v[k]];
+			if (t->write.lo[0] + grp->maxlen <= q.lo[0])
+				break;
+			if (overlap(&t->write, &q, nd)) {
+				if (n == max)
+					return -1;
+				out[n++] = (dep){t->id, r};
+			}
 		}
 	}
 	return n;
@@ -469,7 +544,7 @@ static int heap_pop(heap *h)
 
 static int task_order_cmp(const void *a, const void *b)
 {
-	const ir_task *x = a, *y = b;
+	const ir_task *x = &sort_tasks[*(const int *)a], *y = &sort_tasks[*(const int *)b];
 	if (x->cta != y->cta)
 		return x->cta < y->cta ? -1 : 1;
 	return (x->order > y->order) - (x->order < y->order);
@@ -572,10 +647,23 @@ static void list_schedule(sched *S)
 	}
 	s->predicted_us = end;
 
-	/* tasks in (cta, order); ids follow */
-	qsort(s->tasks, (size_t)n, sizeof *s->tasks, task_order_cmp);
+	/* tasks in (cta, order); ids follow.  Sort indices, then move each
+	 * task once: the tasks are large. */
+	int *idx = arena_alloc(S->a, (size_t)n * sizeof(int));
+	ir_task *sorted = arena_alloc(S->a, (size_t)n * sizeof *sorted);
+	if (!idx || !sorted) {
+		S->err = 1;
+		return;
+	}
 	for (int i = 0; i < n; i++)
-		s->tasks[i].id = i;
+		idx[i] = i;
+	sort_tasks = s->tasks;
+	qsort(idx, (size_t)n, sizeof(int), task_order_cmp);
+	for (int i = 0; i < n; i++) {
+		sorted[i] = s->tasks[idx[i]];
+		sorted[i].id = i;
+	}
+	s->tasks = sorted;
 	s->cta_first = arena_alloc(S->a, (size_t)(s->ctas + 1) * sizeof(int));
 	if (!s->cta_first) {
 		S->err = 1;

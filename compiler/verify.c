@@ -33,7 +33,8 @@ typedef struct ver {
 	diags *d;
 	arena *a;
 	int world, n;     /* expanded task count */
-	ir_task *x;       /* expanded tasks: rank-major */
+	ir_region *w;     /* expanded tasks' writes: rank-major (the tasks
+	                     themselves are expanded when needed) */
 	int nnodes;       /* tasks, then flag instances */
 	int *head, *next, *to, nedges, capedges;
 	int *indeg;
@@ -135,8 +136,16 @@ typedef struct wlist {
 static const ver *sort_ctx;
 static int by_lo0(const void *a, const void *b)
 {
-	const ir_task *x = &sort_ctx->x[*(const int *)a], *y = &sort_ctx->x[*(const int *)b];
-	return (x->write.lo[0] > y->write.lo[0]) - (x->write.lo[0] < y->write.lo[0]);
+	const ir_region *x = &sort_ctx->w[*(const int *)a], *y = &sort_ctx->w[*(const int *)b];
+	return (x->lo[0] > y->lo[0]) - (x->lo[0] < y->lo[0]);
+}
+
+/* Expanded task k: template task k % ntasks run by rank k / ntasks. */
+static ir_task xtask(const ver *V, int k)
+{
+	ir_task u = ir_task_shift(V->s, &V->s->tasks[k % V->s->ntasks], k / V->s->ntasks);
+	u.id = k;
+	return u;
 }
 
 static int reaches(ver *V, int from, int target, int *mark, int stamp, int *stack)
@@ -167,8 +176,9 @@ int verify_run(const ir_sched *s, diags *d, arena *a)
 	V.n = V.world * s->ntasks;
 
 	/* 3. residency */
+	/* one CTA per SM: the CTAs of every rank sharing the GPU side by side */
 	if (s->ctas * s->ranks_per_gpu > s->dev.sms || s->smem > s->dev.smem_per_sm ||
-	    s->threads > 1024 || s->threads * s->ranks_per_gpu * 0 > s->dev.max_threads_per_sm) {
+	    s->threads > 1024 || s->threads > s->dev.max_threads_per_sm) {
 		diag_error(d, p->where,
 			   "internal: %d CTAs x %d ranks per GPU (%d B shared memory, %d threads each) "
 			   "cannot all be resident on %d SMs",
@@ -185,29 +195,38 @@ int verify_run(const ir_sched *s, diags *d, arena *a)
 		}
 	}
 
-	V.x = arena_alloc(a, (size_t)(V.n ? V.n : 1) * sizeof *V.x);
+	V.w = arena_alloc(a, (size_t)(V.n ? V.n : 1) * sizeof *V.w);
 	V.nnodes = V.n + V.world * s->nflags;
 	V.head = arena_alloc(a, (size_t)(V.nnodes + 1) * sizeof(int));
 	V.indeg = arena_alloc(a, (size_t)(V.nnodes + 1) * sizeof(int));
 	int *count = arena_alloc(a, (size_t)(V.world * s->nflags + 1) * sizeof(int));
-	if (!V.x || !V.head || !V.indeg || !count)
+	if (!V.w || !V.head || !V.indeg || !count)
 		return 1;
 	for (int i = 0; i < V.nnodes; i++)
 		V.head[i] = -1;
 	for (int r = 0; r < V.world; r++)
-		for (int i = 0; i < s->ntasks; i++) {
-			ir_task u = ir_task_shift(s, &s->tasks[i], r);
-			u.id = r * s->ntasks + i;
-			V.x[u.id] = u;
-		}
+		for (int i = 0; i < s->ntasks; i++)
+			V.w[r * s->ntasks + i] = ir_region_shift(p, s->tasks[i].write, r);
 
 	/* 1. flag references and counts; graph edges */
 	for (int k = 0; k < V.n && !V.err; k++) {
-		const ir_task *t = &V.x[k];
+		const ir_task *tt = &s->tasks[k % s->ntasks];
+		int rr = k / s->ntasks;
+		ir_task xt;
+		const ir_task *t = &xt;
+		xt.nwaits = tt->nwaits;
+		xt.nsignals = tt->nsignals;
+		for (int i = 0; i < tt->nwaits; i++)
+			xt.waits[i] = (ir_flagref){ir_rank_shift(tt->waits[i].rank, rr, p->nodes, p->gpus),
+						   tt->waits[i].index};
+		for (int i = 0; i < tt->nsignals; i++)
+			xt.signals[i] = (ir_flagref){ir_rank_shift(tt->signals[i].rank, rr, p->nodes, p->gpus),
+						     tt->signals[i].index};
 		for (int i = 0; i < t->nwaits; i++) {
 			ir_flagref f = t->waits[i];
 			if (f.rank < 0 || f.rank >= V.world || f.index < 0 || f.index >= s->nflags) {
-				fail(&V, t, NULL, "wait on a flag out of range");
+				ir_task u = xtask(&V, k);
+				fail(&V, &u, NULL, "wait on a flag out of range");
 				break;
 			}
 			edge(&V, flag_node(&V, f.rank, f.index), k);
@@ -215,7 +234,8 @@ int verify_run(const ir_sched *s, diags *d, arena *a)
 		for (int i = 0; i < t->nsignals; i++) {
 			ir_flagref f = t->signals[i];
 			if (f.rank < 0 || f.rank >= V.world || f.index < 0 || f.index >= s->nflags) {
-				fail(&V, t, NULL, "signal of a flag out of range");
+				ir_task u = xtask(&V, k);
+				fail(&V, &u, NULL, "signal of a flag out of range");
 				break;
 			}
 			count[f.rank * s->nflags + f.index]++;
@@ -258,7 +278,8 @@ int verify_run(const ir_sched *s, diags *d, arena *a)
 	if (qt != V.nnodes) {
 		for (int k = 0; k < V.n; k++)
 			if (deg[k]) {
-				fail(&V, &V.x[k], NULL,
+				ir_task u = xtask(&V, k);
+				fail(&V, &u, NULL,
 				     "in-order CTA loops can deadlock (a cycle of waits passes through)");
 				return 1;
 			}
@@ -271,10 +292,8 @@ int verify_run(const ir_sched *s, diags *d, arena *a)
 	wlist *wl = arena_alloc(a, (size_t)(nt * V.world + 1) * sizeof *wl);
 	if (!wl)
 		return 1;
-	for (int k = 0; k < V.n; k++) {
-		const ir_task *t = &V.x[k];
-		wl[t->write.tensor * V.world + t->write.rank].n++;
-	}
+	for (int k = 0; k < V.n; k++)
+		wl[V.w[k].tensor * V.world + V.w[k].rank].n++;
 	for (int i = 0; i < nt * V.world; i++) {
 		wl[i].v = arena_alloc(a, (size_t)(wl[i].n + 1) * sizeof(int));
 		if (!wl[i].v)
@@ -282,10 +301,9 @@ int verify_run(const ir_sched *s, diags *d, arena *a)
 		wl[i].n = 0;
 	}
 	for (int k = 0; k < V.n; k++) {
-		const ir_task *t = &V.x[k];
-		wlist *w = &wl[t->write.tensor * V.world + t->write.rank];
+		wlist *w = &wl[V.w[k].tensor * V.world + V.w[k].rank];
 		w->v[w->n++] = k;
-		int64_t len = t->write.hi[0] - t->write.lo[0];
+		int64_t len = V.w[k].hi[0] - V.w[k].lo[0];
 		if (len > w->maxlen)
 			w->maxlen = len;
 	}
@@ -297,13 +315,14 @@ int verify_run(const ir_sched *s, diags *d, arena *a)
 	for (int i = 0; i < nt * V.world && !V.err; i++) {
 		int nd = p->tensors[i / V.world].ndim;
 		for (int j = 0; j < wl[i].n && !V.err; j++) {
-			const ir_task *t = &V.x[wl[i].v[j]];
+			const ir_region *tw = &V.w[wl[i].v[j]];
 			for (int k = j + 1; k < wl[i].n; k++) {
-				const ir_task *u = &V.x[wl[i].v[k]];
-				if (u->write.lo[0] >= t->write.hi[0])
+				const ir_region *uw = &V.w[wl[i].v[k]];
+				if (uw->lo[0] >= tw->hi[0])
 					break;
-				if (inter(&t->write, &u->write, nd)) {
-					fail(&V, u, &u->write, "two tasks write the same elements");
+				if (inter(tw, uw, nd)) {
+					ir_task u = xtask(&V, wl[i].v[k]);
+					fail(&V, &u, &u.write, "two tasks write the same elements");
 					break;
 				}
 			}
@@ -319,7 +338,8 @@ int verify_run(const ir_sched *s, diags *d, arena *a)
 		return 1;
 	int stamp = 0;
 	for (int k = 0; k < V.n && !V.err; k++) {
-		const ir_task *t = &V.x[k];
+		const ir_task xt = xtask(&V, k);
+		const ir_task *t = &xt;
 		for (int ri = 0; ri < t->nreads && !V.err; ri++) {
 			const ir_region *g = &t->reads[ri];
 			const ir_tensor *x = &p->tensors[g->tensor];
@@ -331,18 +351,20 @@ int verify_run(const ir_sched *s, diags *d, arena *a)
 			int lo = 0, hi = w->n;
 			while (lo < hi) {
 				int mid = (lo + hi) / 2;
-				if (V.x[w->v[mid]].write.lo[0] < g->hi[0])
+				if (V.w[w->v[mid]].lo[0] < g->hi[0])
 					lo = mid + 1;
 				else
 					hi = mid;
 			}
 			for (int j = lo - 1; j >= 0; j--) {
-				const ir_task *u = &V.x[w->v[j]];
-				if (u->write.lo[0] + w->maxlen <= g->lo[0])
+				const ir_region *uw = &V.w[w->v[j]];
+				if (uw->lo[0] + w->maxlen <= g->lo[0])
 					break;
-				int64_t c = inter(&u->write, g, x->ndim);
+				int64_t c = inter(uw, g, x->ndim);
 				if (!c)
 					continue;
+				const ir_task ux = xtask(&V, w->v[j]);
+				const ir_task *u = &ux;
 				covered += c;
 				int ok = 0;
 				for (int a1 = 0; a1 < u->nsignals && !ok; a1++)
