@@ -2136,8 +2136,10 @@ static void check_hints(sema *s, opinfo *oi)
 			}
 			if (!bad && h->args.n == 3) {
 				int64_t es = ir_dtype_size(s->t[op->in[0]].t.dtype), a1, a2, sum;
-				int ovf = __builtin_mul_overflow(v[0], v[2], &a1) ||
-					  __builtin_mul_overflow(v[2], v[1], &a2) ||
+				/* the portable tile's ring (mkd/mma.cuh): rows padded by 8
+				 * elements against bank conflicts; compiler/ir.c's rule */
+				int ovf = __builtin_mul_overflow(v[0], v[2] + 8, &a1) ||
+					  __builtin_mul_overflow(v[2], v[1] + 8, &a2) ||
 					  __builtin_add_overflow(a1, a2, &sum) ||
 					  __builtin_mul_overflow(sum, es * TILE_STAGES, &sum);
 				if (ovf || sum > SMEM_LIMIT) {

@@ -1,9 +1,12 @@
 # AllGather + GEMM with the collective written out as explicit stages.
 #
-# The same computation as ag_gemm.mk.  `allgather(A, 0)` expands, by the
-# mesh, into these two put stages: the GPUs of my node copy their rows over
-# NVLink, the ranks of other nodes over RDMA (never RDMA where NVLink
-# reaches).  Together the stages' peer sets must cover the whole world.
+# The same result as ag_gemm.mk, with the exchange written by hand: the GPUs
+# of my node copy their rows over NVLink, and every rank of another node
+# writes its rows to me over RDMA (never RDMA where NVLink reaches).
+# Together the stages' peer sets must cover the whole world.  Unlike
+# allgather(A, 0), which sends each shard across the network once per node
+# pair and forwards it inside the node over NVLink, these stages send it
+# once per remote GPU: written out, a stage means exactly what it says.
 pipeline ag_gemm_explicit {
   mesh  nodes x gpus
   param M = 8192, N = 1024, K = 8192

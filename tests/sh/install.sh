@@ -1,4 +1,5 @@
 #!/bin/sh
+# ONCE (it relinks the build it installs; the sanitizer build needs its own flags)
 # make install puts mkc, mkrun, libmk (static and shared), mk.h and a
 # pkg-config file under PREFIX, and the embedding example builds against it.
 set -eu
