@@ -397,9 +397,14 @@ static void lower_elementwise(lower *L, int oi)
 		L->err = 1;
 		return;
 	}
-	int n = cls == 'E' ? producer_boxes(L, op->in[0], boxes, MAXCUTS) : 0;
+	/* the tiles of whichever operand is tiled, so each box waits on one
+	 * producer; else row blocks (row ops: 16 KB, many CTAs at once) */
+	int n = 0;
+	for (int k = 0; cls == 'E' && k < op->nin && n <= 0; k++)
+		if (p->tensors[op->in[k]].ndim == p->tensors[op->out].ndim)
+			n = producer_boxes(L, op->in[k], boxes, MAXCUTS);
 	if (n <= 0)
-		n = row_boxes(L, op->out, cls == 'R' ? 64 * 1024 : 128 * 1024,
+		n = row_boxes(L, op->out, cls == 'R' ? 16 * 1024 : 128 * 1024,
 			      cls == 'R' ? 8 : 1, boxes, MAXCUTS);
 	if (n < 0) {
 		diag_error(L->d, op->where, "'%s' has too many tiles", op->stage);

@@ -1149,7 +1149,13 @@ mk_status mk_run_timed(mk_pipeline *p, float *ms)
 	if (r != CUDA_SUCCESS)
 		return pfail(p, MK_ERR_CUDA, "launching the kernel", r);
 	PCU(p, cu->cuEventRecord(p->ev1, p->stream), "cuEventRecord");
-	PCU(p, cu->cuStreamSynchronize(p->stream), "running the kernel");
+	r = cu->cuStreamSynchronize(p->stream);
+	if (r == CUDA_ERROR_ILLEGAL_ADDRESS && p->comm)
+		/* under MPS a killed client's memory goes with it: peers that
+		 * still map it fault instead of timing out */
+		return pfail(p, MK_ERR_PEER, "running the kernel (a peer process probably died: "
+			     "its memory vanished under this rank's loads)", r);
+	PCU(p, r, "running the kernel");
 	if (ms) {
 		float t = 0;
 		PCU(p, cu->cuEventElapsedTime(&t, p->ev0, p->ev1), "cuEventElapsedTime");

@@ -74,6 +74,19 @@ template <> struct mkd_is16<mkd_f16> { enum { value = 1 }; };
 
 MKD_INLINE bool mkd_al16(const void *p, i64 ld) { return (((u64)p & 15) | (ld & 7)) == 0; }
 
+/* 8 weights of a row op: a 16-byte load when 16-bit, else one by one */
+template <typename TW, bool V = mkd_is16<TW>::value> struct mkd_row_w {
+	static MKD_INLINE void get(float *g, const TW *w)
+	{
+#pragma unroll
+		for (int j = 0; j < 8; j++)
+			g[j] = mkd_elem<TW>::ld(w + j);
+	}
+};
+template <typename TW> struct mkd_row_w<TW, true> {
+	static MKD_INLINE void get(float *g, const TW *w) { mkd_vec8<TW>::get(g, *(const uint4 *)w); }
+};
+
 /* 16-bit in and out, rows 16-byte aligned: 8 elements a load, no divisions
  * per element; false (and nothing done) otherwise. */
 template <typename TX, typename TZ, typename TY,
@@ -169,10 +182,124 @@ MKD_INLINE float mkd_warp_max(float v)
 	return v;
 }
 
+/* Row ops on 16-bit rows of up to 32 lanes x 8 vectors x 8 elements (2048):
+ * the warp keeps its row in registers (one read of memory, 16-byte loads
+ * all in flight), computes the statistic, writes once. */
+enum { MKD_ROW_VECS = 4 };
+
+template <typename TX, typename TY, typename TW,
+	  bool V = mkd_is16<TX>::value && mkd_is16<TY>::value>
+struct mkd_row_vec {
+	static MKD_INLINE bool rmsnorm(const TX *, i64, const TW *, TY *, i64, int, int) { return false; }
+	static MKD_INLINE bool softmax(const TX *, i64, TY *, i64, int, int) { return false; }
+};
+template <typename TX, typename TY, typename TW>
+struct mkd_row_vec<TX, TY, TW, true> {
+	static MKD_INLINE bool ok(const void *x, i64 ldx, const void *y, i64 ldy, int cols)
+	{
+		return (cols & 7) == 0 && cols <= 32 * 8 * MKD_ROW_VECS && mkd_al16(x, ldx) && mkd_al16(y, ldy);
+	}
+	static MKD_INLINE bool rmsnorm(const TX *x, i64 ldx, const TW *w, TY *y, i64 ldy, int rows,
+				       int cols)
+	{
+		if (!ok(x, ldx, y, ldy, cols) || (w && (!mkd_is16<TW>::value || ((u64)w & 15))))
+			return false;
+		const int lane = threadIdx.x & 31, nw = blockDim.x >> 5, nv = cols >> 3;
+		for (int r = threadIdx.x >> 5; r < rows; r += nw) {
+			const TX *xr = x + (i64)r * ldx;
+			uint4 v[MKD_ROW_VECS];
+			float ss = 0.f;
+#pragma unroll
+			for (int k = 0; k < MKD_ROW_VECS; k++) {
+				int c = lane + 32 * k;
+				if (c < nv)
+					v[k] = *(const uint4 *)(xr + 8 * c);
+			}
+#pragma unroll
+			for (int k = 0; k < MKD_ROW_VECS; k++)
+				if (lane + 32 * k < nv) {
+					float f[8];
+					mkd_vec8<TX>::get(f, v[k]);
+#pragma unroll
+					for (int j = 0; j < 8; j++)
+						ss += f[j] * f[j];
+				}
+			ss = mkd_warp_sum(ss);
+			const float inv = rsqrtf(ss / cols + 1e-6f);
+#pragma unroll
+			for (int k = 0; k < MKD_ROW_VECS; k++) {
+				int c = lane + 32 * k;
+				if (c >= nv)
+					continue;
+				float f[8], g[8] = {1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f};
+				mkd_vec8<TX>::get(f, v[k]);
+				if (w)
+					mkd_row_w<TW>::get(g, w + 8 * c);
+#pragma unroll
+				for (int j = 0; j < 8; j++)
+					f[j] *= inv * g[j];
+				*(uint4 *)(y + (i64)r * ldy + 8 * c) = mkd_vec8<TY>::pack(f);
+			}
+		}
+		return true;
+	}
+	static MKD_INLINE bool softmax(const TX *x, i64 ldx, TY *y, i64 ldy, int rows, int cols)
+	{
+		if (!ok(x, ldx, y, ldy, cols))
+			return false;
+		const int lane = threadIdx.x & 31, nw = blockDim.x >> 5, nv = cols >> 3;
+		for (int r = threadIdx.x >> 5; r < rows; r += nw) {
+			const TX *xr = x + (i64)r * ldx;
+			uint4 v[MKD_ROW_VECS];
+			float m = -3.402823466e38f;
+#pragma unroll
+			for (int k = 0; k < MKD_ROW_VECS; k++)
+				if (lane + 32 * k < nv)
+					v[k] = *(const uint4 *)(xr + 8 * (lane + 32 * k));
+#pragma unroll
+			for (int k = 0; k < MKD_ROW_VECS; k++)
+				if (lane + 32 * k < nv) {
+					float f[8];
+					mkd_vec8<TX>::get(f, v[k]);
+#pragma unroll
+					for (int j = 0; j < 8; j++)
+						m = fmaxf(m, f[j]);
+				}
+			m = mkd_warp_max(m);
+			float sum = 0.f;
+#pragma unroll
+			for (int k = 0; k < MKD_ROW_VECS; k++)
+				if (lane + 32 * k < nv) {
+					float f[8];
+					mkd_vec8<TX>::get(f, v[k]);
+#pragma unroll
+					for (int j = 0; j < 8; j++)
+						sum += __expf(f[j] - m);
+				}
+			const float inv = 1.f / mkd_warp_sum(sum);
+#pragma unroll
+			for (int k = 0; k < MKD_ROW_VECS; k++) {
+				int c = lane + 32 * k;
+				if (c >= nv)
+					continue;
+				float f[8];
+				mkd_vec8<TX>::get(f, v[k]);
+#pragma unroll
+				for (int j = 0; j < 8; j++)
+					f[j] = __expf(f[j] - m) * inv;
+				*(uint4 *)(y + (i64)r * ldy + 8 * c) = mkd_vec8<TY>::pack(f);
+			}
+		}
+		return true;
+	}
+};
+
 /* rmsnorm over each row: y = x / sqrt(mean(x^2) + eps) * w (w may be 0). */
 template <typename TX, typename TW, typename TY>
 MKD_INLINE void mkd_rmsnorm(const TX *x, i64 ldx, const TW *w, TY *y, i64 ldy, int rows, int cols)
 {
+	if (mkd_row_vec<TX, TY, TW>::rmsnorm(x, ldx, w, y, ldy, rows, cols))
+		return;
 	const int lane = threadIdx.x & 31, nw = blockDim.x >> 5;
 	for (int r = threadIdx.x >> 5; r < rows; r += nw) {
 		const TX *xr = x + (i64)r * ldx;
@@ -195,6 +322,8 @@ MKD_INLINE void mkd_rmsnorm(const TX *x, i64 ldx, const TW *w, TY *y, i64 ldy, i
 template <typename TX, typename TY>
 MKD_INLINE void mkd_softmax(const TX *x, i64 ldx, TY *y, i64 ldy, int rows, int cols)
 {
+	if (mkd_row_vec<TX, TY, TX>::softmax(x, ldx, y, ldy, rows, cols))
+		return;
 	const int lane = threadIdx.x & 31, nw = blockDim.x >> 5;
 	for (int r = threadIdx.x >> 5; r < rows; r += nw) {
 		const TX *xr = x + (i64)r * ldx;

@@ -91,7 +91,8 @@ killtest() {
 	echo "$out" | tail -8
 	echo "exit $rc after ${dt}s"
 	[ "$rc" != 0 ] && [ "$rc" != 124 ] && [ "$dt" -lt 30 ] &&
-		echo "$out" | grep -q "rank 1 was killed" && echo "$out" | grep -q "rank 0: .*a wait timed out"
+		echo "$out" | grep -q "rank 1 was killed" &&
+		echo "$out" | grep -qE "rank 0: .*(a wait timed out|peer rank failed)"
 }
 check "kill.n2" killtest
 [ "$mps" = 1 ] && echo quit | nvidia-cuda-mps-control >/dev/null 2>&1
