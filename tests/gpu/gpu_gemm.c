@@ -31,6 +31,7 @@
 
 #include "codegen/nvrtc.h"
 #include "runtime/cudrv.h"
+#include "tests/gpu/cublas.h"
 #include "runtime/tmap.h"
 
 #define BM 128  /* the engine's tile rows: A's TMA box is BM x 64 */
@@ -223,53 +224,16 @@ static void launch(int v, const gemm *g)
 			      NULL, args, NULL));
 }
 
-/* ---- cuBLAS, if there is one ---------------------------------------------------- */
+/* ---- cuBLAS, if there is one (tests/gpu/cublas.h) -------------------------------- */
 
-typedef int (*cublas_create_fn)(void **);
-typedef int (*cublas_gemm_ex_fn)(void *, int, int, int, int, int, const void *, const void *,
-				 int, int, const void *, int, int, const void *, void *, int, int,
-				 int, int);
-static struct {
-	void *h;
-	cublas_gemm_ex_fn gemm_ex;
-	char why[256];
-} blas;
+static mkt_cublas blas;
 
-static int blas_open(void)
-{
-	static const char *const names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
-	const char *dirs[] = {getenv("MK_CUBLAS_DIR"), getenv("CUDA_HOME"), "/usr/local/cuda"};
-	char path[512];
-	void *lib = NULL;
-	for (int i = 0; i < 3 && !lib; i++)
-		lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-	for (int d = 0; d < 3 && !lib; d++)
-		for (int i = 0; i < 2 && !lib && dirs[d] && *dirs[d]; i++) {
-			snprintf(path, sizeof path, "%s%s/%s", dirs[d], d ? "/lib64" : "", names[i]);
-			lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-		}
-	if (!lib) {
-		snprintf(blas.why, sizeof blas.why, "no libcublas.so.13 or .12; set MK_CUBLAS_DIR");
-		return -1;
-	}
-	cublas_create_fn create = (cublas_create_fn)dlsym(lib, "cublasCreate_v2");
-	blas.gemm_ex = (cublas_gemm_ex_fn)dlsym(lib, "cublasGemmEx");
-	if (!create || !blas.gemm_ex || create(&blas.h) != 0) {
-		snprintf(blas.why, sizeof blas.why, "cublasCreate failed");
-		return -1;
-	}
-	return 0;
-}
+static int blas_open(void) { return mkt_cublas_open(&blas); }
 
-/* row-major C[M,N] = A[M,K] B[K,N] as column-major C^T = B^T A^T */
+/* row-major C[M,N] = A[M,K] B[K,N] */
 static void blas_gemm(const gemm *g)
 {
-	enum { OP_N = 0, R_16BF = 14, COMPUTE_32F = 68, GEMM_DEFAULT = -1 };
-	const float one = 1.f, zero = 0.f;
-	int r = blas.gemm_ex(blas.h, OP_N, OP_N, (int)g->N, (int)g->M, (int)g->K, &one,
-			     (const void *)(uintptr_t)g->B, R_16BF, (int)g->N,
-			     (const void *)(uintptr_t)g->A, R_16BF, (int)g->K, &zero,
-			     (void *)(uintptr_t)g->C, R_16BF, (int)g->ldc, COMPUTE_32F, GEMM_DEFAULT);
+	int r = mkt_cublas_gemm_bf16(&blas, NULL, g->A, g->B, g->C, g->M, g->N, g->K, g->ldc);
 	if (r != 0) {
 		fprintf(stderr, "gpu_gemm: cublasGemmEx: status %d\n", r);
 		exit(1);
