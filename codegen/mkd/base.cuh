@@ -70,6 +70,15 @@ template <> struct mkd_elem<int> {
 	static MKD_INLINE void st(int *p, float v) { *p = __float2int_rn(v); }
 };
 
+/* a generic pointer into shared memory as a 32-bit shared address */
+MKD_INLINE u32 mkd_smem_addr(const void *p)
+{
+	u32 a;
+	asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }"
+	    : "=r"(a) : "l"(p));
+	return a;
+}
+
 MKD_INLINE u64 mkd_globaltimer()
 {
 	u64 t;

@@ -61,6 +61,7 @@
 #define MKD_COPY_CUH
 
 #include "base.cuh"
+#include "mbar.cuh"
 
 MKD_INLINE uint4 mkd_ld16(const void *p)
 {
@@ -132,47 +133,9 @@ MKD_INLINE void mkd_copy_2d(char *dst, i64 dst_ld, const char *src, i64 src_ld,
  * (none needed when smem is 128-byte aligned), the header, the stages. */
 #define MKD_BULK_SMEM(S, C) (127 + MKD_BULK_HEAD + (S) * (C))
 
-MKD_INLINE u32 mkd_bulk_saddr(const void *p)
-{
-	u32 a;
-	asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-	return a;
-}
-
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define MKD_HAS_BULK 1
 
-MKD_INLINE void mkd_bulk_bar_init(u32 bar)
-{
-	asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(bar) : "memory");
-}
-MKD_INLINE void mkd_bulk_bar_inval(u32 bar)
-{
-	asm volatile("mbarrier.inval.shared::cta.b64 [%0];" :: "r"(bar) : "memory");
-}
-MKD_INLINE void mkd_bulk_expect(u32 bar, u32 bytes)
-{
-	asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
-		     :: "r"(bar), "r"(bytes) : "memory");
-}
-MKD_INLINE bool mkd_bulk_try_wait(u32 bar, u32 parity)
-{
-	u32 ok;
-	asm volatile("{\n\t.reg .pred p;\n\t"
-		     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
-		     "selp.u32 %0, 1, 0, p;\n\t}"
-		     : "=r"(ok) : "r"(bar), "r"(parity) : "memory");
-	return ok != 0;
-}
-MKD_INLINE void mkd_bulk_wait(u32 bar, u32 parity)
-{
-	if (mkd_bulk_try_wait(bar, parity))
-		return;
-	const u64 t0 = mkd_globaltimer();
-	while (!mkd_bulk_try_wait(bar, parity))
-		if (mkd_globaltimer() - t0 > MKD_BULK_TIMEOUT_NS)
-			__trap();
-}
 /* global -> shared, completion counted on bar */
 MKD_INLINE void mkd_bulk_load(u32 dst, const void *src, u32 bytes, u32 bar)
 {
@@ -241,7 +204,7 @@ struct mkd_bulk_plan {
 		i64 r0, nr, c0;
 		u32 nb;
 		at(j, r0, nr, c0, nb);
-		mkd_bulk_expect(bar, (u32)nr * nb);
+		mkd_mbar_arrive_tx(bar, (u32)nr * nb);
 #pragma unroll 1
 		for (i64 k = 0; k < nr; k++)
 			mkd_bulk_load(stage + (u32)k * nb, src + (r0 + k) * src_ld + c0, nb, bar);
@@ -265,14 +228,14 @@ MKD_INLINE void mkd_bulk_run(const mkd_bulk_plan &pl, u32 bars, u32 S)
 	const u32 used = pl.n < (i64)S ? (u32)pl.n : S;
 #pragma unroll 1
 	for (u32 s = 0; s < used; s++)
-		mkd_bulk_bar_init(bars + 8 * s);
+		mkd_mbar_init(bars + 8 * s, 1);
 	asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 #pragma unroll 1
 	for (u32 s = 0; s < used; s++)
 		pl.load(s, ring + s * pl.chunk, bars + 8 * s);
 	u32 s = 0, ph = 0, prev = 0;
 	for (i64 j = 0; j < pl.n; j++) {
-		mkd_bulk_wait(bars + 8 * s, ph);
+		mkd_mbar_wait(bars + 8 * s, ph, MKD_BULK_TIMEOUT_NS);
 		pl.store(j, ring + s * pl.chunk);
 		if (j >= 1 && j - 1 + S < pl.n) {  /* refill the stage of chunk j-1 */
 			mkd_bulk_wait_group_read<1>();
@@ -289,7 +252,7 @@ MKD_INLINE void mkd_bulk_run(const mkd_bulk_plan &pl, u32 bars, u32 S)
 	asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 #pragma unroll 1
 	for (u32 k = 0; k < used; k++)
-		mkd_bulk_bar_inval(bars + 8 * k);
+		mkd_mbar_inval(bars + 8 * k);
 }
 #endif /* sm_90 */
 
@@ -305,7 +268,7 @@ MKD_INLINE void mkd_copy_bulk_2d(char *dst, i64 dst_ld, const char *src, i64 src
 		row_bytes *= rows;
 		rows = 1;
 	}
-	const u32 s0 = mkd_bulk_saddr(smem), bars = (s0 + 127) & ~127u;
+	const u32 s0 = mkd_smem_addr(smem), bars = (s0 + 127) & ~127u;
 	const i64 room = (i64)smem_bytes - (i64)(bars - s0) - MKD_BULK_HEAD;
 	chunk = (chunk < MKD_BULK_MAX_CHUNK ? chunk : MKD_BULK_MAX_CHUNK) & ~15u;
 	i64 S = chunk ? room / chunk : 0;

@@ -3,7 +3,8 @@
  *   base.cuh   types, bf16/f16 conversions, timers
  *   abi.cuh    the parameter block shared with the host runtime
  *   flags.cuh  epoch-counter flags, bounded waits, stall reports
- *   copy.cuh   16-byte vectorised copies (local, peer, NVLink)
+ *   copy.cuh   16-byte vectorised copies and TMA bulk copies (local, peer, NVLink)
+ *   mbar.cuh   shared-memory mbarriers (bounded waits) for the copy engines
  *   mma.cuh    tensor-core GEMM tile (mma.sync, any sm_80+)
  *   ew.cuh     elementwise and row-wise tiles, reductions
  *   attn.cuh   attention tile with online softmax

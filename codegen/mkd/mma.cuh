@@ -17,14 +17,6 @@
 
 #include "base.cuh"
 
-MKD_INLINE u32 mkd_smem_addr(const void *p)
-{
-	u32 a;
-	asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }"
-	    : "=r"(a) : "l"(p));
-	return a;
-}
-
 MKD_INLINE void mkd_cp_async16(u32 dst, const void *src, bool full)
 {
 	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"

@@ -66,6 +66,7 @@
 #define MKD_WGMMA_CUH
 
 #include "base.cuh"
+#include "mbar.cuh"
 #include "mma.cuh"
 
 /* A TMA descriptor (CUtensorMap) as the host encodes it: 128 opaque bytes.
@@ -90,47 +91,7 @@ struct __align__(64) mkd_tmap {
 #endif
 #define MKD_WG_BAR_ID 1        /* named barriers 1..3: one per warpgroup */
 
-/* ---- mbarrier ------------------------------------------------------------ */
-
-MKD_INLINE void mkd_mbar_init(u32 bar, u32 count)
-{
-	asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
-}
-MKD_INLINE void mkd_mbar_inval(u32 bar)
-{
-	asm volatile("mbarrier.inval.shared::cta.b64 [%0];" :: "r"(bar) : "memory");
-}
-MKD_INLINE void mkd_mbar_arrive(u32 bar)
-{
-	asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
-}
-/* arrive (count 1) and expect `bytes` from the TMA engine in this phase */
-MKD_INLINE void mkd_mbar_arrive_tx(u32 bar, u32 bytes)
-{
-	asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
-		     :: "r"(bar), "r"(bytes) : "memory");
-}
-MKD_INLINE bool mkd_mbar_try_wait(u32 bar, u32 parity)
-{
-	u32 ok;
-	asm volatile("{\n\t.reg .pred p;\n\t"
-		     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
-		     "selp.u32 %0, 1, 0, p;\n\t}"
-		     : "=r"(ok) : "r"(bar), "r"(parity) : "memory");
-	return ok != 0;
-}
-/* Wait for the phase of parity `parity` to complete (acquire, CTA scope).
- * Inline on purpose: a call inside a setmaxnreg region makes ptxas give up
- * (C7600, register allocation failed at 232). */
-MKD_INLINE void mkd_mbar_wait(u32 bar, u32 parity)
-{
-	if (mkd_mbar_try_wait(bar, parity))
-		return;
-	const u64 t0 = mkd_globaltimer();
-	while (!mkd_mbar_try_wait(bar, parity))
-		if (mkd_globaltimer() - t0 > MKD_WG_TIMEOUT_NS)
-			__trap();
-}
+/* mbarriers: mkd/mbar.cuh */
 
 /* ---- TMA ------------------------------------------------------------------ */
 
@@ -297,7 +258,7 @@ struct mkd_wgmma_tile {
 		int s = 0;
 		u32 ph = 0;
 		for (int kt = 0; kt < nk; kt++) {
-			mkd_mbar_wait(empty_bar(bars, s), ph ^ 1);
+			mkd_mbar_wait(empty_bar(bars, s), ph ^ 1, MKD_WG_TIMEOUT_NS);
 			const u32 full = full_bar(bars, s), dst = ring + s * STAGE_BYTES;
 			mkd_mbar_arrive_tx(full, STAGE_BYTES);
 			mkd_tma_load_2d(dst, ta, a_col + kt * BK, a_row, full);
@@ -327,7 +288,7 @@ struct mkd_wgmma_tile {
 		int s = 0, prev = 0;
 		u32 ph = 0;
 		for (int kt = 0; kt < nk; kt++) {
-			mkd_mbar_wait(full_bar(bars, s), ph);
+			mkd_mbar_wait(full_bar(bars, s), ph, MKD_WG_TIMEOUT_NS);
 			const u64 off = (u64)((s * STAGE_BYTES) >> 4);
 #pragma unroll
 			for (int i = 0; i < ACC; i++)
