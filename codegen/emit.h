@@ -34,6 +34,23 @@ typedef struct cg_tmap {
 
 int cg_tmaps(const ir_sched *s, cg_tmap *out, int max);
 
+/* RDMA stages: what the generated kernel and the runtime agree on.  The
+ * flags RDMA tasks write are the schedule's first `nflags`; a rank's RDMA
+ * flag area holds them, then one READY word per rank it writes to (in the
+ * order of cg_rdma_layout's dst[]: rank 0's view), then a scratch word. */
+typedef struct cg_rdma {
+	int tasks;                    /* RDMA tasks of rank 0 */
+	int nflags;                   /* written flags: indices 0 .. nflags-1 */
+	int ndst;                     /* ranks rank 0 writes to: READY words */
+	int area;                     /* u64 words of a rank's RDMA flag area */
+	unsigned long long tensors;   /* bit t: tensor t is read or written by RDMA */
+} cg_rdma;
+
+/* Fills *out; dst[0 .. min(ndst, max)) gets the ranks rank 0 writes to, in
+ * READY-word order.  -1 when the written flags are not the first ones or a
+ * tensor index is past 63 (a schedule codegen cannot serve). */
+int cg_rdma_layout(const ir_sched *s, cg_rdma *out, int *dst, int max);
+
 /* 0, or -1 with err[] naming what cannot be generated yet. */
 int cg_emit_cuda(const ir_sched *s, const cg_emit_opts *o, strbuf *out,
 		 char *err, size_t n);

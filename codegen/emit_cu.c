@@ -22,6 +22,10 @@ typedef struct em {
 	char *err;
 	size_t nerr;
 	int bad;
+	cg_rdma rl;   /* RDMA stages (rl.tasks > 0) */
+	int *rdst;    /* [rl.ndst] ranks rank 0 writes to */
+	char *rdma_op;/* [nops] 1: the op has RDMA tasks (an R_ stage) */
+	int *other_w; /* [nops] the tensor its other tasks write (a W_ stage), -1 */
 } em;
 
 static void fail(em *E, const char *msg, const char *what)
@@ -45,6 +49,49 @@ static const char *ctype(ir_dtype t)
 static const char *group_enum(ir_group g)
 {
 	return g == GRP_GPUS ? "MKD_GRP_GPUS" : g == GRP_NODES ? "MKD_GRP_NODES" : "MKD_GRP_WORLD";
+}
+
+/* the rank y with sigma_y(x) = 0 */
+static int rank_inverse(int x, int nodes, int gpus)
+{
+	int xn = x / gpus, xg = x % gpus;
+	return ((nodes - xn) % nodes) * gpus + (gpus - xg) % gpus;
+}
+
+int cg_rdma_layout(const ir_sched *s, cg_rdma *out, int *dst, int max)
+{
+	const ir_prog *p = s->prog;
+	memset(out, 0, sizeof *out);
+	int ok = 0;
+	for (int f = 0; f < s->nflags; f++)
+		if (s->flags[f].written) {
+			ok |= f != out->nflags;  /* not a prefix */
+			out->nflags++;
+		}
+	for (int i = 0; i < s->ntasks; i++) {
+		const ir_task *t = &s->tasks[i];
+		if (t->kind != TASK_RDMA)
+			continue;
+		out->tasks++;
+		if (t->write.tensor >= 64 || t->reads[0].tensor >= 64) {
+			ok = 1;
+			continue;
+		}
+		out->tensors |= 1ull << t->write.tensor | 1ull << t->reads[0].tensor;
+	}
+	/* destinations in rank order */
+	for (int r = 0; r < p->world; r++) {
+		int used = 0;
+		for (int i = 0; i < s->ntasks && !used; i++)
+			used = s->tasks[i].kind == TASK_RDMA && s->tasks[i].write.rank == r;
+		if (!used)
+			continue;
+		if (dst && out->ndst < max)
+			dst[out->ndst] = r;
+		out->ndst++;
+	}
+	out->area = out->tasks ? out->nflags + out->ndst + 1 : 0;
+	return ok ? -1 : 0;
 }
 
 /* dimension d of an n-D tensor in the 3-D normalised form */
@@ -86,6 +133,12 @@ static void header(em *E, int sys)
 		  "#define MK_MULTIPROC %d  // ranks are separate processes: READY/DONE protocol\n\n",
 		  p->nodes, p->gpus, p->world, s->ctas, s->threads, s->ntasks, s->nflags,
 		  cg_tmaps(s, NULL, 0), sys);
+	if (E->rl.tasks)
+		sb_printf(o, "// RDMA stages: flags 0 .. MK_NRFLAGS-1 are written (the epoch, by one RDMA\n"
+			  "// task each), in the RDMA flag area; then a READY word per rank rank 0\n"
+			  "// writes to (MK_RDST), then a scratch word.  Process mode: through the\n"
+			  "// proxy FIFO; virtual ranks: stores.\n"
+			  "#define MK_NRFLAGS %d\n#define MK_NRDST %d\n\n", E->rl.nflags, E->rl.ndst);
 }
 
 static void tensors(em *E)
@@ -157,6 +210,13 @@ static void tables(em *E)
 	sb_puts(o, "// ---- stages: one per op\nenum {");
 	for (int i = 0; i < p->nops; i++)
 		sb_printf(o, "%s S_%s = %d", i ? "," : "", p->ops[i].stage, i);
+	int sid = p->nops;
+	for (int i = 0; i < p->nops; i++)  /* RDMA tasks of an op: their own */
+		if (E->rdma_op[i])
+			sb_printf(o, ", R_%s = %d", p->ops[i].stage, sid++);
+	for (int i = 0; i < p->nops; i++)  /* and tasks writing another tensor */
+		if (E->other_w[i] >= 0)
+			sb_printf(o, ", W_%s = %d", p->ops[i].stage, sid++);
 	sb_puts(o, " };\n\n");
 	sb_puts(o, "struct mk_task {\n"
 		   "\tshort stage;          // op\n"
@@ -183,16 +243,24 @@ static void tables(em *E)
 			if (t->kind == TASK_COPY && t->write.rank != 0) {
 				fail(E, "a copy task writes another rank's memory", p->ops[t->op].stage);
 				return;
-			} else if (t->kind == TASK_RDMA) {
-				fail(E, "RDMA stages need the proxy transport (not built yet)",
-				     p->ops[t->op].stage);
+			}
+			if (t->kind == TASK_RDMA && t->nreads != 1) {
+				fail(E, "an RDMA task must read one box", p->ops[t->op].stage);
 				return;
 			}
+			if (progressive(&p->ops[t->op]))
+				for (int k = 0; k < t->nreads; k++)
+					if (t->read_wait[k] == -3) {
+						fail(E, "a stage that waits per read, reading data several RDMA "
+						     "writes deliver, is not built yet", p->ops[t->op].stage);
+						return;
+					}
 			strbuf r;
 			sb_init(&r);
 			inspect_region(p, &t->write, &r);
-			sb_printf(o, "\t{S_%s, %d, %d, %d, %d, %d, %d, {%lld, %lld, %lld}, {%lld, %lld, %lld}},"
-				  " // t%d %s %s\n",
+			sb_printf(o, "\t{%c_%s, %d, %d, %d, %d, %d, %d, {%lld, %lld, %lld}, {%lld, %lld, %lld}},"
+				  " // t%d %s %s\n", t->kind == TASK_RDMA ? 'R'
+				  : t->write.tensor != p->ops[t->op].out ? 'W' : 'S',
 				  p->ops[t->op].stage, t->nreads, t->nwaits, t->nsignals, nr, nw, ns,
 				  lo[0], lo[1], lo[2], hi[0], hi[1], hi[2], i, ir_task_name(t->kind),
 				  sb_str(&r));
@@ -243,15 +311,34 @@ static void tables(em *E)
 	for (int f = 0; f < s->nflags; f++)
 		sb_printf(o, "%s%d", f % 16 ? ", " : f ? ",\n\t" : "\n\t", s->flags[f].expected);
 	sb_printf(o, "%s0\n};\n\n", s->nflags ? ", " : "\n\t");
+	if (E->rl.tasks) {
+		sb_puts(o, "#if MK_MULTIPROC\n"
+			   "// ranks rank 0 writes to over RDMA (READY word j: MK_RDST[j] has started the\n"
+			   "// run); and MK_RFROM[j], whose RDMA writes come to rank 0 into READY word j\n"
+			   "__device__ const int MK_RDST[MK_NRDST] = {");
+		for (int j = 0; j < E->rl.ndst; j++)
+			sb_printf(o, "%s%d", j ? ", " : "", E->rdst[j]);
+		sb_puts(o, "};\n__device__ const int MK_RFROM[MK_NRDST] = {");
+		for (int j = 0; j < E->rl.ndst; j++)
+			sb_printf(o, "%s%d", j ? ", " : "", rank_inverse(E->rdst[j], p->nodes, p->gpus));
+		sb_puts(o, "};\n#endif\n"
+			   "// the largest proxy ticket of this CTA's run: delivered before it ends\n"
+			   "__shared__ u64 mk_ticket;\n\n"
+			   "// a flag of a rank: written flags in its RDMA flag area, counters in its flag array\n"
+			   "static __device__ __forceinline__ const u64 *mk_flag(const mkd_params &p, int r, int f)\n"
+			   "{\n"
+			   "\treturn f < MK_NRFLAGS ? (const u64 *)p.ranks[r].rflags + f : (const u64 *)p.ranks[r].flags + f;\n"
+			   "}\n\n");
+	}
 
-	sb_puts(o,
+	sb_printf(o,
 		"// Wait k of a task (thread 0 only; false when the run is aborted).\n"
 		"__attribute__((unused)) static __device__ __forceinline__ bool mk_wait(const mkd_params &p, int rank, int cta,\n"
 		"\t\t\t\t\t\t  int i, const mk_task &t, int k, u64 epoch)\n"
 		"{\n"
 		"\tconst mk_fref f = MK_WAITS[t.wait0 + k];\n"
 		"\tconst int fr = mkd_shift_rank<MK_NODES, MK_GPUS>(f.rank, rank);\n"
-		"\treturn mkd_wait(p, (const u64 *)p.ranks[fr].flags + f.index, epoch * MK_EXPECTED[f.index],\n"
+		"\treturn mkd_wait(p, %s, epoch * MK_EXPECTED[f.index],\n"
 		"\t\t\tfr, f.index, mkd_waiter{rank, cta, i, t.stage});\n"
 		"}\n\n"
 		"// The box read r of a task, as rank `rank` sees it.\n"
@@ -267,7 +354,7 @@ static void tables(em *E)
 		"\tb.rank = mkd_shift_rank<MK_NODES, MK_GPUS>(g.rank, rank);\n"
 		"\tmkd_box_shift<MK_NODES, MK_GPUS>(MK_T[g.tensor], rank, g.lo, g.hi, b.lo, b.hi);\n"
 		"\treturn b;\n"
-		"}\n\n");
+		"}\n\n", E->rl.tasks ? "mk_flag(p, fr, f.index)" : "(const u64 *)p.ranks[fr].flags + f.index");
 }
 
 /* ---- stage functions ------------------------------------------------------ */
@@ -312,20 +399,34 @@ static void stage_reduce(em *E, const ir_op *op)
 	const ir_prog *p = E->p;
 	const ir_tensor *y = &p->tensors[op->out];
 	const ir_tensor *x = &p->tensors[op->in[0]];
+	int w = E->other_w[op - p->ops];
+	if (w >= 0 && p->tensors[w].dtype != y->dtype) {
+		fail(E, "a reduction whose node-partials have another element type", op->stage);
+		return;
+	}
 	stage_head(E, op, "sum one box over the group's ranks, fp32");
 	/* the source counts this op's tasks use: each a template instance, so
 	 * the source pointers live in registers */
 	int used[IR_MAXREADS + 1] = {0};
 	for (int i = 0; i < E->s->ntasks; i++)
-		if (&p->ops[E->s->tasks[i].op] == op)
+		if (&p->ops[E->s->tasks[i].op] == op && E->s->tasks[i].kind == TASK_REDUCE)
 			used[E->s->tasks[i].nreads] = 1;
+	if (w >= 0)  /* one function for both (a second heavy callee makes the kernel spill) */
+		sb_printf(E->o,
+			  "\t// W_%s tasks write %s, the node-partials\n"
+			  "\tconst int yt = t.stage == W_%s ? T_%s : T_%s;\n"
+			  "\tif (yt != T_%s)\n"
+			  "\t\tmkd_box_shift<MK_NODES, MK_GPUS>(MK_T[yt], rank, t.lo, t.hi, lo, hi);\n",
+			  op->stage, p->tensors[w].name, op->stage, p->tensors[w].name, y->name, y->name);
+	else
+		sb_printf(E->o, "\tconst int yt = T_%s;\n", y->name);
 	sb_printf(E->o,
-		  "\tconst mkd_tensor &Y = MK_T[T_%s];\n"
+		  "\tconst mkd_tensor &Y = MK_T[yt];\n"
 		  "\tfor (i64 e = 0; e < hi[0] - lo[0]; e++) {\n"
-		  "\t\t%s *dst = (%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, lo[0] + e, lo[1], lo[2]);\n"
+		  "\t\t%s *dst = (%s *)mkd_at<MK_GPUS>(p, yt, Y, rank, lo[0] + e, lo[1], lo[2]);\n"
 		  "\t\tconst int rows = (int)(hi[1] - lo[1]), cols = (int)(hi[2] - lo[2]);\n"
 		  "\t\tswitch (t.nread) {\n",
-		  y->name, ctype(y->dtype), ctype(y->dtype), y->name);
+		  ctype(y->dtype), ctype(y->dtype));
 	for (int n = 1; n <= IR_MAXREADS; n++) {
 		if (!used[n])
 			continue;
@@ -578,6 +679,71 @@ static void stage_row(em *E, const ir_op *op)
 		  ctype(x->dtype), x->name, ctype(y->dtype), y->name);
 }
 
+/* The RDMA tasks of an op: the box read (on this rank) goes to the box
+ * written on a rank of another node, then the task's own flag there is
+ * written with the epoch.  Process mode: commands to the proxy; virtual
+ * ranks (every rank on this GPU): stores, then a release store. */
+static void stage_rdma(em *E, const ir_op *op)
+{
+	const ir_prog *p = E->p;
+	const ir_tensor *y = NULL;  /* what the op's RDMA tasks write (one tensor) */
+	for (int i = 0; i < E->s->ntasks; i++) {
+		const ir_task *t = &E->s->tasks[i];
+		if (t->kind != TASK_RDMA || &p->ops[t->op] != op)
+			continue;
+		if (y && y != &p->tensors[t->write.tensor]) {
+			fail(E, "RDMA tasks of one stage writing several tensors", op->stage);
+			return;
+		}
+		y = &p->tensors[t->write.tensor];
+		if (ir_dtype_size(p->tensors[t->reads[0].tensor].dtype) != ir_dtype_size(y->dtype)) {
+			fail(E, "an RDMA write between tensors of different element types", op->stage);
+			return;
+		}
+	}
+	if (!y)
+		return;
+	int es = ir_dtype_size(y->dtype);
+	sb_printf(E->o, "// stage %s, its RDMA tasks: a box of %s to a rank of another node, then the\n"
+		  "// task's flag there (written: the epoch)\n", op->stage, y->name);
+	sb_printf(E->o, "static __device__ __noinline__ bool rdma_%s(const mkd_params &p, int rank, "
+		  "int cta, int i, u64 epoch, char *smem)\n{\n", op->stage);
+	sb_printf(E->o,
+		  "\tconst mk_task &t = MK_TASKS[i];\n"
+		  "\tconst mk_fref f = MK_SIGNALS[t.sig0];  // its flag, on the rank it writes\n"
+		  "\tconst int dst = mkd_shift_rank<MK_NODES, MK_GPUS>(f.rank, rank);\n"
+		  "\ti64 lo[3], hi[3];  // the box of %s written on rank dst\n"
+		  "\tmkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_%s], rank, t.lo, t.hi, lo, hi);\n"
+		  "\tconst mk_box s = mk_read_box(rank, t, 0);\n"
+		  "#if MK_MULTIPROC\n"
+		  "\t__shared__ int ok;\n"
+		  "\tif (threadIdx.x == 0) {\n"
+		  "\t\tint j = 0;  // READY word of rank dst\n"
+		  "\t\twhile (j + 1 < MK_NRDST && MK_RDST[j] != f.rank)\n"
+		  "\t\t\tj++;\n"
+		  "\t\tok = mkd_rdma_put<MK_GPUS>(p, rank, s.tensor, MK_T[s.tensor], s.lo, T_%s, MK_T[T_%s],\n"
+		  "\t\t\tdst, lo, hi, f.index, MK_NRFLAGS + j, MK_NFLAGS + 2 + j, MK_NRFLAGS + MK_NRDST,\n"
+		  "\t\t\tepoch, &mk_ticket, mkd_waiter{rank, cta, i, t.stage});\n"
+		  "\t}\n"
+		  "\t__syncthreads();\n"
+		  "\treturn ok;\n"
+		  "#else\n"
+		  "\tconst mkd_tensor &S = MK_T[s.tensor], &D = MK_T[T_%s];\n"
+		  "\tfor (i64 e = 0; e < hi[0] - lo[0]; e++)\n"
+		  "\t\tmkd_copy_2d(mkd_at<MK_GPUS>(p, T_%s, D, dst, lo[0] + e, lo[1], lo[2]), D.local[2] * %d,\n"
+		  "\t\t\t    mkd_at<MK_GPUS>(p, s.tensor, S, s.rank, s.lo[0] + e, s.lo[1], s.lo[2]),\n"
+		  "\t\t\t    S.local[2] * %d, hi[1] - lo[1], (hi[2] - lo[2]) * %d);\n"
+		  "\t__syncthreads();\n"
+		  "\tif (threadIdx.x == 0) {\n"
+		  "\t\t__threadfence();\n"
+		  "\t\tmkd_st_release((u64 *)p.ranks[dst].rflags + f.index, epoch);\n"
+		  "\t}\n"
+		  "\treturn true;\n"
+		  "#endif\n"
+		  "}\n\n",
+		  y->name, y->name, y->name, y->name, y->name, y->name, es, es, es);
+}
+
 static void stages(em *E)
 {
 	const ir_prog *p = E->p;
@@ -605,6 +771,9 @@ static void stages(em *E)
 		default: fail(E, "no CUDA generation for op", ir_op_name(op->kind)); break;
 		}
 	}
+	for (int i = 0; i < p->nops && !E->bad; i++)
+		if (E->rdma_op[i])
+			stage_rdma(E, &p->ops[i]);
 }
 
 static void kernel(em *E, int per_stage)
@@ -615,6 +784,12 @@ static void kernel(em *E, int per_stage)
 	sb_puts(o, "// stages that wait for each read themselves\n__device__ const bool MK_PROGRESSIVE[] = {");
 	for (int i = 0; i < p->nops; i++)
 		sb_printf(o, "%s%s", i ? ", " : "", progressive(&p->ops[i]) ? "true" : "false");
+	for (int i = 0; i < p->nops; i++)
+		if (E->rdma_op[i])
+			sb_puts(o, ", false");
+	for (int i = 0; i < p->nops; i++)
+		if (E->other_w[i] >= 0)
+			sb_puts(o, ", false");
 	sb_puts(o, "};\n\n");
 	sb_puts(o,
 		"// One task: wait on its flags (bounded), run its stage, signal.  All\n"
@@ -647,7 +822,15 @@ static void kernel(em *E, int per_stage)
 	for (int i = 0; i < p->nops; i++)
 		sb_printf(o, "\t\tcase S_%s: done = stage_%s(p, rank, cta, i, epoch, smem); break;\n",
 			  p->ops[i].stage, p->ops[i].stage);
-	sb_puts(o,
+	for (int i = 0; i < p->nops; i++)
+		if (E->rdma_op[i])
+			sb_printf(o, "\t\tcase R_%s: done = rdma_%s(p, rank, cta, i, epoch, smem); break;\n",
+				  p->ops[i].stage, p->ops[i].stage);
+	for (int i = 0; i < p->nops; i++)
+		if (E->other_w[i] >= 0)
+			sb_printf(o, "\t\tcase W_%s: done = stage_%s(p, rank, cta, i, epoch, smem); break;\n",
+				  p->ops[i].stage, p->ops[i].stage);
+	sb_printf(o,
 		"\t\t}\n"
 		"\t}\n"
 		"\tif (!done)\n"
@@ -656,6 +839,7 @@ static void kernel(em *E, int per_stage)
 		"\tif (threadIdx.x == 0) {\n"
 		"\t\tfor (int k = 0; k < t.nsig; k++) {\n"
 		"\t\t\tconst mk_fref f = MK_SIGNALS[t.sig0 + k];\n"
+		"%s"
 		"\t\t\tconst int fr = mkd_shift_rank<MK_NODES, MK_GPUS>(f.rank, rank);\n"
 		"\t\t\tmkd_signal((u64 *)p.ranks[fr].flags + f.index);\n"
 		"\t\t}\n"
@@ -663,7 +847,32 @@ static void kernel(em *E, int per_stage)
 		"\t\t\tp.trace[(i64)rank * MK_NTASKS + i].t1 = mkd_globaltimer();\n"
 		"\t}\n"
 		"\treturn true;\n"
-		"}\n\n");
+		"}\n\n", E->rl.tasks ? "\t\t\tif (f.index < MK_NRFLAGS)\n"
+					"\t\t\t\tcontinue;  // written by the RDMA stage itself\n" : "");
+	if (E->rl.tasks)
+		sb_puts(o,
+			"#if MK_MULTIPROC\n"
+			"// The start of a run with RDMA stages, thread 0 of CTA 0: the ranks that\n"
+			"// write here may (a failure is in the report: every wait then leaves).\n"
+			"static __device__ __noinline__ void mk_rdma_start(const mkd_params &p, int rank, int cta, u64 epoch)\n"
+			"{\n"
+			"\tmkd_rdma_ready<MK_NODES, MK_GPUS>(p, rank, MK_RFROM, MK_NRDST, MK_NRFLAGS, epoch, &mk_ticket,\n"
+			"\t\t\t\t\t   mkd_waiter{rank, cta, -1, -1});\n"
+			"}\n\n"
+			"// The end of a run with RDMA stages, thread 0: this CTA's commands are\n"
+			"// delivered (its sources may be rewritten); on CTA 0 also everything other\n"
+			"// ranks send here has landed (this rank's written flags reach the epoch).\n"
+			"static __device__ __noinline__ bool mk_rdma_end(const mkd_params &p, int rank, int cta, u64 epoch)\n"
+			"{\n"
+			"\tif (mk_ticket && !mkd_proxy_wait_done(p, p.ring, mk_ticket, mkd_waiter{rank, cta, -1, -1}))\n"
+			"\t\treturn false;\n"
+			"\tfor (int f = 0; cta == 0 && f < MK_NRFLAGS; f++)\n"
+			"\t\tif (!mkd_wait(p, (const u64 *)p.ranks[rank].rflags + f, epoch, rank, f,\n"
+			"\t\t\t      mkd_waiter{rank, cta, -1, -1}))\n"
+			"\t\t\treturn false;\n"
+			"\treturn true;\n"
+			"}\n"
+			"#endif\n\n");
 	char name[128];
 	cg_kernel_name(E->s, name, sizeof name);
 	sb_printf(o,
@@ -697,7 +906,7 @@ static void kernel(em *E, int per_stage)
 		  "\t\t\t\tif (blockIdx.x == 0)  // pass it on to the other CTAs\n"
 		  "\t\t\t\t\tmkd_st_release(&p.gate[0], e);\n"
 		  "\t\t\t}\n"
-		  "\t\t\tepoch_s = e;\n"
+		  "\t\t\tepoch_s = e;\n%s"
 		  "\t\t}\n"
 		  "\t\t__syncthreads();\n"
 		  "\t\tconst u64 epoch = epoch_s;\n"
@@ -706,13 +915,13 @@ static void kernel(em *E, int per_stage)
 		  "\t\tbool aborted = false;\n"
 		  "#if MK_MULTIPROC\n"
 		  "\t\tif (cta == 0 && threadIdx.x == 0)  // this rank's inputs are in place\n"
-		  "\t\t\tmkd_signal((u64 *)p.ranks[rank].flags + MK_NFLAGS);\n"
+		  "\t\t\tmkd_signal((u64 *)p.ranks[rank].flags + MK_NFLAGS);\n%s"
 		  "#endif\n"
 		  "\t\tfor (int i = MK_CTA_FIRST[cta]; i < MK_CTA_FIRST[cta + 1] && !aborted; i++)\n"
 		  "\t\t\taborted = !mk_run_task(p, rank, cta, i, epoch, smem, &ok);\n"
 		  "#if MK_MULTIPROC\n"
 		  "\t\t// leave the run only when every rank of the node is done with it\n"
-		  "\t\t__syncthreads();\n"
+		  "\t\t__syncthreads();\n%s"
 		  "\t\tif (!aborted && threadIdx.x == 0) {\n"
 		  "\t\t\tmkd_signal((u64 *)p.ranks[rank].flags + MK_NFLAGS + 1);\n"
 		  "\t\t\tif (cta == 0)\n"
@@ -741,7 +950,14 @@ static void kernel(em *E, int per_stage)
 		  "\t\t\t}\n"
 		  "\t\t}\n"
 		  "\t}\n"
-		  "}\n", name);
+		  "}\n", name,
+		  E->rl.tasks ? "\t\t\tmk_ticket = 0;\n" : "",
+		  E->rl.tasks ? "\t\tif (cta == 0 && threadIdx.x == 0)  // and the ranks that write here may\n"
+				"\t\t\tmk_rdma_start(p, rank, cta, epoch);\n" : "",
+		  E->rl.tasks ? "\t\tif (!aborted && threadIdx.x == 0 && !mk_rdma_end(p, rank, cta, epoch)) {\n"
+				"\t\t\taborted = true;\n"
+				"\t\t\tok = 0;\n"
+				"\t\t}\n" : "");
 	if (!per_stage)
 		return;
 	/* one kernel per stage, for comparisons: the same tasks, ordered by
@@ -791,6 +1007,37 @@ int cg_emit_cuda(const ir_sched *s, const cg_emit_opts *o, strbuf *out, char *er
 	if (sys < 0)
 		sys = s->ranks_per_gpu < s->prog->world;
 	E.sys = sys;
+	if (cg_rdma_layout(s, &E.rl, NULL, 0) != 0) {
+		fail(&E, "RDMA stages: the written flags must come first, tensors at most 64",
+		     s->prog->name);
+		return -1;
+	}
+	E.rdst = calloc((size_t)E.rl.ndst + 1, sizeof(int));
+	E.rdma_op = calloc((size_t)s->prog->nops + 1, 1);
+	E.other_w = calloc((size_t)s->prog->nops + 1, sizeof(int));
+	if (!E.rdst || !E.rdma_op || !E.other_w) {
+		free(E.rdst);
+		free(E.rdma_op);
+		free(E.other_w);
+		fail(&E, "out of memory", NULL);
+		return -1;
+	}
+	cg_rdma_layout(s, &E.rl, E.rdst, E.rl.ndst);
+	for (int i = 0; i < s->prog->nops; i++)
+		E.other_w[i] = -1;
+	for (int i = 0; i < s->ntasks && !E.bad; i++) {
+		const ir_task *t = &s->tasks[i];
+		const ir_op *op = &s->prog->ops[t->op];
+		if (t->kind == TASK_RDMA) {
+			E.rdma_op[t->op] = 1;
+		} else if (t->write.tensor != op->out) {
+			/* a reduction across nodes: its node-partials */
+			if (t->kind != TASK_REDUCE ||
+			    (E.other_w[t->op] >= 0 && E.other_w[t->op] != t->write.tensor))
+				fail(&E, "a stage whose tasks write several tensors", op->stage);
+			E.other_w[t->op] = t->write.tensor;
+		}
+	}
 	header(&E, sys);
 	tensors(&E);
 	if (!E.bad)
@@ -799,5 +1046,8 @@ int cg_emit_cuda(const ir_sched *s, const cg_emit_opts *o, strbuf *out, char *er
 		stages(&E);
 	if (!E.bad)
 		kernel(&E, o ? o->per_stage : 0);
+	free(E.rdst);
+	free(E.rdma_op);
+	free(E.other_w);
 	return E.bad ? -1 : 0;
 }

@@ -212,7 +212,17 @@ int ir_find_tensor(const ir_prog *p, const char *name);
  * A region is a half-open box in the logical coordinates of a tensor, on one
  * rank.  A flag is a 64-bit epoch counter in a rank's flag array: each signal
  * adds one, and in run e (e = 1, 2, ...) a wait on it completes when it
- * reaches e * expected.  Nothing is ever reset. */
+ * reaches e * expected.  Nothing is ever reset.
+ *
+ * Add or write.  A signal from the GPU adds one (red.release).  An RDMA write
+ * cannot add: a flag signalled by an RDMA task is WRITTEN, with the value e,
+ * after the task's data (the proxy posts the flag behind the data).  So every
+ * RDMA task has a flag of its own (ir_flag.written), which no other task
+ * signals: expected = 1, and "reaches e * 1" holds exactly as for counters.
+ * Such flags come first in the flag array (indices 0 .. nwritten-1) and live
+ * in the rank's RDMA flag area, which the transport can reach; a consumer
+ * whose read was written partly by RDMA tasks waits on each of their flags
+ * and on one counter for the other producers. */
 
 typedef struct ir_region {
 	int tensor;
@@ -260,7 +270,9 @@ typedef struct ir_task {
 	ir_region write;
 	int nwaits;
 	ir_flagref waits[IR_MAXWAITS];
-	signed char read_wait[IR_MAXREADS];  /* the wait guarding each read, -1 none */
+	signed char read_wait[IR_MAXREADS];  /* the wait guarding each read, -1 none,
+	                                        -3 several (RDMA flags and a counter):
+	                                        only all the waits together guard it */
 	int nsignals;
 	ir_flagref signals[IR_MAXSIGNALS];
 	ir_transport transport; /* COPY / RDMA: how the bytes move */
@@ -273,6 +285,8 @@ typedef struct ir_task {
 typedef struct ir_flag {
 	int index;       /* in the rank's flag array */
 	int expected;    /* signals per run */
+	int written;     /* 1: written (value = epoch) by its one RDMA task, not
+	                    added; expected 1; in the RDMA flag area */
 	int op;          /* the op whose region it guards */
 	ir_region guards;/* the region it announces (for reports) */
 } ir_flag;

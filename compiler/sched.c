@@ -8,7 +8,11 @@
  *    group; each distinct group is one flag (an epoch counter) in that
  *    rank's flag array, expected = the group's size.  Every producer image
  *    signals the groups it belongs to, so "one flag per produced region"
- *    holds with regions as coarse as the consumers read them.
+ *    holds with regions as coarse as the consumers read them.  RDMA tasks
+ *    are the exception: an RDMA write cannot add, so each RDMA task has a
+ *    flag of its own that it alone signals by writing the epoch (expected
+ *    1, ir_flag.written), and consumers wait on it beside the group flag of
+ *    the other producers.  Those flags come first in the array.
  * 3. Roles and split: compute, nvlink (copies), rdma (posting RDMA writes);
  *    CTAs per role from the `roles` hint or from the cost model (each role
  *    gets a share of the rank's CTAs proportional to its work, copies capped
@@ -56,6 +60,7 @@ typedef struct sched {
 	dep **fprod;      /* the group of each flag */
 	int *nfprod;
 	int *frank;       /* data rank of each flag, rank 0's view */
+	int *rflag;       /* per template task: its written flag (RDMA), else -1 */
 	int *hbucket;     /* hash: flag index + 1, 0 = empty */
 	int hcap;
 } sched;
@@ -223,6 +228,8 @@ static int group_eq(sched *S, int f, int rank, const dep *v, int n)
 	return !memcmp(S->fprod[f], v, (size_t)n * sizeof *v);
 }
 
+static int new_flag(sched *S);
+
 static int flag_for(sched *S, int rank, dep *v, int n, const ir_region *guards, int op)
 {
 	if (S->nflags * 2 >= S->hcap) {
@@ -233,6 +240,8 @@ static int flag_for(sched *S, int rank, dep *v, int n, const ir_region *guards, 
 			return -1;
 		}
 		for (int f = 0; f < S->nflags; f++) {
+			if (S->flags[f].written)
+				continue;  /* not a group: never looked up */
 			unsigned h = group_hash(S->frank[f], S->fprod[f], S->nfprod[f]) & (unsigned)(nc - 1);
 			while (nb[h])
 				h = (h + 1) & (unsigned)(nc - 1);
@@ -248,6 +257,26 @@ static int flag_for(sched *S, int rank, dep *v, int n, const ir_region *guards, 
 			return f;
 		h = (h + 1) & (unsigned)(S->hcap - 1);
 	}
+	int f = new_flag(S);
+	if (f < 0)
+		return -1;
+	dep *copy = arena_alloc(S->a, (size_t)n * sizeof *copy);
+	if (!copy) {
+		S->err = 1;
+		return -1;
+	}
+	memcpy(copy, v, (size_t)n * sizeof *v);
+	S->fprod[f] = copy;
+	S->nfprod[f] = n;
+	S->frank[f] = rank;
+	S->flags[f] = (ir_flag){.index = f, .expected = n, .op = op, .guards = *guards};
+	S->hbucket[h] = f + 1;
+	return f;
+}
+
+/* The next flag index, with room for it. */
+static int new_flag(sched *S)
+{
 	if (S->nflags == S->capflags) {
 		int nc = S->capflags ? S->capflags * 2 : 256;
 		ir_flag *nf = arena_alloc(S->a, (size_t)nc * sizeof *nf);
@@ -270,19 +299,34 @@ static int flag_for(sched *S, int rank, dep *v, int n, const ir_region *guards, 
 		S->frank = nr;
 		S->capflags = nc;
 	}
-	int f = S->nflags++;
-	dep *copy = arena_alloc(S->a, (size_t)n * sizeof *copy);
-	if (!copy) {
+	return S->nflags++;
+}
+
+/* Every RDMA task's own flag, written (not added) with the epoch after its
+ * data, on the rank it writes: indices 0 .. (RDMA tasks - 1). */
+static void rdma_flags(sched *S)
+{
+	ir_sched *s = S->s;
+	S->rflag = arena_alloc(S->a, (size_t)(s->ntasks + 1) * sizeof(int));
+	if (!S->rflag) {
 		S->err = 1;
-		return -1;
+		return;
 	}
-	memcpy(copy, v, (size_t)n * sizeof *v);
-	S->fprod[f] = copy;
-	S->nfprod[f] = n;
-	S->frank[f] = rank;
-	S->flags[f] = (ir_flag){.index = f, .expected = n, .op = op, .guards = *guards};
-	S->hbucket[h] = f + 1;
-	return f;
+	for (int i = 0; i < s->ntasks; i++) {
+		const ir_task *t = &s->tasks[i];
+		S->rflag[i] = -1;
+		if (t->kind != TASK_RDMA)
+			continue;
+		int f = new_flag(S);
+		if (f < 0)
+			return;
+		S->fprod[f] = NULL;
+		S->nfprod[f] = 0;
+		S->frank[f] = t->write.rank;
+		S->flags[f] = (ir_flag){.index = f, .expected = 1, .written = 1, .op = t->op,
+					.guards = t->write};
+		S->rflag[i] = f;
+	}
 }
 
 static void add_signal(sched *S, ir_task *t, ir_flagref fr)
@@ -298,6 +342,24 @@ static void add_signal(sched *S, ir_task *t, ir_flagref fr)
 		return;
 	}
 	t->signals[t->nsignals++] = fr;
+}
+
+/* Index of the wait (x, f) in t's list, appended when new; -1 when full. */
+static int wait_on(sched *S, ir_task *t, int x, int f)
+{
+	int w;
+	for (w = 0; w < t->nwaits; w++)
+		if (t->waits[w].rank == x && t->waits[w].index == f)
+			return w;
+	if (t->nwaits == IR_MAXWAITS) {
+		diag_error(S->d, S->p->ops[t->op].where,
+			   "internal: task %d of '%s' waits on more than %d flags", t->id,
+			   S->p->ops[t->op].stage, IR_MAXWAITS);
+		S->err = 1;
+		return -1;
+	}
+	t->waits[t->nwaits++] = (ir_flagref){x, f};
+	return w;
 }
 
 /* For every template task: its producers, and the flags it waits on. */
@@ -350,25 +412,28 @@ static void build_deps(sched *S)
 				continue;
 			qsort(grp, (size_t)ng, sizeof *grp, dep_cmp);
 			ir_region guards = t->reads[k];
-			int x = guards.rank;
-			int f = flag_for(S, x, grp, ng, &guards, s->tasks[grp[0].task].op);
-			if (f < 0)
-				return;
-			int w;
-			for (w = 0; w < t->nwaits; w++)
-				if (t->waits[w].rank == x && t->waits[w].index == f)
-					break;
-			if (w == t->nwaits) {
-				if (t->nwaits == IR_MAXWAITS) {
-					diag_error(S->d, p->ops[t->op].where,
-						   "internal: task %d of '%s' waits on more than %d flags",
-						   i, p->ops[t->op].stage, IR_MAXWAITS);
-					S->err = 1;
-					return;
+			int x = guards.rank, w = -1, nw = 0, ne = 0;
+			/* RDMA producers: each its own written flag (the image (q, r)
+			 * writes on x and signals flag rflag[q] of x); the rest: one
+			 * group counter */
+			for (int j = 0; j < ng && !S->err; j++) {
+				if (s->tasks[grp[j].task].kind != TASK_RDMA) {
+					grp[ne++] = grp[j];
+					continue;
 				}
-				t->waits[t->nwaits++] = (ir_flagref){x, f};
+				w = wait_on(S, t, x, S->rflag[grp[j].task]);
+				nw++;
 			}
-			t->read_wait[k] = (signed char)w;
+			if (ne > 0 && !S->err) {
+				int f = flag_for(S, x, grp, ne, &guards, s->tasks[grp[0].task].op);
+				if (f < 0)
+					return;
+				w = wait_on(S, t, x, f);
+				nw++;
+			}
+			if (S->err)
+				return;
+			t->read_wait[k] = (signed char)(nw == 1 ? w : -3);
 		}
 	}
 	/* signals: producer image (t, r) in group f on data rank x signals
@@ -380,6 +445,10 @@ static void build_deps(sched *S)
 			add_signal(S, &s->tasks[q.task],
 				   (ir_flagref){ir_rank_shift(S->frank[f], inv, p->nodes, p->gpus), f});
 		}
+	/* an RDMA task writes its own flag, on the rank it writes to */
+	for (int i = 0; i < s->ntasks && !S->err; i++)
+		if (S->rflag[i] >= 0)
+			add_signal(S, &s->tasks[i], (ir_flagref){s->tasks[i].write.rank, S->rflag[i]});
 	s->flags = S->flags;
 	s->nflags = S->nflags;
 }
@@ -730,6 +799,8 @@ int sched_run(ir_sched *s, const compile_opts *o, diags *d, arena *a)
 		return 1;
 	}
 	index_writers(&S);
+	if (!S.err)
+		rdma_flags(&S);
 	if (!S.err)
 		build_deps(&S);
 	if (!S.err)

@@ -13,7 +13,11 @@
  *   4. every read of a tensor written in the kernel is covered by writes,
  *      and each such write is ordered before the read (a flag the reader
  *      waits on, program order, or a path in the graph);
- *   5. no two writes of one tensor on one rank overlap.
+ *   5. no two writes of one tensor on one rank overlap;
+ *   6. flags written by RDMA (an RDMA write cannot add): each such flag
+ *      expects 1, only RDMA tasks signal them, and an RDMA task signals
+ *      exactly one flag, a written one, on the rank its data goes to (the
+ *      count of 1 then follows from check 1, a signal counting one).
  * A failure is the compiler's bug: an error naming the task and region.
  */
 #include <stdio.h>
@@ -191,6 +195,39 @@ int verify_run(const ir_sched *s, diags *d, arena *a)
 		    t->cta < s->roles[t->role].first_cta ||
 		    t->cta >= s->roles[t->role].first_cta + s->roles[t->role].ctas) {
 			fail(&V, t, NULL, "task outside its role's CTAs");
+			return 1;
+		}
+	}
+
+	/* 6. written flags (the template's kinds and indices are every rank's) */
+	for (int f = 0; f < s->nflags; f++)
+		if (s->flags[f].written && s->flags[f].expected != 1) {
+			char what[120];
+			snprintf(what, sizeof what, "flag %d is written by RDMA but expects %d signals",
+				 f, s->flags[f].expected);
+			fail(&V, NULL, NULL, what);
+			return 1;
+		}
+	for (int i = 0; i < s->ntasks; i++) {
+		const ir_task *t = &s->tasks[i];
+		int nwritten = 0;
+		for (int k = 0; k < t->nsignals; k++) {
+			ir_flagref f = t->signals[k];
+			if (f.index < 0 || f.index >= s->nflags || !s->flags[f.index].written)
+				continue;
+			nwritten++;
+			if (t->kind != TASK_RDMA) {
+				fail(&V, t, NULL, "a flag written by RDMA is also signalled by a task that adds");
+				return 1;
+			}
+			if (f.rank != t->write.rank) {
+				fail(&V, t, &t->write, "an RDMA task writes a flag on a rank it does not write");
+				return 1;
+			}
+		}
+		if (t->kind == TASK_RDMA && (t->nsignals != 1 || nwritten != 1)) {
+			fail(&V, t, &t->write, "an RDMA task must signal exactly one flag, written with "
+			     "its data");
 			return 1;
 		}
 	}

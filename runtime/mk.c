@@ -24,6 +24,7 @@
 #include "cudrv.h"
 #include "mk_int.h"
 #include "peers.h"
+#include "rdma.h"
 #include "tmap.h"
 
 struct mk_ctx {
@@ -58,10 +59,18 @@ struct mk_pipeline {
 	unsigned char *owned;    /* allocated by us */
 	CUdeviceptr flags;       /* [ranks][nflags + 2] u64 */
 	int nfl;                 /* flags per rank: nflags + READY + DONE */
-	mk_vmm *vmm;             /* process mode: my tensors, then my flags */
+	mk_vmm *vmm;             /* process mode: my tensors, my flags, my RDMA flags */
+	int nvmm;                /* nt + 1, + 1 with RDMA stages */
 	int npeers;              /* process mode: ranks of my node but me */
 	int *peer;               /* their global ranks */
-	mk_vmm *peer_vmm;        /* [npeers][nt + 1] mapped from them */
+	mk_vmm *peer_vmm;        /* [npeers][nvmm] mapped from them */
+	cg_rdma rl;              /* RDMA stages (rl.tasks > 0): flag area, tensors */
+	int *rdst;               /* [rl.ndst] ranks rank 0 writes to (READY words) */
+	CUdeviceptr rflags;      /* virtual ranks: [ranks][rl.area] u64 */
+	rdma *rd;                /* process mode with RDMA stages: transport, proxy */
+	int rd_host;             /* RDMA-facing memory in host windows */
+	int rd_live;             /* started: closing flushes and meets the peers */
+	mkd_proxy_ring ring;     /* the proxy FIFO, as the kernel sees it */
 	CUdeviceptr table;       /* [ranks] mkd_rank_entry */
 	CUdeviceptr report;      /* mkd_report */
 	CUdeviceptr trace;       /* [world][ntasks] mkd_trace_rec, or 0 */
@@ -297,15 +306,20 @@ static mk_status upload_table(mk_pipeline *p)
 	for (int r = 0; r < p->ranks; r++) {
 		mkd_rank_entry *e = &t[p->first + r];
 		e->flags = p->flags + (CUdeviceptr)r * p->nfl * 8;
+		if (p->rl.area)
+			e->rflags = p->vmm ? p->vmm[p->nt + 1].ptr
+					   : p->rflags + (CUdeviceptr)r * p->rl.area * 8;
 		for (int i = 0; i < p->nt; i++)
 			e->buf[i] = p->buf[r * p->nt + i];
 	}
 	for (int k = 0; k < p->npeers; k++) {
 		mkd_rank_entry *e = &t[p->peer[k]];
-		const mk_vmm *v = &p->peer_vmm[k * (p->nt + 1)];
+		const mk_vmm *v = &p->peer_vmm[k * p->nvmm];
 		for (int i = 0; i < p->nt; i++)
 			e->buf[i] = v[i].ptr;
 		e->flags = v[p->nt].ptr;
+		if (p->rl.area)
+			e->rflags = v[p->nt + 1].ptr;
 	}
 	CUresult rr = cu->cuMemcpyHtoD(p->table, t, n);
 	free(t);
@@ -346,10 +360,25 @@ static mk_status upload_table(mk_pipeline *p)
 
 /* Process mode: every tensor and the flag array in exportable memory,
  * shared with the ranks of my node of the mesh. */
+/* Does entry i of a rank's shared memory (tensors, flags, RDMA flags) live
+ * in a host window?  The same answer on every rank: peers map it alike. */
+static int in_host_window(const mk_pipeline *p, int i)
+{
+	if (!p->rd_host)
+		return 0;
+	return i < p->nt ? (int)(p->rl.tensors >> i & 1) : i == p->nt + 1;
+}
+
+static size_t shared_bytes(const mk_pipeline *p, int i)
+{
+	return i < p->nt ? (size_t)ir_tensor_bytes(&p->p->tensors[i])
+	       : i == p->nt ? (size_t)p->nfl * 8 : (size_t)p->rl.area * 8;
+}
+
 static mk_status alloc_shared(mk_pipeline *p)
 {
 	const cudrv *cu = p->c->cu;
-	int n = p->nt + 1;
+	int n = p->nvmm = p->nt + 1 + (p->rl.area > 0);
 	char err[512];
 	p->vmm = calloc((size_t)n, sizeof *p->vmm);
 	if (!p->vmm)
@@ -362,12 +391,19 @@ static mk_status alloc_shared(mk_pipeline *p)
 		return MK_ERR_NOMEM;
 	}
 	mk_status st = MK_OK;
-	for (int i = 0; i < n && st == MK_OK; i++) {
-		size_t bytes = i < p->nt ? (size_t)ir_tensor_bytes(&p->p->tensors[i]) : (size_t)p->nfl * 8;
-		st = vmm_alloc(cu, p->c->dev, bytes, &p->vmm[i], err, sizeof err);
+	for (int i = 0; i < n; i++)
 		fds[i] = -1;
-		if (st == MK_OK)
-			st = vmm_export(cu, &p->vmm[i], &fds[i], err, sizeof err);
+	for (int i = 0; i < n && st == MK_OK; i++) {
+		size_t bytes = shared_bytes(p, i);
+		if (in_host_window(p, i)) {
+			st = hostwin_alloc(cu, bytes, &p->vmm[i], err, sizeof err);
+			if (st == MK_OK)
+				st = hostwin_export(&p->vmm[i], &fds[i], err, sizeof err);
+		} else {
+			st = vmm_alloc(cu, p->c->dev, bytes, &p->vmm[i], err, sizeof err);
+			if (st == MK_OK)
+				st = vmm_export(cu, &p->vmm[i], &fds[i], err, sizeof err);
+		}
 		sizes[i] = p->vmm[i].size;
 	}
 	if (st != MK_OK) {
@@ -408,7 +444,9 @@ static mk_status alloc_shared(mk_pipeline *p)
 		if (st != MK_OK)
 			cfail(p->c, st, "sharing memory with the node's ranks: %s", p->comm->err);
 		for (int k = 0; k < p->npeers * n && st == MK_OK; k++) {
-			st = vmm_import(cu, p->c->dev, pf[k], ps[k], &p->peer_vmm[k], err, sizeof err);
+			st = in_host_window(p, k % n)
+			     ? hostwin_import(cu, pf[k], ps[k], &p->peer_vmm[k], err, sizeof err)
+			     : vmm_import(cu, p->c->dev, pf[k], ps[k], &p->peer_vmm[k], err, sizeof err);
 			if (st != MK_OK)
 				cfail(p->c, st, "mapping rank %d's memory: %s", p->peer[k / n], err);
 		}
@@ -427,6 +465,32 @@ out:
 	return st;
 }
 
+/* Process mode, RDMA stages: every tensor an RDMA task reads or writes and
+ * the RDMA flag area become transport regions (same index on every rank);
+ * then connect, the proxy FIFO and its thread. */
+static mk_status rdma_setup(mk_pipeline *p)
+{
+	char err[640];
+	mk_status st;
+	for (int i = 0; i <= p->nt; i++) {
+		int t = i < p->nt ? i : p->nt + 1;   /* tensors, then the flag area */
+		if (i < p->nt && !(p->rl.tensors >> i & 1))
+			continue;
+		const mk_vmm *v = &p->vmm[t];
+		void *addr = v->host ? v->host : (void *)(uintptr_t)v->ptr;
+		st = rdma_reg(p->rd, i < p->nt ? i : MKD_PROXY_REGION_FLAGS, addr, shared_bytes(p, t),
+			      v->host != NULL, (int)p->c->dev, err, sizeof err);
+		if (st != MK_OK)
+			return cfail(p->c, st, "RDMA between nodes: %s", err);
+	}
+	st = rdma_start(p->rd, p->c->cu, p->c->dev, p->timeout_ms, &p->ring, err, sizeof err);
+	sb_printf(&p->c->log, "mk: %s\n", err);
+	if (st != MK_OK)
+		return cfail(p->c, st, "RDMA between nodes: %s", err);
+	p->rd_live = 1;
+	return MK_OK;
+}
+
 static mk_status alloc_all(mk_pipeline *p, int trace)
 {
 	const cudrv *cu = p->c->cu;
@@ -435,7 +499,16 @@ static mk_status alloc_all(mk_pipeline *p, int trace)
 	if (!p->buf || !p->owned)
 		return MK_ERR_NOMEM;
 	mk_status st;
+	char log[1024];
 	if (p->comm) {
+		/* RDMA stages: the transport first, it decides where their memory goes */
+		if (p->rl.tasks) {
+			st = rdma_open(p->comm->b, &p->rd, &p->rd_host, log, sizeof log);
+			sb_printf(&p->c->log, "mk: %s\n", log);
+			if (st != MK_OK)
+				return cfail(p->c, st, "RDMA between nodes: %s", strrchr(log, '\n') ?
+					     strrchr(log, '\n') + 1 : log);
+		}
 		if ((st = alloc_shared(p)) != MK_OK)
 			return st;
 	} else {
@@ -448,15 +521,32 @@ static mk_status alloc_all(mk_pipeline *p, int trace)
 				p->owned[r * p->nt + i] = 1;
 			}
 		PCU(p, cu->cuMemAlloc(&p->flags, (size_t)p->ranks * p->nfl * 8), "allocating flags");
+		if (p->rl.area) {  /* RDMA stages between virtual ranks: stores */
+			PCU(p, cu->cuMemAlloc(&p->rflags, (size_t)p->ranks * p->rl.area * 8),
+			    "allocating RDMA flags");
+			PCU(p, cu->cuMemsetD8(p->rflags, 0, (size_t)p->ranks * p->rl.area * 8),
+			    "clearing RDMA flags");
+		}
 	}
 	/* poison what the kernel writes: unwritten elements read as NaN */
 	for (int r = 0; r < p->ranks; r++)
 		for (int i = 0; i < p->nt; i++)
-			if (p->p->tensors[i].kind != TK_IN)
-				PCU(p, cu->cuMemsetD8(p->buf[r * p->nt + i], 0xff,
-						      (size_t)ir_tensor_bytes(&p->p->tensors[i])),
-				    "poisoning a tensor");
+			if (p->p->tensors[i].kind != TK_IN) {
+				size_t b = (size_t)ir_tensor_bytes(&p->p->tensors[i]);
+				if (p->vmm && p->vmm[i].host)
+					memset(p->vmm[i].host, 0xff, b);
+				else
+					PCU(p, cu->cuMemsetD8(p->buf[r * p->nt + i], 0xff, b),
+					    "poisoning a tensor");
+			}
 	PCU(p, cu->cuMemsetD8(p->flags, 0, (size_t)p->ranks * p->nfl * 8), "clearing flags");
+	if (p->vmm && p->rl.area) {
+		mk_vmm *v = &p->vmm[p->nt + 1];
+		if (v->host)
+			memset(v->host, 0, (size_t)p->rl.area * 8);
+		else
+			PCU(p, cu->cuMemsetD8(v->ptr, 0, (size_t)p->rl.area * 8), "clearing RDMA flags");
+	}
 	PCU(p, cu->cuMemAlloc(&p->table, (size_t)p->world * sizeof(mkd_rank_entry)),
 	    "allocating the rank table");
 	p->ntm = cg_tmaps(p->s, NULL, 0);
@@ -472,6 +562,8 @@ static mk_status alloc_all(mk_pipeline *p, int trace)
 	PCU(p, cu->cuStreamCreate(&p->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
 	PCU(p, cu->cuEventCreate(&p->ev0, CU_EVENT_DEFAULT), "cuEventCreate");
 	PCU(p, cu->cuEventCreate(&p->ev1, CU_EVENT_DEFAULT), "cuEventCreate");
+	if (p->rd && (st = rdma_setup(p)) != MK_OK)
+		return st;
 	if ((st = upload_table(p)) != MK_OK)
 		return st;
 	/* every rank of the node has mapped everyone's memory before any runs */
@@ -517,6 +609,10 @@ static mk_status load(mk_ctx *c, int file, mk_pipeline *p, const mk_load_opts *o
 		mk_test_sched_hook(p->s);
 	p->nt = p->p->ntensors;
 	p->nfl = p->s->nflags + 2;
+	if (cg_rdma_layout(p->s, &p->rl, NULL, 0) != 0 ||
+	    !(p->rdst = calloc((size_t)p->rl.ndst + 1, sizeof(int))))
+		return cfail(c, MK_ERR_UNSUPPORTED, "RDMA stages this runtime cannot lay out");
+	cg_rdma_layout(p->s, &p->rl, p->rdst, p->rl.ndst);
 	if (p->nt > MKD_MAX_TENSORS)
 		return cfail(c, MK_ERR_UNSUPPORTED, "%d tensors; a pipeline may have at most %d",
 			     p->nt, MKD_MAX_TENSORS);
@@ -700,18 +796,22 @@ void mk_pipeline_destroy(mk_pipeline *p)
 			mk_resident_stop(p);
 		if (p->stream)
 			cu->cuStreamSynchronize(p->stream);
+		/* before the memory it registered goes */
+		rdma_close(p->rd, p->rd_live && !p->broken);
 		if (p->buf)
 			for (int i = 0; i < p->ranks * p->nt; i++)
 				if (p->owned[i] && p->buf[i])
 					cu->cuMemFree(p->buf[i]);
 		if (p->vmm) {
-			for (int i = 0; i <= p->nt; i++)
+			for (int i = 0; i < p->nvmm; i++)
 				vmm_free(cu, &p->vmm[i]);
 		} else if (p->flags) {
 			cu->cuMemFree(p->flags);
 		}
+		if (p->rflags)
+			cu->cuMemFree(p->rflags);
 		if (p->peer_vmm)
-			for (int i = 0; i < p->npeers * (p->nt + 1); i++)
+			for (int i = 0; i < p->npeers * p->nvmm; i++)
 				vmm_free(cu, &p->peer_vmm[i]);
 		if (p->table)
 			cu->cuMemFree(p->table);
@@ -744,6 +844,7 @@ void mk_pipeline_destroy(mk_pipeline *p)
 	free(p->vmm);
 	free(p->peer_vmm);
 	free(p->peer);
+	free(p->rdst);
 	free(p->cu_src);
 	sb_free(&p->sched_txt);
 	sb_free(&p->stall);
@@ -825,6 +926,10 @@ mk_status mk_tensor_write(mk_pipeline *p, const char *name, int rank, const void
 		mk_convert_to_f32(t->dtype, src, p->host[ti * p->world + rank], (size_t)ir_tensor_elems(t));
 		return MK_OK;
 	}
+	if (p->vmm && p->vmm[ti].host) {  /* a host window: the kernel is not running */
+		memcpy(p->vmm[ti].host, src, bytes);
+		return MK_OK;
+	}
 	PCU(p, p->c->cu->cuMemcpyHtoD(p->buf[(rank - p->first) * p->nt + ti], src, bytes), "writing a tensor");
 	return MK_OK;
 }
@@ -842,6 +947,10 @@ mk_status mk_tensor_read(mk_pipeline *p, const char *name, int rank, void *dst, 
 	if (p->host) {
 		const ir_tensor *t = &p->p->tensors[ti];
 		mk_convert_from_f32(t->dtype, p->host[ti * p->world + rank], dst, (size_t)ir_tensor_elems(t));
+		return MK_OK;
+	}
+	if (p->vmm && p->vmm[ti].host) {
+		memcpy(dst, p->vmm[ti].host, bytes);
 		return MK_OK;
 	}
 	PCU(p, p->c->cu->cuMemcpyDtoH(dst, p->buf[(rank - p->first) * p->nt + ti], bytes), "reading a tensor");
@@ -952,6 +1061,7 @@ static mkd_params params(mk_pipeline *p, unsigned long long epoch, int resident)
 	k.rank_base = p->first;
 	k.ranks_here = p->ranks;
 	k.tmaps = (const void *)(uintptr_t)p->tmaps;
+	k.ring = p->ring;
 	return k;
 }
 
@@ -1055,6 +1165,9 @@ static mk_status reset_after_stall(mk_pipeline *p)
 	if (p->comm)  /* peers' flags run at the same epoch: they cannot be reset alone */
 		return cfail(p->c, MK_ERR_STATE, "a stalled multi-process pipeline must be reloaded");
 	PCU(p, cu->cuMemsetD8(p->flags, 0, (size_t)p->ranks * p->nfl * 8), "clearing flags");
+	if (p->rflags)
+		PCU(p, cu->cuMemsetD8(p->rflags, 0, (size_t)p->ranks * p->rl.area * 8),
+		    "clearing RDMA flags");
 	PCU(p, cu->cuMemsetD8(p->report, 0, sizeof(mkd_report)), "clearing the report");
 	p->epoch = 0;
 	p->broken = 0;
@@ -1092,6 +1205,22 @@ static mk_status check_report(mk_pipeline *p)
 		sb_puts(&p->stall, ", at the end of the run");
 	sb_printf(&p->stall, "\n  waited %.1f ms on flag %d of rank %d: expected %llu, saw %llu",
 		  r.waited_ns / 1e6, r.flag_index, r.flag_rank, r.expected, r.seen);
+	if (r.flag_rank == -1) {  /* the RDMA proxy (mkd/proxy.cuh) */
+		char msg[640];
+		sb_printf(&p->stall, "\n  (the RDMA proxy: %s",
+			  r.flag_index == MKD_PROXY_STALL_FULL ? "its command ring stayed full"
+			  : r.flag_index == MKD_PROXY_STALL_DONE ? "a command was not delivered in time"
+			  : "it failed");
+		if (rdma_status(p->rd, msg, sizeof msg) != MK_OK)
+			sb_printf(&p->stall, ": %s", msg);
+		sb_putc(&p->stall, ')');
+	}
+	if (r.flag_index >= s->nflags + 2 && r.flag_index < s->nflags + 2 + p->rl.ndst && p->rl.tasks)
+		sb_printf(&p->stall, "\n  (READY over RDMA: rank %d, which this rank writes to, has not "
+			  "started this run; is the process alive?)",
+			  ir_rank_shift(p->rdst[r.flag_index - s->nflags - 2], r.rank, pr->nodes, pr->gpus));
+	if (r.flag_index >= 0 && r.flag_index < p->rl.nflags)
+		sb_puts(&p->stall, "\n  (a flag written by an RDMA task of another node, after its data)");
 	if (r.flag_index == s->nflags)
 		sb_printf(&p->stall, "\n  (READY: rank %d's kernel has not started this run; is the "
 			  "process alive?)", r.flag_rank);
@@ -1108,6 +1237,17 @@ static mk_status check_report(mk_pipeline *p)
 	}
 	sb_putc(&p->stall, '\n');
 	return MK_ERR_STALL;
+}
+
+/* After a run: a proxy that failed (a dead peer, a transport error) fails
+ * the run even where the kernel saw nothing wrong. */
+static mk_status check_proxy(mk_pipeline *p, mk_status st)
+{
+	char msg[640];
+	if (st != MK_OK || rdma_status(p->rd, msg, sizeof msg) == MK_OK)
+		return st;
+	p->broken = 1;
+	return cfail(p->c, MK_ERR_PEER, "the RDMA proxy failed: %s", msg);
 }
 
 static double now_ms(void);
@@ -1161,7 +1301,7 @@ mk_status mk_run_timed(mk_pipeline *p, float *ms)
 		PCU(p, cu->cuEventElapsedTime(&t, p->ev0, p->ev1), "cuEventElapsedTime");
 		*ms = t;
 	}
-	return check_report(p);
+	return check_proxy(p, check_report(p));
 }
 
 mk_status mk_run(mk_pipeline *p) { return mk_run_timed(p, NULL); }
@@ -1271,7 +1411,7 @@ mk_status mk_resident_stop(mk_pipeline *p)
 	__sync_synchronize();
 	p->resident = 0;
 	PCU(p, p->c->cu->cuStreamSynchronize(p->stream), "stopping the resident kernel");
-	return check_report(p);
+	return check_proxy(p, check_report(p));
 }
 
 const char *mk_stall_report(const mk_pipeline *p) { return p ? sb_str(&p->stall) : ""; }

@@ -725,6 +725,9 @@ static int spawn(int argc, char **argv, int n)
 			snprintf(v, sizeof v, "127.0.0.1:%d", port);
 			setenv("MK_ROOT", v, 1);
 			setenv("MK_JOB_TOKEN", token, 1);
+			/* the ranks are all here: libfabric's tcp provider (RDMA between
+			 * the mesh's "nodes") on loopback, unless told otherwise */
+			setenv("FI_TCP_IFACE", "lo", 0);
 			if (n > ndev) {  /* MPS: each rank its share of the SMs */
 				snprintf(v, sizeof v, "%d", 100 * ndev / n);
 				setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", v, 0);

@@ -1,9 +1,14 @@
 /* peers.c - shareable device memory and the communicator; see peers.h. */
 #include "peers.h"
 
+#include <dlfcn.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static CUmemAllocationProp prop_for(CUdevice dev)
@@ -52,6 +57,7 @@ static mk_status map_handle(const cudrv *cu, CUdevice dev, CUmemGenericAllocatio
 mk_status vmm_alloc(const cudrv *cu, CUdevice dev, size_t bytes, mk_vmm *out, char *err, size_t n)
 {
 	memset(out, 0, sizeof *out);
+	out->fd = -1;
 	CUmemAllocationProp p = prop_for(dev);
 	size_t g = 0;
 	CUresult r = cu->cuMemGetAllocationGranularity(&g, &p, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
@@ -90,6 +96,7 @@ mk_status vmm_import(const cudrv *cu, CUdevice dev, int fd, size_t size, mk_vmm 
 		     size_t n)
 {
 	memset(out, 0, sizeof *out);
+	out->fd = -1;
 	CUmemGenericAllocationHandle h;
 	CUresult r = cu->cuMemImportFromShareableHandle(&h, (void *)(intptr_t)fd,
 							CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
@@ -103,14 +110,127 @@ mk_status vmm_import(const cudrv *cu, CUdevice dev, int fd, size_t size, mk_vmm 
 	return st;
 }
 
+/* ---- host windows ------------------------------------------------------------
+ * cuMemHostRegister is not in cudrv's table: looked up here, by the name
+ * cuda.h gives it (cuMemHostRegister_v2). */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+typedef CUresult (*hostreg_fn)(void *, size_t, unsigned int);
+typedef CUresult (*hostunreg_fn)(void *);
+
+static int host_fns(const cudrv *cu, hostreg_fn *reg, hostunreg_fn *unreg)
+{
+	void *a = cu->lib ? dlsym(cu->lib, STR(cuMemHostRegister)) : NULL;
+	void *b = cu->lib ? dlsym(cu->lib, "cuMemHostUnregister") : NULL;
+	memcpy(reg, &a, sizeof a);
+	memcpy(unreg, &b, sizeof b);
+	return a && b;
+}
+
+static mk_status map_window(const cudrv *cu, int fd, size_t size, mk_vmm *out, char *err,
+			    size_t n)
+{
+	hostreg_fn reg;
+	hostunreg_fn unreg;
+	if (!host_fns(cu, &reg, &unreg)) {
+		snprintf(err, n, "the CUDA driver has no cuMemHostRegister");
+		return MK_ERR_UNSUPPORTED;
+	}
+	void *h = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (h == MAP_FAILED) {
+		snprintf(err, n, "mmap of %zu bytes of host memory: %s", size, strerror(errno));
+		return MK_ERR_NOMEM;
+	}
+	CUresult r = reg(h, size, CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_PORTABLE);
+	if (r != CUDA_SUCCESS) {
+		munmap(h, size);
+		snprintf(err, n, "cuMemHostRegister of %zu bytes: %s", size, cudrv_errstr(r));
+		return r == CUDA_ERROR_OUT_OF_MEMORY ? MK_ERR_NOMEM : MK_ERR_CUDA;
+	}
+	CUdeviceptr d = 0;
+	r = cu->cuMemHostGetDevicePointer(&d, h, 0);
+	if (r != CUDA_SUCCESS) {
+		unreg(h);
+		munmap(h, size);
+		snprintf(err, n, "cuMemHostGetDevicePointer: %s", cudrv_errstr(r));
+		return MK_ERR_CUDA;
+	}
+	out->ptr = d;
+	out->size = size;
+	out->host = h;
+	out->live = 1;
+	return MK_OK;
+}
+
+mk_status hostwin_alloc(const cudrv *cu, size_t bytes, mk_vmm *out, char *err, size_t n)
+{
+	memset(out, 0, sizeof *out);
+	out->fd = -1;
+	long pg = sysconf(_SC_PAGESIZE);
+	size_t g = pg > 0 ? (size_t)pg : 4096;
+	size_t size = ((bytes ? bytes : 1) + g - 1) / g * g;
+	int fd = memfd_create("mk-rdma", MFD_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, n, "memfd_create: %s", strerror(errno));
+		return MK_ERR_NOMEM;
+	}
+	if (ftruncate(fd, (off_t)size) != 0) {
+		snprintf(err, n, "sizing %zu bytes of shared host memory: %s", size, strerror(errno));
+		close(fd);
+		return MK_ERR_NOMEM;
+	}
+	mk_status st = map_window(cu, fd, size, out, err, n);
+	if (st != MK_OK) {
+		close(fd);
+		return st;
+	}
+	out->fd = fd;
+	return MK_OK;
+}
+
+mk_status hostwin_export(const mk_vmm *m, int *fd, char *err, size_t n)
+{
+	*fd = m->fd >= 0 ? fcntl(m->fd, F_DUPFD_CLOEXEC, 0) : -1;
+	if (*fd < 0) {
+		snprintf(err, n, "duplicating a host window's descriptor: %s",
+			 m->fd >= 0 ? strerror(errno) : "not made here");
+		return MK_ERR_IO;
+	}
+	return MK_OK;
+}
+
+mk_status hostwin_import(const cudrv *cu, int fd, size_t size, mk_vmm *out, char *err, size_t n)
+{
+	memset(out, 0, sizeof *out);
+	out->fd = -1;
+	struct stat sb;
+	if (fstat(fd, &sb) != 0 || (size_t)sb.st_size < size) {
+		snprintf(err, n, "a peer's host window is smaller than %zu bytes", size);
+		return MK_ERR_PEER;
+	}
+	return map_window(cu, fd, size, out, err, n);
+}
+
 void vmm_free(const cudrv *cu, mk_vmm *m)
 {
 	if (!m || !m->live)
 		return;
-	cu->cuMemUnmap(m->ptr, m->size);
-	cu->cuMemAddressFree(m->ptr, m->size);
-	cu->cuMemRelease(m->h);
+	if (m->host) {
+		hostreg_fn reg;
+		hostunreg_fn unreg;
+		if (host_fns(cu, &reg, &unreg))
+			unreg(m->host);
+		munmap(m->host, m->size);
+		if (m->fd >= 0)
+			close(m->fd);
+	} else {
+		cu->cuMemUnmap(m->ptr, m->size);
+		cu->cuMemAddressFree(m->ptr, m->size);
+		cu->cuMemRelease(m->h);
+	}
 	memset(m, 0, sizeof *m);
+	m->fd = -1;
 }
 
 /* ---- the communicator ------------------------------------------------------- */

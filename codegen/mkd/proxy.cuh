@@ -29,72 +29,23 @@
  * peer, a transport error) sets ctl->failed; producers see it at once and
  * record MKD_PROXY_STALL_FAILED instead of waiting out their timeout.
  *
- * The structs are plain C so that the runtime includes this file as a C
- * header; the device functions are compiled only by NVRTC / nvcc.
+ * The structs are plain C (abi.cuh) so that the runtime includes this file
+ * as a C header; the device functions are compiled only by NVRTC / nvcc.
+ * mkd_rdma_put, at the end, is what an RDMA stage of a generated kernel
+ * calls: one task's box as commands, its flag behind the last of them.
  */
 #ifndef MKD_PROXY_CUH
 #define MKD_PROXY_CUH
 
-#define MKD_PROXY_CMD_BYTES 64
-
-/* Commands (op). */
-#define MKD_PROXY_OP_WRITE 1   /* bytes from src to dst_rank's dst, then the flag */
-#define MKD_PROXY_OP_SIGNAL 2  /* the flag only */
-
-/* Regions: src_buf / dst_buf are tensor indices (0 .. MKD_MAX_TENSORS-1,
- * registered by the runtime); the flag array of each rank is region
- * MKD_PROXY_REGION_FLAGS and a flag is 8 bytes at flag_index * 8. */
-#define MKD_PROXY_REGION_FLAGS 64
-
-/* Stall report codes (mkd_report.flag_index when flag_rank == -1). */
-#define MKD_PROXY_STALL_FULL (-1)    /* the ring stayed full */
-#define MKD_PROXY_STALL_DONE (-2)    /* a command did not complete */
-#define MKD_PROXY_STALL_FAILED (-3)  /* the proxy reported a failure */
-
-/* One command.  The flag is WRITTEN (not added) after the data, with
- * flag_value: each remote flag slot has one writer, and the value is the
- * count the consumer waits for (epoch * expected), so it only grows.  No
- * order between different commands is promised, only data before its flag. */
-typedef struct mkd_proxy_cmd {
-	unsigned short op;
-	unsigned short src_buf;
-	unsigned short dst_buf;
-	unsigned short lane;            /* connection hint (QP) */
-	unsigned int dst_rank;
-	unsigned int flag_index;        /* in dst_rank's flag array */
-	unsigned long long src_off;     /* bytes into src_buf on this rank */
-	unsigned long long dst_off;     /* bytes into dst_buf on dst_rank */
-	unsigned long long bytes;
-	unsigned long long flag_value;
-	unsigned int task;              /* for reports */
-	unsigned int reserved;
-	unsigned long long seq;         /* published last: position + 1 */
-} mkd_proxy_cmd;
-
-/* Host-written words, each on its own 64-byte line (host-pinned, mapped). */
-typedef struct mkd_proxy_ctl {
-	unsigned long long tail;        /* commands copied out of the ring */
-	unsigned long long pad0[7];
-	unsigned long long done;        /* commands delivered, in ring order */
-	unsigned long long pad1[7];
-	unsigned int failed;            /* nonzero mk_status once the proxy failed */
-	unsigned int pad2[15];
-} mkd_proxy_ctl;
-
-/* What a kernel gets to reach its ring (by value, e.g. in mkd_params). */
-typedef struct mkd_proxy_ring {
-	mkd_proxy_cmd *slots;           /* host-pinned, nslots */
-	mkd_proxy_ctl *ctl;             /* host-pinned */
-	unsigned long long *head;       /* device memory: slots claimed */
-	unsigned int nslots;            /* a power of two */
-	unsigned int pad;
-} mkd_proxy_ring;
+/* The layout (commands, ctl, ring) is plain C in abi.cuh, which the runtime
+ * includes too. */
+#include "abi.cuh"
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 
 #include "base.cuh"
-#include "abi.cuh"
 #include "flags.cuh"
+#include "tensor.cuh"
 
 MKD_INLINE u64 mkd_proxy_ld_sys(const u64 *p)
 {
@@ -213,6 +164,100 @@ MKD_INLINE bool mkd_proxy_wait_done(const mkd_params &p, const mkd_proxy_ring &r
 			return false;
 		}
 	}
+}
+
+/* Byte offset of logical element (i0, i1, i2) of tensor t in rank x's
+ * piece: what a command names, for a rank this process cannot address. */
+template <int GPUS>
+MKD_INLINE u64 mkd_offset(const mkd_tensor &t, int x, i64 i0, i64 i1, i64 i2)
+{
+	i0 -= mkd_base<GPUS>(t, 0, x);
+	i1 -= mkd_base<GPUS>(t, 1, x);
+	i2 -= mkd_base<GPUS>(t, 2, x);
+	return (u64)(((i0 * t.local[1] + i1) * t.local[2] + i2) * t.esize);
+}
+
+/* One RDMA task, thread 0 of its CTA, after the task's waits: the box
+ * [slo, slo + hi - lo) of tensor st on this rank goes to [lo, hi) of tensor
+ * dt on rank dst (another node), then the task's flag there is written with
+ * the epoch.
+ *
+ * First the receiver must have started this run (its READY word `ready` in
+ * this rank's RDMA flag area reaches the epoch): until then it may still
+ * read what the last run put there.  The box becomes one command per
+ * contiguous run of bytes (a whole box when rows are whole in both
+ * tensors, else one per row).  Commands are not ordered among themselves,
+ * so with several the flag rides only on the last, pushed once every
+ * earlier one is delivered (done >= its ticket); the earlier ones write
+ * the receiver's scratch word.  *ticket keeps the largest ticket: the end
+ * of the run waits for it (the source is free and everything landed).
+ * False when the run is aborted. */
+template <int GPUS>
+MKD_INLINE bool mkd_rdma_put(const mkd_params &p, int rank, int st, const mkd_tensor &S,
+			     const i64 *slo, int dt, const mkd_tensor &D, int dst, const i64 *lo,
+			     const i64 *hi, u32 flag, u32 ready, int ready_report, u32 scratch,
+			     u64 epoch, u64 *ticket, mkd_waiter w)
+{
+	const u64 *rf = (const u64 *)p.ranks[rank].rflags;
+	if (!mkd_wait(p, rf + ready, epoch, rank, ready_report, w))
+		return false;
+	const i64 n0 = hi[0] - lo[0], n1 = hi[1] - lo[1], n2 = hi[2] - lo[2];
+	const bool rows = n2 == S.local[2] && n2 == D.local[2];     /* whole rows */
+	const bool mats = rows && n1 == S.local[1] && n1 == D.local[1];
+	const i64 runs = mats ? 1 : rows ? n0 : n0 * n1;
+	mkd_proxy_cmd c;
+	c.op = MKD_PROXY_OP_WRITE;
+	c.src_buf = (u16)st;
+	c.dst_buf = (u16)dt;
+	c.dst_rank = (u32)dst;
+	c.bytes = (u64)(mats ? n0 * n1 * n2 : rows ? n1 * n2 : n2) * (u64)S.esize;
+	c.flag_value = epoch;
+	c.task = (u32)w.task;
+	c.reserved = 0;
+	c.seq = 0;
+	u64 tk = 0;
+	for (i64 j = 0; j < runs; j++) {
+		const i64 e = mats ? 0 : rows ? j : j / n1, r = rows ? 0 : j % n1;
+		const bool last = j + 1 == runs;
+		c.src_off = mkd_offset<GPUS>(S, rank, slo[0] + e, slo[1] + r, slo[2]);
+		c.dst_off = mkd_offset<GPUS>(D, dst, lo[0] + e, lo[1] + r, lo[2]);
+		c.lane = (u16)j;
+		c.flag_index = last ? flag : scratch;
+		if (last && tk && !mkd_proxy_wait_done(p, p.ring, tk, w))
+			return false;
+		if (!(tk = mkd_proxy_push(p, p.ring, c, w)))
+			return false;
+	}
+	if (tk > *ticket)
+		*ticket = tk;
+	return true;
+}
+
+/* The start of a run, thread 0 of one CTA: tell every rank that writes
+ * into this one (ranks from[0..n)) that it may, by writing the epoch into
+ * READY word base + j of its RDMA flag area. */
+template <int NODES, int GPUS>
+MKD_INLINE bool mkd_rdma_ready(const mkd_params &p, int rank, const int *from, int n, u32 base,
+			       u64 epoch, u64 *ticket, mkd_waiter w)
+{
+	mkd_proxy_cmd c;
+	c.op = MKD_PROXY_OP_SIGNAL;
+	c.src_buf = c.dst_buf = c.lane = 0;
+	c.src_off = c.dst_off = c.bytes = 0;
+	c.flag_value = epoch;
+	c.task = 0xffffffffu;
+	c.reserved = 0;
+	c.seq = 0;
+	for (int j = 0; j < n; j++) {
+		c.dst_rank = (u32)mkd_shift_rank<NODES, GPUS>(from[j], rank);
+		c.flag_index = base + (u32)j;
+		const u64 tk = mkd_proxy_push(p, p.ring, c, w);
+		if (!tk)
+			return false;
+		if (tk > *ticket)
+			*ticket = tk;
+	}
+	return true;
 }
 
 #endif /* device code */

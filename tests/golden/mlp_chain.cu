@@ -9,7 +9,7 @@
 #define MKD_WG_TRADE 0  // several engine instances: no register trading
 #include "mkd/mkd.cuh"
 
-#if MKD_ABI_VERSION != 3
+#if MKD_ABI_VERSION != 4
 #error "device library ABI mismatch"
 #endif
 

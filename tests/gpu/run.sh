@@ -12,6 +12,14 @@ fail=0
 failed=""
 log=${MK_GPU_LOG:-/tmp/mk-gpu-test.log}
 : >"$log"
+# libfabric carried with the build (tools/carry-libfabric.sh) where the image
+# has none; RDMA between the "nodes" of one machine goes over loopback
+if [ -d "$top/.devlibs" ]; then
+	LD_LIBRARY_PATH=$top/.devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+	export LD_LIBRARY_PATH
+fi
+FI_TCP_IFACE=${FI_TCP_IFACE:-lo}
+export FI_TCP_IFACE
 
 check() {  # name, command...
 	cname=$1
@@ -60,6 +68,10 @@ chain 1,2,4,8
 mlp_chain 1,2,4,8
 EOF
 check "ag_gemm.ragged" "$MKRUN" samples/ag_gemm.mk --ranks 2 -D M=1000 -D N=264 -D K=264 --quiet
+# a 2 x 2 mesh in one launch: the RDMA stages become stores between virtual ranks
+check "ag_gemm.2x2.r4" "$MKRUN" samples/ag_gemm.mk --ranks 4 -D nodes=2 -D gpus=2 -D M=1024 -D N=256 -D K=512 --iters 5 --quiet
+check "gemm_rs.2x2.r4" "$MKRUN" samples/gemm_rs.mk --ranks 4 -D nodes=2 -D gpus=2 -D M=1024 -D N=512 -D K=1024 --iters 5 --quiet
+check "gemm_ar.2x2.r4" "$MKRUN" samples/gemm_ar.mk --ranks 4 -D nodes=2 -D gpus=2 -D M=1024 -D N=512 -D K=1024 --iters 5 --quiet
 check "chain" "$MKRUN" samples/chain.mk
 check "chain.resident100" "$MKRUN" samples/chain.mk --resident --iters 100 --quiet
 check "chain.trace" "$MKRUN" samples/chain.mk --iters 2 --trace /tmp/mk-chain-trace.json --quiet
@@ -81,6 +93,19 @@ gemm_rs -D M=1024 -D N=512 -D K=1024
 gemm_ar -D M=1024 -D N=512 -D K=1024
 tp_mlp -D S=1024 -D H=512
 EOF2
+# two "nodes" of two ranks on this machine: four processes, NVLink-path
+# sharing inside each node, RDMA between them through the proxy FIFO and
+# libfabric's tcp provider (docs/rdma.md)
+while read -r name args; do
+	# shellcheck disable=SC2086
+	check "$name.2x2.n4" "$MKRUN" -n 4 "samples/$name.mk" -D nodes=2 -D gpus=2 $args --iters 5 --quiet
+done <<EOF3
+ag_gemm -D M=1024 -D N=256 -D K=512
+gemm_ar -D M=1024 -D N=512 -D K=1024
+gemm_rs -D M=1024 -D N=512 -D K=1024
+EOF3
+check "ag_gemm.2x2.n4.resident" "$MKRUN" -n 4 samples/ag_gemm.mk -D nodes=2 -D gpus=2 -D M=1024 -D N=256 \
+	-D K=512 --resident --iters 20 --quiet
 # a rank killed mid-run: the others report it within their timeout
 killtest() {
 	t0=$(date +%s)
@@ -95,6 +120,21 @@ killtest() {
 		echo "$out" | grep -qE "rank 0: .*(a wait timed out|peer rank failed)"
 }
 check "kill.n2" killtest
+# the same across "nodes": rank 3 dies; rank 1 (which sends to it over RDMA)
+# and the rest report it (a stall, a failed proxy, or the peer's memory gone)
+killtest22() {
+	t0=$(date +%s)
+	out=$(MK_TEST_KILL_RANK=3 MK_TEST_KILL_AFTER_MS=600 timeout 90 "$MKRUN" -n 4 samples/ag_gemm.mk \
+		-D nodes=2 -D gpus=2 -D M=4096 -D N=1024 -D K=4096 --iters 100000 --timeout 1500 2>&1)
+	rc=$?
+	dt=$(( $(date +%s) - t0 ))
+	echo "$out" | tail -12
+	echo "exit $rc after ${dt}s"
+	[ "$rc" != 0 ] && [ "$rc" != 124 ] && [ "$dt" -lt 45 ] &&
+		echo "$out" | grep -q "rank 3 was killed" &&
+		echo "$out" | grep -qE "rank 1: .*(a wait timed out|peer rank failed)"
+}
+check "kill.2x2.n4" killtest22
 [ "$mps" = 1 ] && echo quit | nvidia-cuda-mps-control >/dev/null 2>&1
 for t in "$B"/tests/gpu_*; do
 	[ -x "$t" ] && check "$(basename "$t")" "$t"
