@@ -405,12 +405,6 @@ static void stage_reduce(em *E, const ir_op *op)
 		return;
 	}
 	stage_head(E, op, "sum one box over the group's ranks, fp32");
-	/* the source counts this op's tasks use: each a template instance, so
-	 * the source pointers live in registers */
-	int used[IR_MAXREADS + 1] = {0};
-	for (int i = 0; i < E->s->ntasks; i++)
-		if (&p->ops[E->s->tasks[i].op] == op && E->s->tasks[i].kind == TASK_REDUCE)
-			used[E->s->tasks[i].nreads] = 1;
 	if (w >= 0)  /* one function for both (a second heavy callee makes the kernel spill) */
 		sb_printf(E->o,
 			  "\t// W_%s tasks write %s, the node-partials\n"
@@ -420,30 +414,28 @@ static void stage_reduce(em *E, const ir_op *op)
 			  op->stage, p->tensors[w].name, op->stage, p->tensors[w].name, y->name, y->name);
 	else
 		sb_printf(E->o, "\tconst int yt = T_%s;\n", y->name);
+	/* the sources' addresses in shared memory, not registers: the kernel's
+	 * inlined GEMM engine needs those, and a callee holding 8-17 pointers
+	 * makes the kernel spill around the call */
 	sb_printf(E->o,
 		  "\tconst mkd_tensor &Y = MK_T[yt];\n"
+		  "\t__shared__ const %s *src[%d];\n"
+		  "\t__shared__ int ld[%d];\n"
+		  "\tconst int rows = (int)(hi[1] - lo[1]), cols = (int)(hi[2] - lo[2]);\n"
 		  "\tfor (i64 e = 0; e < hi[0] - lo[0]; e++) {\n"
-		  "\t\t%s *dst = (%s *)mkd_at<MK_GPUS>(p, yt, Y, rank, lo[0] + e, lo[1], lo[2]);\n"
-		  "\t\tconst int rows = (int)(hi[1] - lo[1]), cols = (int)(hi[2] - lo[2]);\n"
-		  "\t\tswitch (t.nread) {\n",
-		  ctype(y->dtype), ctype(y->dtype));
-	for (int n = 1; n <= IR_MAXREADS; n++) {
-		if (!used[n])
-			continue;
-		sb_printf(E->o,
-			  "\t\tcase %d: {\n"
-			  "\t\t\tmkd_srcs<%s, %d> src;\n"
-			  "\t\t\tfor (int r = 0; r < %d; r++) {\n"
-			  "\t\t\t\tconst mk_box s = mk_read_box(rank, t, r);\n"
-			  "\t\t\t\tsrc.set(r, (const %s *)mkd_at<MK_GPUS>(p, s.tensor, MK_T[s.tensor], s.rank,\n"
-			  "\t\t\t\t\ts.lo[0] + e, s.lo[1], s.lo[2]), MK_T[s.tensor].local[2]);\n"
-			  "\t\t\t}\n"
-			  "\t\t\tmkd_reduce_sum(src, dst, Y.local[2], rows, cols);\n"
-			  "\t\t\tbreak;\n"
-			  "\t\t}\n",
-			  n, ctype(x->dtype), n, n, ctype(x->dtype));
-	}
-	sb_puts(E->o, "\t\t}\n\t}\n\treturn true;\n}\n\n");
+		  "\t\tif (threadIdx.x < t.nread) {\n"
+		  "\t\t\tconst mk_box s = mk_read_box(rank, t, threadIdx.x);\n"
+		  "\t\t\tsrc[threadIdx.x] = (const %s *)mkd_at<MK_GPUS>(p, s.tensor, MK_T[s.tensor], s.rank,\n"
+		  "\t\t\t\t\t\t\t\t\t  s.lo[0] + e, s.lo[1], s.lo[2]);\n"
+		  "\t\t\tld[threadIdx.x] = (int)MK_T[s.tensor].local[2];\n"
+		  "\t\t}\n"
+		  "\t\t__syncthreads();\n"
+		  "\t\tmkd_reduce_sum_n(src, ld, t.nread,\n"
+		  "\t\t\t(%s *)mkd_at<MK_GPUS>(p, yt, Y, rank, lo[0] + e, lo[1], lo[2]), Y.local[2], rows, cols);\n"
+		  "\t\t__syncthreads();\n"
+		  "\t}\n"
+		  "\treturn true;\n}\n\n",
+		  ctype(x->dtype), IR_MAXREADS, IR_MAXREADS, ctype(x->dtype), ctype(y->dtype));
 }
 
 /* O[q rows] = softmax(Q K^T * scale) V over the key blocks (reads 1, 3,

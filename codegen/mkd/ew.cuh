@@ -341,66 +341,54 @@ MKD_INLINE void mkd_softmax(const TX *x, i64 ldx, TY *y, i64 ldy, int rows, int 
 	}
 }
 
-/* N source boxes of one shape (own strides), held in registers: set()
- * with a loop the compiler unrolls (N is a constant). */
-template <typename T, int N>
-struct mkd_srcs {
-	const T *p[N];
-	int ld[N];        /* a box's offsets fit 32 bits: rows x ld < 2^31 */
-	MKD_INLINE void set(int k, const T *ptr, i64 stride)
+/* dst = sum of n sources (boxes of one shape, own strides), in fp32; 8
+ * elements a load when 16-bit and every row is 16-byte aligned.  The
+ * sources' pointers and strides sit in shared memory: up to 17 of them kept
+ * out of registers, which the kernel's inlined GEMM engine needs.  Call
+ * after a barrier that publishes p[] and ld[]. */
+template <typename TX, typename TY, bool V = mkd_is16<TX>::value && mkd_is16<TY>::value>
+struct mkd_reduce_n_vec {
+	static MKD_INLINE bool run(const TX *const *, const int *, int, TY *, i64, int, int)
 	{
-#pragma unroll
-		for (int j = 0; j < N; j++)
-			if (j == k) {
-				p[j] = ptr;
-				ld[j] = (int)stride;
-			}
+		return false;
 	}
 };
-
-template <typename TX, int N, typename TY, bool V = mkd_is16<TX>::value && mkd_is16<TY>::value>
-struct mkd_reduce_vec {
-	static MKD_INLINE bool run(const mkd_srcs<TX, N> &, TY *, i64, int, int) { return false; }
-};
-template <typename TX, int N, typename TY>
-struct mkd_reduce_vec<TX, N, TY, true> {
-	static MKD_INLINE bool run(const mkd_srcs<TX, N> &s, TY *dst, i64 ldd, int rows, int cols)
+template <typename TX, typename TY>
+struct mkd_reduce_n_vec<TX, TY, true> {
+	static MKD_INLINE bool run(const TX *const *p, const int *ld, int n, TY *dst, i64 ldd, int rows,
+				   int cols)
 	{
-		bool vec = (cols & 7) == 0 && ((u64)dst & 15) == 0 && (ldd & 7) == 0;
-#pragma unroll
-		for (int k = 0; k < N; k++)
-			vec = vec && ((u64)s.p[k] & 15) == 0 && (s.ld[k] & 7) == 0;
+		bool vec = (cols & 7) == 0 && mkd_al16(dst, ldd);
+		for (int k = 0; k < n && vec; k++)
+			vec = mkd_al16(p[k], ld[k]);
 		if (!vec)
 			return false;
-		const int vpr = cols >> 3;
-		const int total = rows * vpr;
+		const int vpr = cols >> 3, total = rows * vpr;
 		for (int i = threadIdx.x; i < total; i += blockDim.x) {
-			int r = i / vpr, c = (i - r * vpr) * 8;
+			const int r = i / vpr, c = (i - r * vpr) * 8;
 			float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-			for (int k = 0; k < N; k++)
-				mkd_vec8<TX>::add(acc, *(const uint4 *)(s.p[k] + r * s.ld[k] + c));
-			*(uint4 *)(dst + r * ldd + c) = mkd_vec8<TY>::pack(acc);
+#pragma unroll 1
+			for (int k = 0; k < n; k++)
+				mkd_vec8<TX>::add(acc, *(const uint4 *)(p[k] + (i64)r * ld[k] + c));
+			*(uint4 *)(dst + (i64)r * ldd + c) = mkd_vec8<TY>::pack(acc);
 		}
 		return true;
 	}
 };
 
-/* dst = sum of the sources, in fp32; 8 elements a load when 16-bit and
- * every row is 16-byte aligned. */
-template <typename TX, int N, typename TY>
-MKD_INLINE void mkd_reduce_sum(const mkd_srcs<TX, N> &s, TY *dst, i64 ldd, int rows, int cols)
+template <typename TX, typename TY>
+MKD_INLINE void mkd_reduce_sum_n(const TX *const *p, const int *ld, int n, TY *dst, i64 ldd,
+				 int rows, int cols)
 {
-	if (mkd_reduce_vec<TX, N, TY>::run(s, dst, ldd, rows, cols))
+	if (mkd_reduce_n_vec<TX, TY>::run(p, ld, n, dst, ldd, rows, cols))
 		return;
 	const int total = rows * cols;
 	for (int i = threadIdx.x; i < total; i += blockDim.x) {
-		int r = i / cols, c = i - r * cols;
+		const int r = i / cols, c = i - r * cols;
 		float acc = 0.f;
-#pragma unroll
-		for (int k = 0; k < N; k++)
-			acc += mkd_elem<TX>::ld(s.p[k] + r * s.ld[k] + c);
-		mkd_elem<TY>::st(dst + r * ldd + c, acc);
+		for (int k = 0; k < n; k++)
+			acc += mkd_elem<TX>::ld(p[k] + (i64)r * ld[k] + c);
+		mkd_elem<TY>::st(dst + (i64)r * ldd + c, acc);
 	}
 }
 
