@@ -129,9 +129,10 @@ static void header(em *E, int sys)
 	sb_printf(o, "#define MK_NODES %d\n#define MK_GPUS %d\n#define MK_WORLD %d\n"
 		  "#define MK_CTAS %d\n#define MK_THREADS %d\n#define MK_NTASKS %d\n"
 		  "#define MK_NFLAGS %d\n"
+		  "#define MK_SMEM %d  // dynamic shared memory of every CTA, bytes\n"
 		  "#define MK_NTMAPS %d\n"
 		  "#define MK_MULTIPROC %d  // ranks are separate processes: READY/DONE protocol\n\n",
-		  p->nodes, p->gpus, p->world, s->ctas, s->threads, s->ntasks, s->nflags,
+		  p->nodes, p->gpus, p->world, s->ctas, s->threads, s->ntasks, s->nflags, s->smem,
 		  cg_tmaps(s, NULL, 0), sys);
 	if (E->rl.tasks)
 		sb_printf(o, "// RDMA stages: flags 0 .. MK_NRFLAGS-1 are written (the epoch, by one RDMA\n"
@@ -381,16 +382,26 @@ static void stage_copy(em *E, const ir_op *op)
 	const ir_prog *p = E->p;
 	const ir_tensor *y = &p->tensors[op->out];
 	int es = ir_dtype_size(y->dtype);
+	/* docs/copies.md: TMA bulk copies measure best for whole rows (one
+	 * contiguous run), 16-byte loads/stores for strided boxes; the bulk
+	 * path needs the CTA's shared memory as its ring and falls back to
+	 * the vector copy where it cannot run (alignment, too little smem) */
 	stage_head(E, op, "copy a box from the rank that holds it");
 	sb_printf(E->o,
 		  "\tconst mk_box s = mk_read_box(rank, t, 0);\n"
 		  "\tconst mkd_tensor &S = MK_T[s.tensor], &D = MK_T[T_%s];\n"
-		  "\tfor (i64 e = 0; e < hi[0] - lo[0]; e++)\n"
-		  "\t\tmkd_copy_2d(mkd_at<MK_GPUS>(p, T_%s, D, rank, lo[0] + e, lo[1], lo[2]), D.local[2] * %d,\n"
-		  "\t\t\t    mkd_at<MK_GPUS>(p, s.tensor, S, s.rank, s.lo[0] + e, s.lo[1], s.lo[2]),\n"
-		  "\t\t\t    S.local[2] * %d, hi[1] - lo[1], (hi[2] - lo[2]) * %d);\n"
+		  "\tconst i64 rb = (hi[2] - lo[2]) * %d;  // bytes of one row of the box\n"
+		  "\tconst bool whole = rb == D.local[2] * %d && rb == S.local[2] * %d;\n"
+		  "\tfor (i64 e = 0; e < hi[0] - lo[0]; e++) {\n"
+		  "\t\tchar *d = mkd_at<MK_GPUS>(p, T_%s, D, rank, lo[0] + e, lo[1], lo[2]);\n"
+		  "\t\tconst char *f = mkd_at<MK_GPUS>(p, s.tensor, S, s.rank, s.lo[0] + e, s.lo[1], s.lo[2]);\n"
+		  "\t\tif (whole && MK_SMEM > 0)\n"
+		  "\t\t\tmkd_copy_bulk_2d(d, D.local[2] * %d, f, S.local[2] * %d, hi[1] - lo[1], rb, smem, MK_SMEM);\n"
+		  "\t\telse\n"
+		  "\t\t\tmkd_copy_2d(d, D.local[2] * %d, f, S.local[2] * %d, hi[1] - lo[1], rb);\n"
+		  "\t}\n"
 		  "\treturn true;\n}\n\n",
-		  y->name, y->name, es, es, es);
+		  y->name, es, es, es, y->name, es, es, es, es);
 }
 
 /* Y[box] = sum over the reads (one box of X on each rank of the group). */

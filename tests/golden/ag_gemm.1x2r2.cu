@@ -19,6 +19,7 @@
 #define MK_THREADS 384
 #define MK_NTASKS 4
 #define MK_NFLAGS 2
+#define MK_SMEM 208896  // dynamic shared memory of every CTA, bytes
 #define MK_NTMAPS 2
 #define MK_MULTIPROC 0  // ranks are separate processes: READY/DONE protocol
 
@@ -126,10 +127,16 @@ static __device__ __noinline__ bool stage_Ag(const mkd_params &p, int rank, int 
 	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_Ag], rank, t.lo, t.hi, lo, hi);
 	const mk_box s = mk_read_box(rank, t, 0);
 	const mkd_tensor &S = MK_T[s.tensor], &D = MK_T[T_Ag];
-	for (i64 e = 0; e < hi[0] - lo[0]; e++)
-		mkd_copy_2d(mkd_at<MK_GPUS>(p, T_Ag, D, rank, lo[0] + e, lo[1], lo[2]), D.local[2] * 2,
-			    mkd_at<MK_GPUS>(p, s.tensor, S, s.rank, s.lo[0] + e, s.lo[1], s.lo[2]),
-			    S.local[2] * 2, hi[1] - lo[1], (hi[2] - lo[2]) * 2);
+	const i64 rb = (hi[2] - lo[2]) * 2;  // bytes of one row of the box
+	const bool whole = rb == D.local[2] * 2 && rb == S.local[2] * 2;
+	for (i64 e = 0; e < hi[0] - lo[0]; e++) {
+		char *d = mkd_at<MK_GPUS>(p, T_Ag, D, rank, lo[0] + e, lo[1], lo[2]);
+		const char *f = mkd_at<MK_GPUS>(p, s.tensor, S, s.rank, s.lo[0] + e, s.lo[1], s.lo[2]);
+		if (whole && MK_SMEM > 0)
+			mkd_copy_bulk_2d(d, D.local[2] * 2, f, S.local[2] * 2, hi[1] - lo[1], rb, smem, MK_SMEM);
+		else
+			mkd_copy_2d(d, D.local[2] * 2, f, S.local[2] * 2, hi[1] - lo[1], rb);
+	}
 	return true;
 }
 

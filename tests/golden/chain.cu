@@ -19,6 +19,7 @@
 #define MK_THREADS 384
 #define MK_NTASKS 4
 #define MK_NFLAGS 2
+#define MK_SMEM 208896  // dynamic shared memory of every CTA, bytes
 #define MK_NTMAPS 2
 #define MK_MULTIPROC 0  // ranks are separate processes: READY/DONE protocol
 

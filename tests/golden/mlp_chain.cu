@@ -20,6 +20,7 @@
 #define MK_THREADS 384
 #define MK_NTASKS 20
 #define MK_NFLAGS 16
+#define MK_SMEM 230512  // dynamic shared memory of every CTA, bytes
 #define MK_NTMAPS 10
 #define MK_MULTIPROC 0  // ranks are separate processes: READY/DONE protocol
 
