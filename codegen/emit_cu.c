@@ -747,12 +747,28 @@ static void stage_rdma(em *E, const ir_op *op)
 		  y->name, y->name, y->name, y->name, y->name, y->name, es, es, es);
 }
 
+/* Does op i run any task through its stage function (RDMA tasks have their
+ * own)?  An op without one gets no function and no case: every extra callee
+ * of the kernel costs registers around the calls. */
+static int has_stage_tasks(const em *E, int i)
+{
+	for (int k = 0; k < E->s->ntasks; k++)
+		if (E->s->tasks[k].op == i && E->s->tasks[k].kind != TASK_RDMA)
+			return 1;
+	return 0;
+}
+
 static void stages(em *E)
 {
 	const ir_prog *p = E->p;
 	sb_puts(E->o, "// ---- stage functions: one task, all threads of the CTA\n\n");
 	for (int i = 0; i < p->nops && !E->bad; i++) {
 		const ir_op *op = &p->ops[i];
+		if (!has_stage_tasks(E, i)) {
+			sb_printf(E->o, "// stage %s: no tasks%s on this mesh\n\n", op->stage,
+				  E->rdma_op[i] ? " but RDMA ones" : "");
+			continue;
+		}
 		switch (op->kind) {
 		case OP_MATMUL: stage_matmul(E, op); break;
 		case OP_ALLGATHER:
@@ -823,8 +839,9 @@ static void kernel(em *E, int per_stage)
 		"\tif (done) {\n"
 		"\t\tswitch (t.stage) {\n");
 	for (int i = 0; i < p->nops; i++)
-		sb_printf(o, "\t\tcase S_%s: done = stage_%s(p, rank, cta, i, epoch, smem); break;\n",
-			  p->ops[i].stage, p->ops[i].stage);
+		if (has_stage_tasks(E, i))
+			sb_printf(o, "\t\tcase S_%s: done = stage_%s(p, rank, cta, i, epoch, smem); break;\n",
+				  p->ops[i].stage, p->ops[i].stage);
 	for (int i = 0; i < p->nops; i++)
 		if (E->rdma_op[i])
 			sb_printf(o, "\t\tcase R_%s: done = rdma_%s(p, rank, cta, i, epoch, smem); break;\n",
