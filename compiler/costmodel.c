@@ -23,7 +23,7 @@ ir_device costmodel_h200(void)
 		.nic_lat_us = 5.0,
 		.flag_lat_us = 0.8,     /* 1.55 us round trip measured here */
 		.launch_us = 3.3,       /* eager launch measured here */
-		.copy_cta_gbps = 80.0,
+		.copy_cta_gbps = 45.0,  /* bench_copy: one CTA 35-51 (ld/st), 50-56 (bulk) */
 		.mma_eff = 0.9,         /* wgmma engine 128x256: 780 of 833 (cuBLAS) measured */
 	};
 }
