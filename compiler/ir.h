@@ -123,6 +123,9 @@ typedef struct ir_tensor {
 	int nwriters;               /* ops writing it (explicit stages may share) */
 	int nuses;                  /* ops reading it */
 	bool peer_access;           /* read or written by other ranks */
+	bool folded;                /* an identity collective's end that the
+	                               lowering removed: no op reads or writes
+	                               it, and it has no storage */
 	ir_rot rot[IR_MAXDIM];
 } ir_tensor;
 

@@ -610,6 +610,81 @@ static void insert_op(lower *L, int at, ir_op op)
 			p->tensors[t].producer++;
 }
 
+/* Removes op `at`; producer indices after it shift down. */
+static void remove_op(lower *L, int at)
+{
+	ir_prog *p = L->p;
+	memmove(p->ops + at, p->ops + at + 1, (size_t)(p->nops - at - 1) * sizeof *p->ops);
+	p->nops--;
+	for (int t = 0; t < p->ntensors; t++)
+		if (p->tensors[t].producer > at)
+			p->tensors[t].producer--;
+}
+
+/* In a world of one rank a collective is the identity: allgather,
+ * reduce_scatter, allreduce and ring_shift copy their operand unchanged.
+ * Copying would cost a pass over memory that the layered way does not pay,
+ * so the copy goes when it can:
+ *   - the result is not a pipeline output: its readers read the operand;
+ *   - it is one, and the operand is a temporary written by one op and read
+ *     only here: that op writes the output directly.
+ * Otherwise (an input gathered into an output) the copy stays. */
+static int is_identity_collective(const ir_prog *p, const ir_op *op)
+{
+	if (p->world != 1 || op->nin < 1)
+		return 0;
+	switch (op->kind) {
+	case OP_ALLGATHER: case OP_REDUCE_SCATTER: case OP_ALLREDUCE: case OP_RING_SHIFT:
+		break;
+	default:
+		return 0;
+	}
+	const ir_tensor *a = &p->tensors[op->in[0]], *b = &p->tensors[op->out];
+	if (a->dtype != b->dtype || a->ndim != b->ndim || b->nwriters != 1)
+		return 0;
+	for (int d = 0; d < a->ndim; d++)
+		if (a->local[d] != b->local[d])
+			return 0;
+	return 1;
+}
+
+static void fold_identity_collectives(lower *L)
+{
+	ir_prog *p = L->p;
+	for (int i = 0; i < p->nops; i++) {
+		const ir_op *op = &p->ops[i];
+		if (!is_identity_collective(p, op))
+			continue;
+		int ai = op->in[0], bi = op->out;
+		ir_tensor *a = &p->tensors[ai], *b = &p->tensors[bi];
+		if (b->kind != TK_OUT) {
+			for (int j = i + 1; j < p->nops; j++)
+				for (int k = 0; k < p->ops[j].nin; k++)
+					if (p->ops[j].in[k] == bi) {
+						p->ops[j].in[k] = ai;
+						a->nuses++;
+						b->nuses--;
+					}
+			a->nuses--;
+			b->folded = true;
+		} else if (a->kind == TK_TEMP && a->nwriters == 1 && a->nuses == 1 &&
+			   a->producer >= 0 && a->producer < i) {
+			ir_op *w = &p->ops[a->producer];
+			w->out = bi;
+			b->producer = a->producer;
+			a->folded = true;
+		} else {
+			continue;
+		}
+		ir_tensor *gone = b->folded ? b : a;
+		gone->producer = -1;
+		gone->nwriters = 0;
+		gone->nuses = 0;
+		remove_op(L, i);
+		i--;
+	}
+}
+
 /* allreduce(X) = allgather(reduce_scatter(X, 0), 0): rank r reduces rows
  * r*M/world..., then everyone gathers the reduced rows.  attention(Q, K, V)
  * with K and V split over the ranks: K and V are gathered block by block
@@ -1036,6 +1111,7 @@ ir_sched *lower_run(ir_prog *p, const compile_opts *o, diags *d, arena *a)
 	L.s->dev = o && o->dev ? *o->dev : costmodel_h200();
 	L.s->ranks_per_gpu = o && o->ranks_per_gpu > 0 ? o->ranks_per_gpu : 1;
 
+	fold_identity_collectives(&L);
 	expand_ops(&L);
 	if (L.err)
 		return NULL;

@@ -371,7 +371,7 @@ static int in_host_window(const mk_pipeline *p, int i)
 
 static size_t shared_bytes(const mk_pipeline *p, int i)
 {
-	return i < p->nt ? (size_t)ir_tensor_bytes(&p->p->tensors[i])
+	return i < p->nt ? (p->p->tensors[i].folded ? 0 : (size_t)ir_tensor_bytes(&p->p->tensors[i]))
 	       : i == p->nt ? (size_t)p->nfl * 8 : (size_t)p->rl.area * 8;
 }
 
@@ -514,7 +514,8 @@ static mk_status alloc_all(mk_pipeline *p, int trace)
 	} else {
 		for (int r = 0; r < p->ranks; r++)
 			for (int i = 0; i < p->nt; i++) {
-				size_t bytes = (size_t)ir_tensor_bytes(&p->p->tensors[i]);
+				size_t bytes = p->p->tensors[i].folded ? 0 :
+					       (size_t)ir_tensor_bytes(&p->p->tensors[i]);
 				CUdeviceptr d;
 				PCU(p, cu->cuMemAlloc(&d, bytes ? bytes : 16), "allocating a tensor");
 				p->buf[r * p->nt + i] = d;
@@ -531,7 +532,7 @@ static mk_status alloc_all(mk_pipeline *p, int trace)
 	/* poison what the kernel writes: unwritten elements read as NaN */
 	for (int r = 0; r < p->ranks; r++)
 		for (int i = 0; i < p->nt; i++)
-			if (p->p->tensors[i].kind != TK_IN) {
+			if (p->p->tensors[i].kind != TK_IN && !p->p->tensors[i].folded) {
 				size_t b = (size_t)ir_tensor_bytes(&p->p->tensors[i]);
 				if (p->vmm && p->vmm[i].host)
 					memset(p->vmm[i].host, 0xff, b);
@@ -899,6 +900,10 @@ static mk_status lookup(mk_pipeline *p, const char *name, int rank, int *ti)
 	if (rank < p->first || rank >= p->first + p->ranks)
 		return cfail(p->c, MK_ERR_NOT_FOUND, "rank %d is not held here (%d..%d)", rank,
 			     p->first, p->first + p->ranks - 1);
+	if (p->p->tensors[*ti].folded)
+		return cfail(p->c, MK_ERR_NOT_FOUND, "tensor '%s' has no storage: in a world of "
+			     "one rank the collective that reads or writes it is the identity, "
+			     "and mkc removed it", name);
 	return MK_OK;
 }
 
@@ -1037,7 +1042,7 @@ mk_status mk_tensor_devptr(const mk_pipeline *p, const char *name, int rank,
 	if (!p || !name || !devptr)
 		return MK_ERR_INVALID;
 	int ti = ir_find_tensor(p->p, name);
-	if (ti < 0 || rank < p->first || rank >= p->first + p->ranks)
+	if (ti < 0 || rank < p->first || rank >= p->first + p->ranks || p->p->tensors[ti].folded)
 		return MK_ERR_NOT_FOUND;
 	if (p->host)
 		return MK_ERR_UNSUPPORTED;

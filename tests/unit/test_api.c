@@ -199,6 +199,28 @@ static void gather_run(mk_ctx *c)
 	mk_pipeline_destroy(p);
 }
 
+/* one rank: the allgather is the identity and goes; the matmul reads A */
+static void gather_world1(mk_ctx *c)
+{
+	mk_pipeline *p = NULL;
+	mk_load_opts lo = MK_LOAD_OPTS_INIT;
+	lo.ranks = 1;
+	CHECK(mk_pipeline_load_string(c, "ag.mk", gather, &lo, &p) == MK_OK);
+	if (!p)
+		return;
+	CHECK(strstr(mk_pipeline_schedule(p), "compute") && !strstr(mk_pipeline_schedule(p), "copy"));
+	float a[8] = {1, 2, 3, 4, 5, 6, 7, 8}, b[4] = {1, 0, 0, 1}, out[8], tmp[8];
+	CHECK(mk_tensor_write_f32(p, "A", 0, a, 8) == MK_OK);
+	CHECK(mk_tensor_write_f32(p, "B", 0, b, 4) == MK_OK);
+	CHECK(mk_run(p) == MK_OK);
+	CHECK(mk_tensor_read_f32(p, "C", 0, out, 8) == MK_OK && !memcmp(out, a, sizeof a));
+	CHECK(mk_tensor_read_f32(p, "Ag", 0, tmp, 8) == MK_ERR_NOT_FOUND);
+	CHECK(strstr(mk_ctx_error(c), "'Ag' has no storage") != NULL);
+	unsigned long long d;
+	CHECK(mk_tensor_devptr(p, "Ag", 0, &d) == MK_ERR_NOT_FOUND);
+	mk_pipeline_destroy(p);
+}
+
 int main(void)
 {
 	statuses();
@@ -207,6 +229,7 @@ int main(void)
 	load_errors(c);
 	chain_run(c);
 	gather_run(c);
+	gather_world1(c);
 	mk_ctx_destroy(c);
 	printf("test_api: %d checks, %d failed\n", checks, fails);
 	return fails != 0;

@@ -151,8 +151,9 @@ static void test_full_ring(void)
 	}
 	mkt_check(ok && last == (uint64_t)n, "64 commands through a ring of 8 with a slow proxy "
 		  "(last ticket %llu)", (unsigned long long)last);
-	/* the proxy takes a batch (up to the 8 slots) at a time, 3 ms per command */
-	mkt_check(waited >= n / 8 - 2 && mkt_now_ms() - t0 >= n * 3,
+	/* the proxy takes a batch (up to the 8 slots) at a time, 3 ms per command;
+	 * when the last push returns, up to 8 commands may still be queued */
+	mkt_check(waited >= n / 8 - 2 && mkt_now_ms() - t0 >= (n - 8) * 3,
 		  "the producer waited for room %d times and resumed (%lld ms)", waited,
 		  (long long)(mkt_now_ms() - t0));
 	ok = ok && proxy_host_wait_done(&r, last, 10000) == 0;
