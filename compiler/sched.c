@@ -486,10 +486,12 @@ static void choose_roles(sched *S, const compile_opts *o)
 	const ir_prog *p = S->p;
 	double work[ROLE_COUNT] = {0};
 	int used[ROLE_COUNT] = {0};
+	int remote = 0;  /* copies that cross to another GPU */
 	for (int i = 0; i < s->ntasks; i++) {
 		ir_rolekind r = role_of(&s->tasks[i]);
 		used[r] = 1;
 		work[r] += task_cost(s, &s->tasks[i], 1);
+		remote |= r != ROLE_RDMA && s->tasks[i].transport == TR_NVLINK;
 	}
 	int n[ROLE_COUNT] = {0};
 	int C = s->ctas;
@@ -525,8 +527,9 @@ static void choose_roles(sched *S, const compile_opts *o)
 			if (!used[r])
 				continue;
 			double link = r == ROLE_RDMA ? s->dev.nic_gbps :
-				      s->ranks_per_gpu > 1 ? s->dev.mem_gbps / 2 / s->ranks_per_gpu
-							   : s->dev.nvlink_gbps;
+				      s->ranks_per_gpu > 1 || !remote
+					      ? s->dev.mem_gbps / 2 / s->ranks_per_gpu
+					      : s->dev.nvlink_gbps;
 			int cap = (int)ceil(link / s->dev.copy_cta_gbps);
 			int k = (int)lround(C * work[r] / (wc + work[r] + 1e-9));
 			if (k < 1)
