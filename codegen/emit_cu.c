@@ -750,6 +750,84 @@ static void stage_rdma(em *E, const ir_op *op)
 /* Does op i run any task through its stage function (RDMA tasks have their
  * own)?  An op without one gets no function and no case: every extra callee
  * of the kernel costs registers around the calls. */
+/* MoE dispatch (mkd/moe.cuh): W_ tasks build this rank's routing table;
+ * the others fill one expert's bucket each from every rank's rows (reads
+ * 2q: rank q's table, 2q + 1: rank q's tokens). */
+static void stage_dispatch(em *E, const ir_op *op)
+{
+	const ir_prog *p = E->p;
+	const ir_tensor *x = &p->tensors[op->in[0]], *ix = &p->tensors[op->in[1]];
+	const ir_tensor *xe = &p->tensors[op->out];
+	int R = E->other_w[op - p->ops];
+	if (R < 0) {
+		fail(E, "a dispatch without its route task", op->stage);
+		return;
+	}
+	long long N = (long long)(ix->local[0] * ix->local[1]);
+	stage_head(E, op, "route this rank's tokens, or fill one expert's bucket");
+	sb_printf(E->o,
+		  "\tconst mkd_waiter w = {rank, cta, i, t.stage};\n"
+		  "\tif (t.stage == W_%s) {  // this rank's routing table\n"
+		  "\t\tconst int *idx = (const int *)p.ranks[rank].buf[T_%s];\n"
+		  "\t\treturn mkd_route(p, w, idx, %lld, %lld, (int *)p.ranks[rank].buf[T_%s], smem, MK_SMEM);\n"
+		  "\t}\n"
+		  "\t__shared__ const int *route[MK_WORLD];\n"
+		  "\t__shared__ const %s *x[MK_WORLD];\n"
+		  "\tif (threadIdx.x < t.nread) {\n"
+		  "\t\tconst mk_box b = mk_read_box(rank, t, threadIdx.x);\n"
+		  "\t\tif (b.tensor == T_%s)\n"
+		  "\t\t\troute[b.rank] = (const int *)p.ranks[b.rank].buf[T_%s];\n"
+		  "\t\telse\n"
+		  "\t\t\tx[b.rank] = (const %s *)p.ranks[b.rank].buf[T_%s];\n"
+		  "\t}\n"
+		  "\t__syncthreads();\n"
+		  "\tfor (i64 e = lo[0]; e < hi[0]; e++)\n"
+		  "\t\tif (!mkd_dispatch<%s>(p, w, (int)e, %lld, %lld, %lld, %lld, %lld, route, x, MK_WORLD,\n"
+		  "\t\t\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, e, 0, 0)))\n"
+		  "\t\t\treturn false;\n"
+		  "\treturn true;\n}\n\n",
+		  op->stage, ix->name, N, (long long)xe->shape[0], p->tensors[R].name,
+		  ctype(x->dtype), p->tensors[R].name, p->tensors[R].name, ctype(x->dtype), x->name,
+		  ctype(x->dtype), (long long)xe->shape[0], (long long)xe->shape[1], N,
+		  (long long)ix->local[1], (long long)xe->shape[2], ctype(xe->dtype), xe->name,
+		  xe->name);
+}
+
+/* MoE combine (mkd/moe.cuh): one block of this rank's token rows; reads 0
+ * and 1 are its indices and gates. */
+static void stage_combine(em *E, const ir_op *op)
+{
+	const ir_prog *p = E->p;
+	const ir_tensor *ye = &p->tensors[op->in[0]], *ix = &p->tensors[op->in[1]];
+	const ir_tensor *g = &p->tensors[op->in[2]], *y = &p->tensors[op->out];
+	char rname[256];
+	snprintf(rname, sizeof rname, "%s__route", ix->name);
+	if (g->dtype != DT_F32 || ix->dtype != DT_I32) {
+		fail(E, "combine needs i32 indices and f32 gates", op->stage);
+		return;
+	}
+	stage_head(E, op, "gate-weighted sum of the expert rows of a block of tokens");
+	sb_printf(E->o,
+		  "\t__shared__ const int *route[MK_WORLD];\n"
+		  "\t__shared__ const %s *ye[MK_WORLD];\n"
+		  "\tif (threadIdx.x < MK_WORLD) {\n"
+		  "\t\troute[threadIdx.x] = (const int *)p.ranks[threadIdx.x].buf[T_%s];\n"
+		  "\t\tye[threadIdx.x] = (const %s *)p.ranks[threadIdx.x].buf[T_%s];\n"
+		  "\t}\n"
+		  "\t__syncthreads();\n"
+		  "\tconst i64 t0 = lo[1] - mkd_base<MK_GPUS>(MK_T[T_%s], 1, rank);  // local token rows\n"
+		  "\tmkd_combine<%s, %s>(rank, %lld, %lld, %lld, %lld, %lld, %lld, route, ye, MK_WORLD,\n"
+		  "\t\t(const int *)p.ranks[rank].buf[T_%s], (const float *)p.ranks[rank].buf[T_%s],\n"
+		  "\t\t(int)t0, (int)(t0 + hi[1] - lo[1]),\n"
+		  "\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, lo[0], lo[1], lo[2]), MK_T[T_%s].local[2], smem);\n"
+		  "\treturn true;\n}\n\n",
+		  ctype(ye->dtype), rname, ctype(ye->dtype), ye->name, y->name, ctype(ye->dtype),
+		  ctype(y->dtype), (long long)ye->shape[0], (long long)ye->local[0],
+		  (long long)ye->shape[1], (long long)(ix->local[0] * ix->local[1]),
+		  (long long)ix->local[1], (long long)ye->shape[2], ix->name, g->name,
+		  ctype(y->dtype), y->name, y->name, y->name);
+}
+
 static int has_stage_tasks(const em *E, int i)
 {
 	for (int k = 0; k < E->s->ntasks; k++)
@@ -778,6 +856,8 @@ static void stages(em *E)
 		case OP_ALLREDUCE: stage_reduce(E, op); break;
 		case OP_ATTENTION: stage_attention(E, op); break;
 		case OP_SUM: stage_sum(E, op); break;
+		case OP_DISPATCH: stage_dispatch(E, op); break;
+		case OP_COMBINE: stage_combine(E, op); break;
 		case OP_RMSNORM:
 		case OP_SOFTMAX: stage_row(E, op); break;
 		case OP_ADD:
@@ -1051,8 +1131,9 @@ int cg_emit_cuda(const ir_sched *s, const cg_emit_opts *o, strbuf *out, char *er
 		if (t->kind == TASK_RDMA) {
 			E.rdma_op[t->op] = 1;
 		} else if (t->write.tensor != op->out) {
-			/* a reduction across nodes: its node-partials */
-			if (t->kind != TASK_REDUCE ||
+			/* a reduction across nodes: its node-partials; a dispatch:
+			 * its routing table */
+			if ((t->kind != TASK_REDUCE && t->kind != TASK_ROUTE) ||
 			    (E.other_w[t->op] >= 0 && E.other_w[t->op] != t->write.tensor))
 				fail(&E, "a stage whose tasks write several tensors", op->stage);
 			E.other_w[t->op] = t->write.tensor;

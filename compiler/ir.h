@@ -245,7 +245,10 @@ typedef struct ir_flagref {
 	X(EW, "ew")          /* elementwise op on a region */           \
 	X(ROW, "row")        /* row-wise op on whole rows */            \
 	X(REDUCE, "reduce")  /* sum regions of several ranks */         \
-	X(ATTN, "attn")      /* attention block */
+	X(ATTN, "attn")      /* attention block */                     \
+	X(ROUTE, "route")    /* MoE: a rank's routing table */          \
+	X(DISPATCH, "dispatch") /* MoE: fill one expert's bucket */     \
+	X(COMBINE, "combine")   /* MoE: weighted sum of expert rows */
 
 typedef enum ir_taskkind {
 #define X(id, name) TASK_##id,

@@ -15,6 +15,7 @@
  * from there over NVLink.
  */
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "compile.h"
@@ -134,6 +135,13 @@ static void assign_rotations(lower *L)
 			}
 			break;
 		case OP_SUM:
+			break;
+		case OP_DISPATCH:  /* tokens with their routing */
+			uf_union(&u, DIMNODE(op->in[0], 0), DIMNODE(op->in[1], 0));
+			break;
+		case OP_COMBINE:   /* routing, gates and result share the tokens */
+			uf_union(&u, DIMNODE(op->in[1], 0), DIMNODE(o, 0));
+			uf_union(&u, DIMNODE(op->in[2], 0), DIMNODE(o, 0));
 			break;
 		default:
 			for (int k = 0; k < op->nin; k++)
@@ -1099,6 +1107,168 @@ static void lower_sum(lower *L, int oi)
 	}
 }
 
+/* ---- MoE: dispatch and combine (mkd/moe.cuh) ------------------------------
+ * dispatch(X, idx, E, C): one route task per rank builds the rank's routing
+ * table (the hidden tensor idx__route: offsets per expert, entries sorted by
+ * expert, each entry's place); then one dispatch task per local expert, on
+ * the expert's owner, reads every rank's table and pulls the rows routed to
+ * it from every rank's X (NVLink loads), in (rank, token, choice) order,
+ * and zeroes the slots left.  A matmul tile of an expert waits only for that
+ * expert's task.  combine(Ye, idx, gate): per block of token rows on the
+ * tokens' rank, the gate-weighted sum of the rows their experts' owners
+ * computed (NVLink loads); it waits for every expert tile of every rank. */
+
+/* The ranks a dispatch reads from: one node, every rank (pulls by loads). */
+static int moe_mesh_ok(lower *L, const ir_op *op, const ir_tensor *tok, const ir_tensor *ex)
+{
+	ir_prog *p = L->p;
+	if (p->world == 1)
+		return 1;
+	if (p->nodes > 1) {
+		diag_error(L->d, op->where, "'%s' between nodes is not lowered yet: MoE routing "
+			   "runs on one node (nodes = 1), over NVLink", ir_op_name(op->kind));
+		L->err = 1;
+		return 0;
+	}
+	if (p->world > IR_MAXREADS / 2) {
+		diag_error(L->d, op->where, "'%s' over more than %d ranks is not lowered yet "
+			   "(it reads from every rank); this mesh has %d",
+			   ir_op_name(op->kind), IR_MAXREADS / 2, p->world);
+		L->err = 1;
+		return 0;
+	}
+	const ir_tensor *t2[2] = {tok, ex};
+	for (int k = 0; k < 2; k++)
+		if (t2[k]->place.kind != PL_SPLIT || t2[k]->place.dim != 0 ||
+		    group_size(p, t2[k]->place.group) != p->world) {
+			diag_error(L->d, op->where, "'%s' needs '%s' split(0) over all %d ranks",
+				   ir_op_name(op->kind), t2[k]->name, p->world);
+			L->err = 1;
+			return 0;
+		}
+	return 1;
+}
+
+static int route_tensor(const ir_prog *p, int idx)
+{
+	char name[256];
+	snprintf(name, sizeof name, "%s__route", p->tensors[idx].name);
+	return ir_find_tensor(p, name);
+}
+
+static void lower_dispatch(lower *L, int oi)
+{
+	ir_prog *p = L->p;
+	const ir_op *op = &p->ops[oi];
+	int X = op->in[0], I = op->in[1], Xe = op->out;
+	if (!moe_mesh_ok(L, op, &p->tensors[X], &p->tensors[Xe]))
+		return;
+	const ir_tensor *ix = &p->tensors[I], *xe = &p->tensors[Xe];
+	int64_t E = xe->shape[0], C = xe->shape[1], H = xe->shape[2], El = xe->local[0];
+	int64_t N = ix->local[0] * ix->local[1];
+	int64_t len = E + 1 + 2 * N;
+	if (len >= INT32_MAX / 2 || C * H >= INT32_MAX) {
+		diag_error(L->d, op->where, "dispatch of %lld entries into %lld x %lld slots is too "
+			   "large for 32-bit routing tables", (long long)N, (long long)E, (long long)C);
+		L->err = 1;
+		return;
+	}
+	int R = route_tensor(p, I);
+	if (R >= 0) {
+		diag_error(L->d, op->where, "'%s' is dispatched twice; dispatch it once and reuse "
+			   "the result", ix->name);
+		L->err = 1;
+		return;
+	}
+	ir_tensor proto = *ix;
+	proto.dtype = DT_I32;
+	proto.ndim = 1;
+	proto.shape[0] = proto.local[0] = len;
+	proto.place = (ir_place){PL_LOCAL, 0, GRP_WORLD};
+	R = add_tensor(L, &proto, ix->name, "route");
+	if (R < 0)
+		return;
+	op = &p->ops[oi];
+	p->tensors[R].producer = oi;
+	p->tensors[R].nwriters = 1;
+	p->tensors[R].peer_access = p->world > 1;
+	p->tensors[X].peer_access |= p->world > 1;
+
+	ir_task *t = new_task(L, TASK_ROUTE, oi);
+	if (!t)
+		return;
+	add_read(L, t, full_region(p, I, 0));
+	t->write = full_region(p, R, 0);
+	t->bytes = (double)N * 4 * 4;
+	t->transport = TR_LOCAL;
+
+	double rows = (double)N * p->world / (double)E;  /* per expert, uniform routing */
+	int es = ir_dtype_size(xe->dtype);
+	ir_region w0 = full_region(p, Xe, 0);
+	for (int64_t e = 0; e < El; e++) {
+		t = new_task(L, TASK_DISPATCH, oi);
+		if (!t)
+			return;
+		for (int q = 0; q < p->world; q++) {
+			add_read(L, t, full_region(p, R, q));
+			add_read(L, t, full_region(p, X, q));
+		}
+		ir_region w = w0;
+		w.lo[0] = w0.lo[0] + e;
+		w.hi[0] = w.lo[0] + 1;
+		t->write = w;
+		t->transport = p->world > 1 ? TR_NVLINK : TR_LOCAL;
+		t->bytes = (rows < (double)C ? rows : (double)C) * (double)H * es +
+			   (rows < (double)C ? (double)C - rows : 0) * (double)H * es / 2;
+	}
+}
+
+static void lower_combine(lower *L, int oi)
+{
+	ir_prog *p = L->p;
+	const ir_op *op = &p->ops[oi];
+	int Ye = op->in[0], I = op->in[1], G = op->in[2], Y = op->out;
+	int R = route_tensor(p, I);
+	if (R < 0) {
+		diag_error(L->d, op->where, "combine needs the routing '%s' dispatched before it "
+			   "(dispatch(X, %s, E, C))", p->tensors[I].name, p->tensors[I].name);
+		L->err = 1;
+		return;
+	}
+	if (!moe_mesh_ok(L, op, &p->tensors[Y], &p->tensors[Ye]))
+		return;
+	const ir_tensor *ye = &p->tensors[Ye], *ix = &p->tensors[I];
+	int64_t E = ye->shape[0], Tl = ix->local[0], k = ix->local[1], F = ye->shape[2];
+	if (p->tensors[R].shape[0] != E + 1 + 2 * Tl * k) {
+		diag_error(L->d, op->where, "combine's expert outputs '%s' have %lld experts; the "
+			   "dispatch of '%s' routed to another number", ye->name, (long long)E,
+			   ix->name);
+		L->err = 1;
+		return;
+	}
+	p->tensors[Ye].peer_access |= p->world > 1;
+	int64_t step = Tl >= 4096 ? 64 : 16;
+	ir_region yr = full_region(p, Y, 0), ir = full_region(p, I, 0), gr = full_region(p, G, 0);
+	for (int64_t t0 = 0; t0 < Tl; t0 += step) {
+		int64_t t1 = t0 + step < Tl ? t0 + step : Tl;
+		ir_task *t = new_task(L, TASK_COMBINE, oi);
+		if (!t)
+			return;
+		ir_region a = ir, g = gr, w = yr;
+		a.lo[0] = g.lo[0] = w.lo[0] = yr.lo[0] + t0;
+		a.hi[0] = g.hi[0] = w.hi[0] = yr.lo[0] + t1;
+		add_read(L, t, a);
+		add_read(L, t, g);
+		add_read(L, t, full_region(p, R, 0));
+		for (int q = 0; q < p->world; q++)
+			add_read(L, t, full_region(p, Ye, q));
+		t->write = w;
+		t->transport = p->world > 1 ? TR_NVLINK : TR_LOCAL;
+		t->bytes = (double)(t1 - t0) * (double)(k * F * ir_dtype_size(ye->dtype) +
+							 F * ir_dtype_size(p->tensors[Y].dtype));
+	}
+}
+
 ir_sched *lower_run(ir_prog *p, const compile_opts *o, diags *d, arena *a)
 {
 	lower L = {.p = p, .o = o, .d = d, .a = a};
@@ -1156,6 +1326,12 @@ ir_sched *lower_run(ir_prog *p, const compile_opts *o, diags *d, arena *a)
 			break;
 		case OP_SUM:
 			lower_sum(&L, i);
+			break;
+		case OP_DISPATCH:
+			lower_dispatch(&L, i);
+			break;
+		case OP_COMBINE:
+			lower_combine(&L, i);
 			break;
 		default:
 			diag_error(d, op->where, "'%s' cannot be lowered to tiles yet",

@@ -369,7 +369,7 @@ static void build_deps(sched *S)
 	const ir_prog *p = S->p;
 	S->deps = arena_alloc(S->a, (size_t)s->ntasks * sizeof(dep *));
 	S->ndeps = arena_alloc(S->a, (size_t)s->ntasks * sizeof(int));
-	enum { MAXP = 4096 };
+	enum { MAXP = 65536 };  /* a combine waits on every expert tile */
 	dep *buf = arena_alloc(S->a, MAXP * sizeof *buf);
 	dep *grp = arena_alloc(S->a, MAXP * sizeof *grp);
 	if (!S->deps || !S->ndeps || !buf || !grp) {
@@ -458,9 +458,9 @@ static void build_deps(sched *S)
 static ir_rolekind role_of(const ir_task *t)
 {
 	switch (t->kind) {
-	case TASK_COPY: return ROLE_NVLINK;
+	case TASK_COPY: case TASK_DISPATCH: return ROLE_NVLINK;
 	case TASK_RDMA: return ROLE_RDMA;
-	case TASK_REDUCE: return ROLE_REDUCE;
+	case TASK_REDUCE: case TASK_COMBINE: return ROLE_REDUCE;
 	default: return ROLE_COMPUTE;
 	}
 }
@@ -471,6 +471,8 @@ static double task_cost(const ir_sched *s, const ir_task *t, int role_ctas)
 	case TASK_COPY:
 	case TASK_RDMA:
 	case TASK_REDUCE:
+	case TASK_DISPATCH:
+	case TASK_COMBINE:
 		return cost_copy_us(&s->dev, t->bytes, t->transport, role_ctas, s->ranks_per_gpu);
 	case TASK_MATMUL:
 	case TASK_ATTN:
@@ -793,6 +795,22 @@ int sched_run(ir_sched *s, const compile_opts *o, diags *d, arena *a)
 			const ir_tensor *q = &S.p->tensors[S.p->ops[i].in[0]];
 			int D = (int)q->shape[q->ndim - 1];
 			int sm = 16 + 64 * 2 * 4 + 64 * D * 2 * 4;
+			if (sm > s->smem)
+				s->smem = sm;
+		}
+	for (int i = 0; i < S.p->nops; i++)
+		if (S.p->ops[i].kind == OP_DISPATCH || S.p->ops[i].kind == OP_COMBINE) {
+			/* route: per-warp counts of 4 warps or more; combine: E ints */
+			const ir_op *op = &S.p->ops[i];
+			long long E = op->kind == OP_DISPATCH ? op->experts
+							      : S.p->tensors[op->in[0]].shape[0];
+			long long need = op->kind == OP_DISPATCH ? 4 * (4 * E + 2) : 4 * E;
+			if (need > s->dev.smem_per_sm) {
+				diag_error(d, op->where, "%lld experts need %lld bytes of shared "
+					   "memory to route; an SM has %d", E, need, s->dev.smem_per_sm);
+				return 1;
+			}
+			int sm = (int)need;
 			if (sm > s->smem)
 				s->smem = sm;
 		}

@@ -1197,6 +1197,25 @@ static mk_status check_report(mk_pipeline *p)
 	const ir_prog *pr = p->p;
 	const ir_sched *s = p->s;
 	const ir_task *t = task_at(p, r.task);
+	if (r.flag_rank == -2 && t) {  /* bad data (mkd/moe.cuh) */
+		const ir_op *op = &pr->ops[t->op];
+		const ir_tensor *ix = op->nin > 1 ? &pr->tensors[op->in[1]] : NULL;
+		if (r.flag_index == 1 && ix && ix->ndim == 2)
+			sb_printf(&p->stall, "run %llu: '%s' on rank %d: token %lld (of the rank's "
+				  "piece) choice %lld routes to %d, not an expert in [0, %lld)",
+				  r.epoch, ix->name, r.rank, (long long)(r.expected / ix->local[1]),
+				  (long long)(r.expected % ix->local[1]), (int)(unsigned)r.seen,
+				  (long long)op->experts);
+		else if (r.flag_index == 2)
+			sb_printf(&p->stall, "run %llu: stage '%s': expert %llu receives %llu tokens, "
+				  "over its capacity %lld; nothing was written past it",
+				  r.epoch, op->stage, r.expected, r.seen, (long long)op->capacity);
+		else
+			sb_printf(&p->stall, "run %llu: bad data in stage '%s' (code %d)", r.epoch,
+				  op->stage, r.flag_index);
+		sb_putc(&p->stall, '\n');
+		return cfail(p->c, MK_ERR_DATA, "%s", sb_str(&p->stall));
+	}
 	sb_printf(&p->stall, "stall in run %llu: rank %d, CTA %d", r.epoch, r.rank, r.cta);
 	if (t) {
 		ir_task u = ir_task_shift(s, t, r.rank);

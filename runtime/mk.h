@@ -50,7 +50,8 @@ extern "C" {
 	X(MK_ERR_INTERNAL, 13, "internal error")                             \
 	X(MK_ERR_STATE, 14, "not valid in the pipeline's current state")     \
 	X(MK_ERR_TOO_LARGE, 15, "does not fit on the device")                \
-	X(MK_ERR_PEER, 16, "a peer rank failed or disappeared")
+	X(MK_ERR_PEER, 16, "a peer rank failed or disappeared")              \
+	X(MK_ERR_DATA, 17, "input data the pipeline cannot take (e.g. routing)")
 
 typedef enum mk_status {
 #define MK_X_(name, value, msg) name = value,

@@ -537,7 +537,7 @@ static int run_gpu(const opts *o)
 	float first_ms = 0;
 	st = mk_run_timed(pl, &first_ms);
 	if (st != MK_OK) {
-		say(&j, "%s: %s\n%s", mk_strerror(st), st == MK_ERR_STALL ? "" : mk_ctx_error(ctx),
+		say(&j, "%s: %s\n%s", mk_strerror(st), st == MK_ERR_STALL || st == MK_ERR_DATA ? "" : mk_ctx_error(ctx),
 		    mk_stall_report(pl));
 		goto out;
 	}

@@ -8,6 +8,7 @@
  *   mma.cuh    tensor-core GEMM tile (mma.sync, any sm_80+)
  *   ew.cuh     elementwise and row-wise tiles, reductions
  *   attn.cuh   attention tile with online softmax
+ *   moe.cuh    MoE routing: route tables, dispatch, combine
  *   mesh.cuh   the rank-symmetry map sigma_r on the device
  *   tensor.cuh where a logical element lives on a rank
  *   proxy.cuh  commands to the host proxy thread (RDMA writes)
@@ -26,5 +27,6 @@
 #include "mesh.cuh"
 #include "tensor.cuh"
 #include "proxy.cuh"
+#include "moe.cuh"
 
 #endif

@@ -336,6 +336,7 @@ static const unsigned TUNE_SCRATCH[NSCR] = {32 << 10, 64 << 10, 128 << 10, 200 <
 
 int main(int argc, char **argv)
 {
+	setvbuf(stdout, NULL, _IOLBF, 0);  /* tables survive a timeout */
 	const char *cubin_path = NULL;
 	int only = 0;
 	for (int i = 1; i < argc; i++) {

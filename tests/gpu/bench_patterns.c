@@ -1598,6 +1598,7 @@ static int parse_args(int argc, char **argv, opts *o)
 
 int main(int argc, char **argv)
 {
+	setvbuf(stdout, NULL, _IOLBF, 0);  /* tables survive a timeout */
 	t_start = now_s();
 	opts o;
 	int rc = parse_args(argc, argv, &o);

@@ -166,6 +166,7 @@ bad:
 
 int main(int argc, char **argv)
 {
+	setvbuf(stdout, NULL, _IOLBF, 0);  /* tables survive a timeout */
 	const char *chain = argc > 1 ? argv[1] : "samples/mlp_chain.mk";
 	mk_ctx *ctx = NULL;
 	if (mk_ctx_create(NULL, &ctx) != MK_OK) {

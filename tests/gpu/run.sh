@@ -66,7 +66,28 @@ ring_attention 1,2,4,8 -D S=1024
 ring_attention_causal 1,2,4,8 -D S=512 -D NH=2
 chain 1,2,4,8
 mlp_chain 1,2,4,8
+moe_dispatch_gemm 1,2,4,8 -D T=1024 -D E=32 -D H=512 -D F=256
 EOF
+# MoE routing data (tests/tools/moe_inputs.py): skewed routing with empty
+# experts checks against the CPU reference; a bucket over its capacity and
+# an expert id out of range must fail the run with the data error named
+moe_sz="-D T=1024 -D E=32 -D H=512 -D F=256"
+moe_dir=$(mktemp -d)
+for m in skew over bad; do
+	python3 tests/tools/moe_inputs.py "$moe_dir/$m" "$m" 4 1024 32 512 256 8 >/dev/null
+done
+# shellcheck disable=SC2086
+check "moe.skew.r4" "$MKRUN" samples/moe_dispatch_gemm.mk --ranks 4 $moe_sz -D C=1024 \
+	--inputs "$moe_dir/skew" --iters 3 --quiet
+moe_bad() {  # mode, expected text
+	# shellcheck disable=SC2086
+	out=$("$MKRUN" samples/moe_dispatch_gemm.mk --ranks 4 $moe_sz --no-check --inputs "$moe_dir/$1" 2>&1)
+	rc=$?
+	echo "$out" | tail -4
+	[ "$rc" != 0 ] && echo "$out" | grep -q "$2"
+}
+check "moe.over.r4" moe_bad over "expert 0 receives 8192 tokens, over its capacity 512"
+check "moe.bad.r4" moe_bad bad "routes to 32, not an expert in \\[0, 32)"
 check "ag_gemm.ragged" "$MKRUN" samples/ag_gemm.mk --ranks 2 -D M=1000 -D N=264 -D K=264 --quiet
 # a 2 x 2 mesh in one launch: the RDMA stages become stores between virtual ranks
 check "ag_gemm.2x2.r4" "$MKRUN" samples/ag_gemm.mk --ranks 4 -D nodes=2 -D gpus=2 -D M=1024 -D N=256 -D K=512 --iters 5 --quiet
@@ -92,7 +113,11 @@ ag_gemm -D M=1024 -D N=256 -D K=512
 gemm_rs -D M=1024 -D N=512 -D K=1024
 gemm_ar -D M=1024 -D N=512 -D K=1024
 tp_mlp -D S=1024 -D H=512
+moe_dispatch_gemm -D T=1024 -D E=32 -D H=512 -D F=256
 EOF2
+# shellcheck disable=SC2086
+check "moe.skew.n4" "$MKRUN" -n 4 samples/moe_dispatch_gemm.mk $moe_sz -D C=1024 \
+	--inputs "$moe_dir/skew" --iters 3 --quiet
 # two "nodes" of two ranks on this machine: four processes, NVLink-path
 # sharing inside each node, RDMA between them through the proxy FIFO and
 # libfabric's tcp provider (docs/rdma.md)

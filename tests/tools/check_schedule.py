@@ -62,6 +62,9 @@ TASK_KINDS = {
     "row": ({"compute"}, "local"),
     "reduce": ({"compute", "reduce", "nvlink"}, "node"),
     "attn": ({"compute"}, "local"),
+    "route": ({"compute"}, "local"),
+    "dispatch": ({"nvlink"}, "node"),
+    "combine": ({"reduce"}, "node"),
 }
 ROLES = {"compute", "nvlink", "rdma", "reduce"}
 TENSOR_KINDS = {"in", "out", "temp"}

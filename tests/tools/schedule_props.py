@@ -209,6 +209,18 @@ def draw_attention(r, world, heads):
     return defs, edit, []
 
 
+def draw_moe(r, world):
+    E = world * r.choice((1, 2, 4))
+    T = world * r.choice((16, 32, 64))
+    topk = r.choice([k for k in (1, 2, 4) if k <= E])
+    defs = {"T": T, "E": E, "H": r.choice((64, 128, 256)), "F": r.choice((64, 128)),
+            "topk": topk}
+
+    def edit(text, r2, rpg):
+        return add_roles(text, r2, rpg, ("nvlink", "reduce"))
+    return defs, edit, []
+
+
 SAMPLES = {
     "ag_gemm": lambda r, w: draw_ag_gemm(r, w, False),
     "ag_gemm_explicit": lambda r, w: draw_ag_gemm(r, w, True),
@@ -219,6 +231,7 @@ SAMPLES = {
     "tp_mlp": draw_tp_mlp,
     "ring_attention": lambda r, w: draw_attention(r, w, False),
     "ring_attention_causal": lambda r, w: draw_attention(r, w, True),
+    "moe_dispatch_gemm": draw_moe,
 }
 
 # what mkc says of a construct it cannot lower yet: not a failure, not a

@@ -42,7 +42,7 @@ static void statuses(void)
 {
 	/* stable values */
 	CHECK(MK_OK == 0 && MK_ERR_INVALID == 1 && MK_ERR_NO_DRIVER == 3 && MK_ERR_NO_GPU == 4 &&
-	      MK_ERR_SOURCE == 6 && MK_ERR_SIZE == 9 && MK_ERR_STALL == 10 && MK_ERR_PEER == 16);
+	      MK_ERR_SOURCE == 6 && MK_ERR_SIZE == 9 && MK_ERR_STALL == 10 && MK_ERR_PEER == 16 && MK_ERR_DATA == 17);
 	for (int s = 0; s <= 16; s++) {
 		CHECK(mk_strerror((mk_status)s) && *mk_strerror((mk_status)s));
 		CHECK(!strncmp(mk_status_name((mk_status)s), "MK_", 3));

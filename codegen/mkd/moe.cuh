@@ -1,0 +1,303 @@
+/* mkd/moe.cuh - mixture-of-experts routing: route, dispatch, combine.
+ *
+ * The routing of one rank is a table of ints in its own memory (the
+ * "route" tensor, written by one task, read by every rank):
+ *
+ *   off[0 .. E]      off[e] = where expert e's entries start in `order`;
+ *                    off[E] = the rank's number of (token, choice) entries
+ *   order[0 .. N)    entry numbers (token * k + choice), sorted by expert,
+ *                    in entry order within an expert (a stable sort)
+ *   pos[0 .. N)      for each entry, its place among the rank's entries
+ *                    of its expert
+ *
+ * With N = tokens * k of the rank.  The slot of an entry of rank q in its
+ * expert's bucket is sum over ranks q' < q of their count for the expert,
+ * plus its pos: slots go in (source rank, token, choice) order, the order
+ * the CPU reference uses (compiler/cpuref.c, route()).
+ *
+ * Bad data is reported, never written past: an expert id outside [0, E)
+ * (mkd_route) or an expert receiving more than its C slots (mkd_dispatch)
+ * records a data report (flag_rank -2, flag_index the code) and aborts the
+ * run; the host turns it into MK_ERR_DATA.
+ */
+#ifndef MKD_MOE_CUH
+#define MKD_MOE_CUH
+
+#define MKD_DATA_BAD_EXPERT 1     /* expected = entry, seen = the id */
+#define MKD_DATA_OVER_CAPACITY 2  /* expected = expert, seen = its count */
+
+/* Records a data error (first report wins) and aborts the run. */
+MKD_INLINE void mkd_data_error(const mkd_params &p, int code, u64 what, u64 value, mkd_waiter w)
+{
+	mkd_report *r = p.report;
+	if (atomicCAS(&r->stalled, 0u, 1u) == 0u) {
+		r->rank = w.rank;
+		r->cta = w.cta;
+		r->task = w.task;
+		r->stage = w.stage;
+		r->flag_rank = -2;
+		r->flag_index = code;
+		r->expected = what;
+		r->seen = value;
+		r->waited_ns = 0;
+		r->epoch = p.epoch;
+		__threadfence_system();
+	}
+	atomicExch(&r->aborted, 1u);
+	__threadfence_system();
+}
+
+/* Inclusive scan of v over the warp. */
+MKD_INLINE int mkd_warp_scan(int v)
+{
+	const int lane = threadIdx.x & 31;
+#pragma unroll
+	for (int d = 1; d < 32; d <<= 1) {
+		int u = __shfl_up_sync(0xffffffffu, v, d);
+		if (lane >= d)
+			v += u;
+	}
+	return v;
+}
+
+/* The route table of one rank from its indices idx[N] (N = tokens * k),
+ * by the whole CTA.  smem: nw * E + 1 ints for per-warp counts, nw chosen
+ * to fit.  Returns false (after reporting) on a bad expert id. */
+MKD_INLINE bool mkd_route(const mkd_params &p, mkd_waiter w, const int *idx, int N, int E,
+			  int *route, char *smem, int smem_bytes)
+{
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	int nw = (int)(blockDim.x >> 5);
+	const int fit = smem_bytes / (int)sizeof(int) / E - 1;
+	if (nw > fit)
+		nw = fit;
+	int *hist = (int *)smem;          /* [nw][E] */
+	int *bad = hist + nw * E;         /* one flag */
+	int *off = route, *order = route + E + 1, *pos = route + E + 1 + N;
+	for (int i = threadIdx.x; i < nw * E; i += blockDim.x)
+		hist[i] = 0;
+	if (threadIdx.x == 0)
+		*bad = 0;
+	__syncthreads();
+	const int seg = (N + nw - 1) / nw;
+	const int a = warp * seg, b = min(N, a + seg);
+	if (warp < nw)
+		for (int i = a + lane; i < b; i += 32) {
+			const int e = idx[i];
+			if (e >= 0 && e < E) {
+				atomicAdd(&hist[warp * E + e], 1);
+			} else if (atomicCAS(bad, 0, 1) == 0) {
+				mkd_data_error(p, MKD_DATA_BAD_EXPERT, (u64)i, (u64)(unsigned)e, w);
+			}
+		}
+	__syncthreads();
+	if (*bad)
+		return false;
+	/* per expert: each warp's start among the expert's entries, and the
+	 * expert's total (into off[], then scanned) */
+	for (int e = threadIdx.x; e < E; e += blockDim.x) {
+		int run = 0;
+		for (int k = 0; k < nw; k++) {
+			const int c = hist[k * E + e];
+			hist[k * E + e] = run;
+			run += c;
+		}
+		off[e] = run;
+	}
+	__syncthreads();
+	if (warp == 0) {
+		int carry = 0;
+		for (int e0 = 0; e0 < E; e0 += 32) {
+			const int e = e0 + lane;
+			const int c = e < E ? off[e] : 0;
+			const int inc = mkd_warp_scan(c);
+			if (e < E)
+				off[e] = carry + inc - c;
+			carry += __shfl_sync(0xffffffffu, inc, 31);
+		}
+		if (lane == 0)
+			off[E] = carry;
+	}
+	__syncthreads();
+	/* each warp walks its entries in order: a stable placement */
+	if (warp < nw)
+		for (int i0 = a; i0 < b; i0 += 32) {
+			const int i = i0 + lane;
+			const bool in = i < b;
+			const unsigned act = __ballot_sync(0xffffffffu, in);
+			if (in) {
+				const int e = idx[i];
+				const unsigned peers = __match_any_sync(act, e);
+				const int before = __popc(peers & ((1u << lane) - 1u));
+				const int at = hist[warp * E + e] + before;
+				order[off[e] + at] = i;
+				pos[i] = at;
+				__syncwarp(act);
+				if (before == 0)
+					hist[warp * E + e] += __popc(peers);
+			}
+			__syncwarp();
+		}
+	__syncthreads();
+	return true;
+}
+
+/* Copies `rows` rows of `cols` elements: warps take rows, lanes 16 bytes. */
+template <typename T>
+MKD_INLINE void mkd_copy_row(T *dst, const T *src, int cols)
+{
+	const int lane = threadIdx.x & 31;
+	const int bytes = cols * (int)sizeof(T);
+	if ((((u64)dst | (u64)src) & 15) == 0 && (bytes & 15) == 0) {
+		const uint4 *s = (const uint4 *)src;
+		uint4 *d = (uint4 *)dst;
+		const int n = bytes >> 4;
+		int v = lane;
+		for (; v + 96 < n; v += 128) {
+			const uint4 x0 = s[v], x1 = s[v + 32], x2 = s[v + 64], x3 = s[v + 96];
+			d[v] = x0, d[v + 32] = x1, d[v + 64] = x2, d[v + 96] = x3;
+		}
+		for (; v < n; v += 32)
+			d[v] = s[v];
+	} else {
+		for (int c = lane; c < cols; c += 32)
+			dst[c] = src[c];
+	}
+}
+
+template <typename T>
+MKD_INLINE void mkd_zero_row(T *dst, int cols)
+{
+	const int lane = threadIdx.x & 31;
+	const int bytes = cols * (int)sizeof(T);
+	if (((u64)dst & 15) == 0 && (bytes & 15) == 0) {
+		uint4 *d = (uint4 *)dst;
+		for (int v = lane; v < bytes >> 4; v += 32)
+			d[v] = make_uint4(0, 0, 0, 0);
+	} else {
+		char *b = (char *)dst;
+		for (int c = lane; c < bytes; c += 32)
+			b[c] = 0;
+	}
+}
+
+/* Fills expert eg's bucket out[C][H] on the owner: the rows of every source
+ * rank (route[q], x[q] for q = 0 .. nsrc-1, ranks in order) routed to eg,
+ * in slot order, then zeros up to C.  Returns false (after reporting) when
+ * the expert receives more than C rows: nothing is written then. */
+template <typename T>
+MKD_INLINE bool mkd_dispatch(const mkd_params &p, mkd_waiter w, int eg, int E, int C, int N,
+			     int k, int H, const int *const *route, const T *const *x, int nsrc,
+			     T *out)
+{
+	const int warp = threadIdx.x >> 5, nw = (int)(blockDim.x >> 5);
+	int total = 0;
+	for (int q = 0; q < nsrc; q++)
+		total += route[q][eg + 1] - route[q][eg];
+	if (total > C) {
+		if (threadIdx.x == 0)
+			mkd_data_error(p, MKD_DATA_OVER_CAPACITY, (u64)eg, (u64)total, w);
+		return false;
+	}
+	int base = 0;
+	for (int q = 0; q < nsrc; q++) {
+		const int *r = route[q];
+		const int a = r[eg], n = r[eg + 1] - a;
+		const int *order = r + E + 1 + a;
+		for (int i = warp; i < n; i += nw) {
+			const int tok = order[i] / k;
+			mkd_copy_row(out + (i64)(base + i) * H, x[q] + (i64)tok * H, H);
+		}
+		base += n;
+	}
+	for (int s = total + warp; s < C; s += nw)
+		mkd_zero_row(out + (i64)s * H, H);
+	return true;
+}
+
+/* Up to 8 elements (n of them; the rest read as 0) as floats: one 16-byte
+ * load for 16-bit types when all 8 are there and aligned. */
+template <typename T>
+MKD_INLINE void mkd_ld8(const T *p, float *f, int n)
+{
+#pragma unroll
+	for (int v = 0; v < 8; v++)
+		f[v] = v < n ? mkd_elem<T>::ld(p + v) : 0.f;
+}
+template <>
+MKD_INLINE void mkd_ld8<mkd_bf16>(const mkd_bf16 *p, float *f, int n)
+{
+	if (n >= 8 && ((u64)p & 15) == 0) {
+		mkd_vec8<mkd_bf16>::get(f, *(const uint4 *)p);
+		return;
+	}
+#pragma unroll
+	for (int v = 0; v < 8; v++)
+		f[v] = v < n ? mkd_elem<mkd_bf16>::ld(p + v) : 0.f;
+}
+template <>
+MKD_INLINE void mkd_ld8<mkd_f16>(const mkd_f16 *p, float *f, int n)
+{
+	if (n >= 8 && ((u64)p & 15) == 0) {
+		mkd_vec8<mkd_f16>::get(f, *(const uint4 *)p);
+		return;
+	}
+#pragma unroll
+	for (int v = 0; v < 8; v++)
+		f[v] = v < n ? mkd_elem<mkd_f16>::ld(p + v) : 0.f;
+}
+
+/* Token rows [t0, t1) of this rank (local numbering):
+ *   y[t] = sum_j gate[t, j] * ye(expert idx[t, j])[slot(t, j)]
+ * ye[q] is rank q's bucket array [El][C][H]; route[q] rank q's table
+ * (q = 0 .. nranks-1); `me` this rank.  smem: E ints. */
+template <typename TE, typename TY>
+MKD_INLINE void mkd_combine(int me, int E, int El, int C, int N, int k, int H,
+			    const int *const *route, const TE *const *ye, int nranks,
+			    const int *idx, const float *gate, int t0, int t1, TY *y, i64 ldy,
+			    char *smem)
+{
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = (int)(blockDim.x >> 5);
+	int *base = (int *)smem;  /* [E]: slots of ranks before me */
+	for (int e = threadIdx.x; e < E; e += blockDim.x) {
+		int s = 0;
+		for (int q = 0; q < me; q++)
+			s += route[q][e + 1] - route[q][e];
+		base[e] = s;
+	}
+	__syncthreads();
+	const int *pos = route[me] + E + 1 + N;
+	for (int t = t0 + warp; t < t1; t += nw) {
+		TY *yr = y + (i64)(t - t0) * ldy;
+		for (int c0 = 0; c0 < H; c0 += 256) {
+			float acc[8];
+#pragma unroll
+			for (int v = 0; v < 8; v++)
+				acc[v] = 0.f;
+			const int c = c0 + lane * 8;
+			for (int j = 0; j < k; j++) {
+				const int i = t * k + j, e = idx[i];
+				if (e < 0 || e >= E)
+					continue;  /* reported by the route task; the run aborts */
+				const int sl = base[e] + pos[i];
+				if (sl >= C)
+					continue;  /* reported by the dispatch; the run aborts */
+				const float g = gate[i];
+				const TE *row = ye[e / El] + ((i64)(e % El) * C + sl) * H;
+				if (c < H) {
+					float f[8];
+					mkd_ld8(row + c, f, H - c);
+#pragma unroll
+					for (int v = 0; v < 8; v++)
+						acc[v] += g * f[v];
+				}
+			}
+#pragma unroll
+			for (int v = 0; v < 8; v++)
+				if (c + v < H)
+					mkd_elem<TY>::st(yr + c + v, acc[v]);
+		}
+	}
+}
+
+#endif
