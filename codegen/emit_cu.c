@@ -556,6 +556,30 @@ static int tmap_index(const em *E, const ir_op *op)
 	return n;
 }
 
+/* The routing table behind a tensor laid out as a dispatch's buckets
+ * [E, C, ...]: the dispatch's result, and what batched matmuls (rows of A)
+ * and elementwise ops make of it row for row; -1 for other tensors. */
+static int bucket_route(const ir_prog *p, int t)
+{
+	for (int depth = 0; depth < 64; depth++) {
+		const ir_tensor *x = &p->tensors[t];
+		if (x->producer < 0 || x->nwriters != 1 || x->ndim != 3)
+			return -1;
+		const ir_op *op = &p->ops[x->producer];
+		if (op->kind == OP_DISPATCH) {
+			char name[256];
+			snprintf(name, sizeof name, "%s__route", p->tensors[op->in[1]].name);
+			return ir_find_tensor(p, name);
+		}
+		if (op->kind == OP_MATMUL || (ir_op_class(op->kind) == 'E' && op->kind != OP_ADD &&
+					       op->kind != OP_MUL))
+			t = op->in[0];
+		else
+			return -1;
+	}
+	return -1;
+}
+
 static void stage_matmul(em *E, const ir_op *op)
 {
 	const ir_prog *p = E->p;
@@ -583,6 +607,13 @@ static void stage_matmul(em *E, const ir_op *op)
 		  "\t%s *c = (%s *)mkd_at<MK_GPUS>(p, T_%s, C, rank, lo[0], lo[1], lo[2]);\n"
 		  "\tconst int rows = (int)(hi[1] - lo[1]), cols = (int)(hi[2] - lo[2]);\n",
 		  A->name, B->name, C->name, ctype(C->dtype), ctype(C->dtype), C->name);
+	int rt = C->ndim == 3 ? bucket_route(p, op->in[0]) : -1;
+	if (rt >= 0)  /* rows of a dispatch's buckets: tiles past the tokens are zeros */
+		sb_printf(E->o,
+			  "	if (lo[1] >= mkd_bucket_rows(p, T_%s, MK_WORLD, (int)lo[0])) {  // no tokens here\n"
+			  "		mkd_zero_tile(c, C.local[2], rows, cols);\n"
+			  "		return true;\n"
+			  "	}\n", p->tensors[rt].name);
 	if (mp.wgmma)
 		sb_printf(E->o,
 			  "#ifdef MKD_HAS_WGMMA\n"

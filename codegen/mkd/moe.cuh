@@ -215,6 +215,26 @@ MKD_INLINE bool mkd_dispatch(const mkd_params &p, mkd_waiter w, int eg, int E, i
 	return true;
 }
 
+/* Rows of expert e's bucket that hold tokens: the sum of every rank's count
+ * (route tensor index `rt`).  Tiles past it hold zeros: a matmul over a
+ * bucket skips them (mkd_zero_tile). */
+MKD_INLINE int mkd_bucket_rows(const mkd_params &p, int rt, int world, int e)
+{
+	int n = 0;
+	for (int q = 0; q < world; q++) {
+		const int *r = (const int *)p.ranks[q].buf[rt];
+		n += r[e + 1] - r[e];
+	}
+	return n;
+}
+
+template <typename T>
+MKD_INLINE void mkd_zero_tile(T *c, i64 ldc, int rows, int cols)
+{
+	for (int i = threadIdx.x; i < rows * cols; i += blockDim.x)
+		mkd_elem<T>::st(c + (i64)(i / cols) * ldc + i % cols, 0.f);
+}
+
 /* Up to 8 elements (n of them; the rest read as 0) as floats: one 16-byte
  * load for 16-bit types when all 8 are there and aligned. */
 template <typename T>

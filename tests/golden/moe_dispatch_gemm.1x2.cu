@@ -215,6 +215,10 @@ static __device__ __forceinline__ bool stage_He(const mkd_params &p, int rank, i
 	const i64 k0 = mkd_base<MK_GPUS>(A, 2, rank), K = A.local[2];
 	mkd_bf16 *c = (mkd_bf16 *)mkd_at<MK_GPUS>(p, T_He, C, rank, lo[0], lo[1], lo[2]);
 	const int rows = (int)(hi[1] - lo[1]), cols = (int)(hi[2] - lo[2]);
+	if (lo[1] >= mkd_bucket_rows(p, T_idx__route, MK_WORLD, (int)lo[0])) {  // no tokens here
+		mkd_zero_tile(c, C.local[2], rows, cols);
+		return true;
+	}
 #ifdef MKD_HAS_WGMMA
 	const mkd_tmap *tm = (const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + 0;
 	const int a_row = (int)((lo[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] +
@@ -256,6 +260,10 @@ static __device__ __forceinline__ bool stage_Ye(const mkd_params &p, int rank, i
 	const i64 k0 = mkd_base<MK_GPUS>(A, 2, rank), K = A.local[2];
 	mkd_bf16 *c = (mkd_bf16 *)mkd_at<MK_GPUS>(p, T_Ye, C, rank, lo[0], lo[1], lo[2]);
 	const int rows = (int)(hi[1] - lo[1]), cols = (int)(hi[2] - lo[2]);
+	if (lo[1] >= mkd_bucket_rows(p, T_idx__route, MK_WORLD, (int)lo[0])) {  // no tokens here
+		mkd_zero_tile(c, C.local[2], rows, cols);
+		return true;
+	}
 #ifdef MKD_HAS_WGMMA
 	const mkd_tmap *tm = (const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + 2;
 	const int a_row = (int)((lo[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] +
