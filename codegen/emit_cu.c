@@ -814,7 +814,7 @@ static void stage_dispatch(em *E, const ir_op *op)
 		  "\t__syncthreads();\n"
 		  "\tfor (i64 e = lo[0]; e < hi[0]; e++)\n"
 		  "\t\tif (!mkd_dispatch<%s>(p, w, (int)e, %lld, %lld, %lld, %lld, %lld, route, x, MK_WORLD,\n"
-		  "\t\t\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, e, 0, 0)))\n"
+		  "\t\t\t\t(int)lo[1], (int)hi[1], (%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, e, lo[1], 0)))\n"
 		  "\t\t\treturn false;\n"
 		  "\treturn true;\n}\n\n",
 		  op->stage, ix->name, N, (long long)xe->shape[0], p->tensors[R].name,

@@ -1202,25 +1202,38 @@ static void lower_dispatch(lower *L, int oi)
 	t->bytes = (double)N * 4 * 4;
 	t->transport = TR_LOCAL;
 
+	/* one task per expert and block of slots (a matmul tile's rows): the
+	 * expert's first tiles start while its last slots are filled */
 	double rows = (double)N * p->world / (double)E;  /* per expert, uniform routing */
 	int es = ir_dtype_size(xe->dtype);
+	ir_mm_plan mp = {0};
+	int64_t step = 128;
+	for (int j = 0; j < p->nops; j++)
+		if (p->ops[j].kind == OP_MATMUL && p->ops[j].in[0] == Xe &&
+		    ir_mm_plan_of(p, &p->ops[j], L->s->dev.smem_per_sm, &mp))
+			step = mp.bm;
 	ir_region w0 = full_region(p, Xe, 0);
-	for (int64_t e = 0; e < El; e++) {
-		t = new_task(L, TASK_DISPATCH, oi);
-		if (!t)
-			return;
-		for (int q = 0; q < p->world; q++) {
-			add_read(L, t, full_region(p, R, q));
-			add_read(L, t, full_region(p, X, q));
+	for (int64_t e = 0; e < El; e++)
+		for (int64_t s0 = 0; s0 < C; s0 += step) {
+			int64_t s1 = s0 + step < C ? s0 + step : C;
+			t = new_task(L, TASK_DISPATCH, oi);
+			if (!t)
+				return;
+			for (int q = 0; q < p->world; q++) {
+				add_read(L, t, full_region(p, R, q));
+				add_read(L, t, full_region(p, X, q));
+			}
+			ir_region w = w0;
+			w.lo[0] = w0.lo[0] + e;
+			w.hi[0] = w.lo[0] + 1;
+			w.lo[1] = s0;
+			w.hi[1] = s1;
+			t->write = w;
+			t->transport = p->world > 1 ? TR_NVLINK : TR_LOCAL;
+			double full = rows > (double)s1 ? (double)(s1 - s0)
+				      : rows > (double)s0 ? rows - (double)s0 : 0;
+			t->bytes = (2 * full + ((double)(s1 - s0) - full)) * (double)H * es;
 		}
-		ir_region w = w0;
-		w.lo[0] = w0.lo[0] + e;
-		w.hi[0] = w.lo[0] + 1;
-		t->write = w;
-		t->transport = p->world > 1 ? TR_NVLINK : TR_LOCAL;
-		t->bytes = (rows < (double)C ? rows : (double)C) * (double)H * es +
-			   (rows < (double)C ? (double)C - rows : 0) * (double)H * es / 2;
-	}
 }
 
 static void lower_combine(lower *L, int oi)

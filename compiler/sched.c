@@ -458,9 +458,11 @@ static void build_deps(sched *S)
 static ir_rolekind role_of(const ir_task *t)
 {
 	switch (t->kind) {
-	case TASK_COPY: case TASK_DISPATCH: return ROLE_NVLINK;
+	case TASK_COPY: return ROLE_NVLINK;
 	case TASK_RDMA: return ROLE_RDMA;
-	case TASK_REDUCE: case TASK_COMBINE: return ROLE_REDUCE;
+	case TASK_REDUCE: return ROLE_REDUCE;
+	/* MoE dispatch and combine gate whole phases (the expert GEMMs wait for
+	 * their buckets, the combine for every expert): every CTA takes them */
 	default: return ROLE_COMPUTE;
 	}
 }

@@ -181,14 +181,15 @@ MKD_INLINE void mkd_zero_row(T *dst, int cols)
 	}
 }
 
-/* Fills expert eg's bucket out[C][H] on the owner: the rows of every source
- * rank (route[q], x[q] for q = 0 .. nsrc-1, ranks in order) routed to eg,
- * in slot order, then zeros up to C.  Returns false (after reporting) when
- * the expert receives more than C rows: nothing is written then. */
+/* Fills slots [s0, s1) of expert eg's bucket (out = slot s0, rows of H) on
+ * the owner: slot s holds the s-th row routed to eg, counting every source
+ * rank's rows (route[q], x[q] for q = 0 .. nsrc-1, ranks in order), or zeros
+ * past the last.  Returns false (after reporting) when the expert receives
+ * more than C rows: nothing is written then. */
 template <typename T>
 MKD_INLINE bool mkd_dispatch(const mkd_params &p, mkd_waiter w, int eg, int E, int C, int N,
 			     int k, int H, const int *const *route, const T *const *x, int nsrc,
-			     T *out)
+			     int s0, int s1, T *out)
 {
 	const int warp = threadIdx.x >> 5, nw = (int)(blockDim.x >> 5);
 	int total = 0;
@@ -199,19 +200,22 @@ MKD_INLINE bool mkd_dispatch(const mkd_params &p, mkd_waiter w, int eg, int E, i
 			mkd_data_error(p, MKD_DATA_OVER_CAPACITY, (u64)eg, (u64)total, w);
 		return false;
 	}
-	int base = 0;
-	for (int q = 0; q < nsrc; q++) {
-		const int *r = route[q];
-		const int a = r[eg], n = r[eg + 1] - a;
-		const int *order = r + E + 1 + a;
-		for (int i = warp; i < n; i += nw) {
-			const int tok = order[i] / k;
-			mkd_copy_row(out + (i64)(base + i) * H, x[q] + (i64)tok * H, H);
+	for (int s = s0 + warp; s < s1; s += nw) {
+		T *dst = out + (i64)(s - s0) * H;
+		if (s >= total) {
+			mkd_zero_row(dst, H);
+			continue;
 		}
-		base += n;
+		int q = 0, b = 0;
+		for (; q < nsrc; q++) {
+			const int n = route[q][eg + 1] - route[q][eg];
+			if (s < b + n)
+				break;
+			b += n;
+		}
+		const int entry = route[q][E + 1 + route[q][eg] + (s - b)];
+		mkd_copy_row(dst, x[q] + (i64)(entry / k) * H, H);
 	}
-	for (int s = total + warp; s < C; s += nw)
-		mkd_zero_row(out + (i64)s * H, H);
 	return true;
 }
 

@@ -63,8 +63,8 @@ TASK_KINDS = {
     "reduce": ({"compute", "reduce", "nvlink"}, "node"),
     "attn": ({"compute"}, "local"),
     "route": ({"compute"}, "local"),
-    "dispatch": ({"nvlink"}, "node"),
-    "combine": ({"reduce"}, "node"),
+    "dispatch": ({"compute"}, "node"),
+    "combine": ({"compute"}, "node"),
 }
 ROLES = {"compute", "nvlink", "rdma", "reduce"}
 TENSOR_KINDS = {"in", "out", "temp"}

@@ -217,7 +217,7 @@ def draw_moe(r, world):
             "topk": topk}
 
     def edit(text, r2, rpg):
-        return add_roles(text, r2, rpg, ("nvlink", "reduce"))
+        return add_roles(text, r2, rpg, ())
     return defs, edit, []
 
 
