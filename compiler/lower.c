@@ -1259,6 +1259,12 @@ static void lower_combine(lower *L, int oi)
 		L->err = 1;
 		return;
 	}
+	if (k > 32) {
+		diag_error(L->d, op->where, "combine of more than 32 choices per token is not lowered "
+			   "yet ('%s' has %lld)", ix->name, (long long)k);
+		L->err = 1;
+		return;
+	}
 	p->tensors[Ye].peer_access |= p->world > 1;
 	int64_t step = Tl >= 4096 ? 64 : 16;
 	ir_region yr = full_region(p, Y, 0), ir = full_region(p, I, 0), gr = full_region(p, G, 0);

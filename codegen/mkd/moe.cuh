@@ -119,24 +119,35 @@ MKD_INLINE bool mkd_route(const mkd_params &p, mkd_waiter w, const int *idx, int
 			off[E] = carry;
 	}
 	__syncthreads();
-	/* each warp walks its entries in order: a stable placement */
+	/* each warp walks its entries in order: a stable placement; eight
+	 * groups of 32 entries loaded at once (one at a time leaves the walk
+	 * waiting on every load) */
 	if (warp < nw)
-		for (int i0 = a; i0 < b; i0 += 32) {
-			const int i = i0 + lane;
-			const bool in = i < b;
-			const unsigned act = __ballot_sync(0xffffffffu, in);
-			if (in) {
-				const int e = idx[i];
-				const unsigned peers = __match_any_sync(act, e);
-				const int before = __popc(peers & ((1u << lane) - 1u));
-				const int at = hist[warp * E + e] + before;
-				order[off[e] + at] = i;
-				pos[i] = at;
-				__syncwarp(act);
-				if (before == 0)
-					hist[warp * E + e] += __popc(peers);
+		for (int g0 = a; g0 < b; g0 += 256) {
+			int ev[8];
+#pragma unroll
+			for (int u = 0; u < 8; u++) {
+				const int i = g0 + u * 32 + lane;
+				ev[u] = i < b ? idx[i] : -1;
 			}
-			__syncwarp();
+#pragma unroll
+			for (int u = 0; u < 8; u++) {
+				const int i = g0 + u * 32 + lane;
+				const bool in = i < b;
+				const unsigned act = __ballot_sync(0xffffffffu, in);
+				if (in) {
+					const int e = ev[u];
+					const unsigned peers = __match_any_sync(act, e);
+					const int before = __popc(peers & ((1u << lane) - 1u));
+					const int at = hist[warp * E + e] + before;
+					order[off[e] + at] = i;
+					pos[i] = at;
+					__syncwarp(act);
+					if (before == 0)
+						hist[warp * E + e] += __popc(peers);
+				}
+				__syncwarp();
+			}
 		}
 	__syncthreads();
 	return true;
@@ -235,6 +246,13 @@ MKD_INLINE int mkd_bucket_rows(const mkd_params &p, int rt, int world, int e)
 template <typename T>
 MKD_INLINE void mkd_zero_tile(T *c, i64 ldc, int rows, int cols)
 {
+	const int rb = cols * (int)sizeof(T);
+	if (((u64)c & 15) == 0 && ((ldc * (i64)sizeof(T)) & 15) == 0 && (rb & 15) == 0) {
+		const int vpr = rb >> 4;
+		for (int i = threadIdx.x; i < rows * vpr; i += blockDim.x)
+			((uint4 *)(c + (i64)(i / vpr) * ldc))[i % vpr] = make_uint4(0, 0, 0, 0);
+		return;
+	}
 	for (int i = threadIdx.x; i < rows * cols; i += blockDim.x)
 		mkd_elem<T>::st(c + (i64)(i / cols) * ldc + i % cols, 0.f);
 }
@@ -293,28 +311,48 @@ MKD_INLINE void mkd_combine(int me, int E, int El, int C, int N, int k, int H,
 	const int *pos = route[me] + E + 1 + N;
 	for (int t = t0 + warp; t < t1; t += nw) {
 		TY *yr = y + (i64)(t - t0) * ldy;
+		/* lanes 0 .. k-1 hold choice j's row and gate (rows 0 when bad:
+		 * the route or dispatch reported it and the run aborts) */
+		const TE *mine = 0;
+		float gmine = 0.f;
+		if (lane < k) {
+			const int i = t * k + lane, e = idx[i];
+			if (e >= 0 && e < E) {
+				const int sl = base[e] + pos[i];
+				if (sl < C) {
+					mine = ye[e / El] + ((i64)(e % El) * C + sl) * H;
+					gmine = gate[i];
+				}
+			}
+		}
 		for (int c0 = 0; c0 < H; c0 += 256) {
 			float acc[8];
 #pragma unroll
 			for (int v = 0; v < 8; v++)
 				acc[v] = 0.f;
 			const int c = c0 + lane * 8;
-			for (int j = 0; j < k; j++) {
-				const int i = t * k + j, e = idx[i];
-				if (e < 0 || e >= E)
-					continue;  /* reported by the route task; the run aborts */
-				const int sl = base[e] + pos[i];
-				if (sl >= C)
-					continue;  /* reported by the dispatch; the run aborts */
-				const float g = gate[i];
-				const TE *row = ye[e / El] + ((i64)(e % El) * C + sl) * H;
-				if (c < H) {
-					float f[8];
-					mkd_ld8(row + c, f, H - c);
+			for (int j0 = 0; j0 < k; j0 += 4) {
+				float f[4][8];
+				float g[4];
+#pragma unroll
+				for (int u = 0; u < 4; u++) {
+					const int j = j0 + u < k ? j0 + u : 0;
+					const TE *row = (const TE *)__shfl_sync(0xffffffffu, (unsigned long long)mine, j);
+					g[u] = __shfl_sync(0xffffffffu, gmine, j);
+					if (j0 + u >= k || !row)
+						g[u] = 0.f, row = 0;
+					if (row && c < H)
+						mkd_ld8(row + c, f[u], H - c);
+					else
+#pragma unroll
+						for (int v = 0; v < 8; v++)
+							f[u][v] = 0.f;
+				}
+#pragma unroll
+				for (int u = 0; u < 4; u++)
 #pragma unroll
 					for (int v = 0; v < 8; v++)
-						acc[v] += g * f[v];
-				}
+						acc[v] += g[u] * f[u][v];
 			}
 #pragma unroll
 			for (int v = 0; v < 8; v++)

@@ -1,0 +1,13 @@
+# ARGS: --emit=schedule -D nodes=1 -D gpus=2 -D k=33
+# MoE routing between nodes, and a combine of more than 32 choices, are
+# refused by the lowering with the op named.
+pipeline moe_topk {
+  mesh  nodes x gpus
+  param T = 64, H = 64, E = 8, k = 2, C = 32
+  in  X    : bf16[T, H] split(0)
+  in  idx  : i32[T, k] split(0)
+  in  gate : f32[T, k] split(0)
+  out Y    : bf16[T, H] split(0)
+  Xe = dispatch(X, idx, E, C)
+  Y  = combine(Xe, idx, gate)
+}
