@@ -467,7 +467,19 @@ static void test_device(void)
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
-	test_device();
+	/* NVRTC in a child: its threads' dynamic TLS crashes LeakSanitizer's
+	 * exit-time scan of this process (gcc 12 LSan); the child exits with
+	 * _exit, and its checks come back as counts */
+	fflush(NULL);
+	pid_t kid = fork();
+	if (kid == 0) {
+		test_device();
+		fflush(NULL);
+		_exit(mkt_failures > 100 ? 100 : mkt_failures);
+	}
+	int ws = 0;
+	mkt_check(kid > 0 && waitpid(kid, &ws, 0) == kid && WIFEXITED(ws) && WEXITSTATUS(ws) == 0,
+		  "the device-side checks (in a child process) passed");
 	if (setup() == 0) {
 		test_full_ring();
 		test_producers();
