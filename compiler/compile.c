@@ -10,8 +10,25 @@
 #include "compile.h"
 
 #include <string.h>
+#include <time.h>
 
 #include "../grammar/ast.h"
+
+static double now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/* the time since *t0 into pass slot k (when asked for); *t0 = now */
+static void lap(const compile_opts *o, int k, double *t0)
+{
+	double t = now_ms();
+	if (o->pass_ms)
+		o->pass_ms[k] = t - *t0;
+	*t0 = t;
+}
 
 int compile_run(srcset *src, int file, const compile_opts *o,
 		compile_pass upto, diags *d, arena *a, compile_out *out)
@@ -21,7 +38,11 @@ int compile_run(srcset *src, int file, const compile_opts *o,
 	if (!o)
 		o = &dflt;
 
+	double t0 = now_ms();
+	if (o->pass_ms)
+		memset(o->pass_ms, 0, 5 * sizeof *o->pass_ms);
 	out->ast = parse_source(src, file, d, a);
+	lap(o, 0, &t0);
 	if (a->failed)
 		return 3;
 	if (!out->ast || diag_has_errors(d))
@@ -30,6 +51,7 @@ int compile_run(srcset *src, int file, const compile_opts *o,
 		return 0;
 
 	out->prog = sema_check(out->ast, o, d, a);
+	lap(o, 1, &t0);
 	if (a->failed)
 		return 3;
 	if (!out->prog || diag_has_errors(d))
@@ -38,6 +60,7 @@ int compile_run(srcset *src, int file, const compile_opts *o,
 		return 0;
 
 	out->sched = lower_run(out->prog, o, d, a);
+	lap(o, 2, &t0);
 	if (a->failed)
 		return 3;
 	if (!out->sched || diag_has_errors(d))
@@ -45,12 +68,16 @@ int compile_run(srcset *src, int file, const compile_opts *o,
 	if (upto == PASS_LOWER)
 		return 0;
 
-	if (sched_run(out->sched, o, d, a) != 0 || diag_has_errors(d))
+	int sr = sched_run(out->sched, o, d, a);
+	lap(o, 3, &t0);
+	if (sr != 0 || diag_has_errors(d))
 		return a->failed ? 3 : 1;
 	if (upto == PASS_SCHEDULE)
 		return 0;
 
-	if (verify_run(out->sched, d, a) != 0)
+	int vr = verify_run(out->sched, d, a);
+	lap(o, 4, &t0);
+	if (vr != 0)
 		return 3;
 	return 0;
 }

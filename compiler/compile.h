@@ -38,6 +38,8 @@ typedef struct compile_opts {
 	int ndefs;
 	int ranks_per_gpu;      /* virtual ranks sharing one GPU (>= 1) */
 	const ir_device *dev;   /* NULL: the H200 defaults of costmodel.c */
+	double *pass_ms;        /* if set: [5] wall ms of parse, check, lower,
+	                           schedule, verify */
 } compile_opts;
 
 typedef struct compile_out {

@@ -65,6 +65,7 @@ static void usage(FILE *f)
 		"  --no-cache         do not use the JIT cache for ptx/cubin\n"
 		"  -o FILE            write the output to FILE\n"
 		"  -Werror            treat warnings as errors\n"
+		"  --time-passes      print each pass's wall time (ms) on stderr\n"
 		"  --help, --version\n");
 }
 
@@ -157,7 +158,7 @@ int main(int argc, char **argv)
 	enum emit emit = EMIT_CHECK;
 	const char *path = NULL, *outpath = NULL, *arch = NULL, *devfile = NULL;
 	mk_define defs[64];
-	int ndefs = 0, werror = 0, use_cache = 1, rpg = 1;
+	int ndefs = 0, werror = 0, use_cache = 1, rpg = 1, time_passes = 0;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -208,6 +209,8 @@ int main(int argc, char **argv)
 			use_cache = 0;
 		} else if (!strcmp(a, "-Werror")) {
 			werror = 1;
+		} else if (!strcmp(a, "--time-passes")) {
+			time_passes = 1;
 		} else if (a[0] == '-' && a[1]) {
 			fprintf(stderr, "mkc: unknown option '%s'\n", a);
 			usage(stderr);
@@ -258,9 +261,14 @@ int main(int argc, char **argv)
 	diags d;
 	diag_init(&d, &src, &a);
 	d.werror = werror;
-	compile_opts o = {.defs = defs, .ndefs = ndefs, .ranks_per_gpu = rpg, .dev = &dev};
+	double pass_ms[5];
+	compile_opts o = {.defs = defs, .ndefs = ndefs, .ranks_per_gpu = rpg, .dev = &dev,
+			  .pass_ms = time_passes ? pass_ms : NULL};
 	compile_out out;
 	int rc = compile_run(&src, file, &o, emits[emit].pass, &d, &a, &out);
+	if (time_passes)
+		fprintf(stderr, "mkc: passes (ms): parse %.1f, check %.1f, lower %.1f, schedule %.1f, "
+			"verify %.1f\n", pass_ms[0], pass_ms[1], pass_ms[2], pass_ms[3], pass_ms[4]);
 
 	strbuf msg;
 	sb_init(&msg);

@@ -22,6 +22,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "compile.h"
@@ -374,6 +375,15 @@ int verify_run(const ir_sched *s, diags *d, arena *a)
 	if (!mark || !stack)
 		return 1;
 	int stamp = 0;
+	/* reads already proven: the same box under the same waits, every
+	 * writer ordered by a signal of one of those waits (many tasks read
+	 * one box under one flag: a combine reads every expert tile) */
+	enum { NSEEN = 1 << 16 };
+	uint64_t *seen = arena_alloc(a, 2 * NSEEN * sizeof *seen);
+	if (!seen)
+		return 1;
+	memset(seen, 0, 2 * NSEEN * sizeof *seen);
+	int nseen = 0;
 	for (int k = 0; k < V.n && !V.err; k++) {
 		const ir_task xt = xtask(&V, k);
 		const ir_task *t = &xt;
@@ -382,6 +392,28 @@ int verify_run(const ir_sched *s, diags *d, arena *a)
 			const ir_tensor *x = &p->tensors[g->tensor];
 			if (x->kind == TK_IN && x->nwriters == 0)
 				continue;
+			uint64_t h1 = 1469598103934665603ull, h2 = 0x9e3779b97f4a7c15ull;
+#define MIX(v) (h1 = (h1 ^ (uint64_t)(v)) * 1099511628211ull, \
+		h2 = (h2 ^ (uint64_t)(v)) * 0xff51afd7ed558ccdull + 0x2545f4914f6cdd1dull)
+			MIX(g->tensor), MIX(g->rank);
+			for (int dd = 0; dd < x->ndim; dd++)
+				MIX(g->lo[dd]), MIX(g->hi[dd]);
+			for (int b1 = 0; b1 < t->nwaits; b1++)
+				MIX(t->waits[b1].rank), MIX(t->waits[b1].index);
+#undef MIX
+			h1 |= 1;
+			size_t slot = (size_t)(h1 >> 3) & (NSEEN - 1);
+			int known = 0;
+			while (seen[2 * slot]) {  /* at most half full: probes end */
+				if (seen[2 * slot] == h1 && seen[2 * slot + 1] == h2) {
+					known = 1;
+					break;
+				}
+				slot = (slot + 1) & (NSEEN - 1);
+			}
+			if (known)
+				continue;
+			int direct = 1;  /* every writer so far ordered by a wait's signal */
 			const wlist *w = &wl[g->tensor * V.world + g->rank];
 			int64_t covered = 0;
 			/* writers with lo[0] < g->hi[0]: binary search the end */
@@ -400,19 +432,28 @@ int verify_run(const ir_sched *s, diags *d, arena *a)
 				int64_t c = inter(uw, g, x->ndim);
 				if (!c)
 					continue;
-				const ir_task ux = xtask(&V, w->v[j]);
-				const ir_task *u = &ux;
+				/* the writer's image, signals and place only (copying
+				 * whole tasks here dominated large schedules) */
+				const ir_task *ut = &s->tasks[w->v[j] % s->ntasks];
+				const int ur = w->v[j] / s->ntasks;
 				covered += c;
 				int ok = 0;
-				for (int a1 = 0; a1 < u->nsignals && !ok; a1++)
+				for (int a1 = 0; a1 < ut->nsignals && !ok; a1++) {
+					int sr = ir_rank_shift(ut->signals[a1].rank, ur, p->nodes, p->gpus);
 					for (int b1 = 0; b1 < t->nwaits && !ok; b1++)
-						ok = u->signals[a1].rank == t->waits[b1].rank &&
-						     u->signals[a1].index == t->waits[b1].index;
-				if (!ok && u->rank == t->rank && u->cta == t->cta && u->order < t->order)
+						ok = sr == t->waits[b1].rank &&
+						     ut->signals[a1].index == t->waits[b1].index;
+				}
+				if (!ok)
+					direct = 0;
+				if (!ok && ir_rank_shift(ut->rank, ur, p->nodes, p->gpus) == t->rank &&
+				    ut->cta == t->cta && ut->order < t->order)
 					ok = 1;
 				if (!ok)
 					ok = reaches(&V, w->v[j], k, mark, ++stamp, stack);
 				if (!ok) {
+					const ir_task ux = xtask(&V, w->v[j]);
+					const ir_task *u = &ux;
 					strbuf sb;
 					sb_init(&sb);
 					sb_puts(&sb, "it reads what ");
@@ -424,6 +465,11 @@ int verify_run(const ir_sched *s, diags *d, arena *a)
 			}
 			if (!V.err && covered != volume(g, x->ndim))
 				fail(&V, t, g, "it reads elements that no task writes");
+			else if (!V.err && direct && nseen < NSEEN / 2) {
+				seen[2 * slot] = h1;
+				seen[2 * slot + 1] = h2;
+				nseen++;
+			}
 		}
 	}
 	return V.err;
