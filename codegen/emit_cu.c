@@ -580,6 +580,8 @@ static int bucket_route(const ir_prog *p, int t)
 	return -1;
 }
 
+static const char *functor(em *E, const ir_op *op, char *buf, size_t n);
+
 static void stage_matmul(em *E, const ir_op *op)
 {
 	const ir_prog *p = E->p;
@@ -599,6 +601,16 @@ static void stage_matmul(em *E, const ir_op *op)
 	else
 		snprintf(what, sizeof what, "tile %d x %d x %d, %d-stage ring (mma.sync)", mp.bm, mp.bn,
 			 mp.bk, mp.stages);
+	char epi[96] = "mkd_epi_none()";
+	if (op->epi) {  /* an elementwise op fused into the epilogue */
+		ir_op u = {0};
+		u.kind = (ir_opkind)(op->epi - 1);
+		u.scalar = op->epi_scalar;
+		char fb[64];
+		snprintf(epi, sizeof epi, "%s", functor(E, &u, fb, sizeof fb));
+		size_t n = strlen(what);
+		snprintf(what + n, sizeof what - n, "; then %s in the epilogue", ir_op_name(u.kind));
+	}
 	/* inlined into the kernel: the engine's wgmma chain and setmaxnreg need it */
 	stage_head(E, op, what);
 	sb_printf(E->o,
@@ -623,19 +635,19 @@ static void stage_matmul(em *E, const ir_op *op)
 			  "\tconst int b_row = (int)(%s * B.local[1]);\n"
 			  "\tconst int b_col = (int)(lo[2] - mkd_base<MK_GPUS>(B, 2, rank));\n"
 			  "\tmkd_wgmma_tile<%s, %s, %d, %d, 64, %d>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,\n"
-			  "\t\tc, C.local[2], rows, cols, smem, mkd_epi_none());\n"
+			  "\t\tc, C.local[2], rows, cols, smem, %s);\n"
 			  "#else\n",
 			  tmap_index(E, op), B->ndim == 3 ? "(lo[0] - mkd_base<MK_GPUS>(B, 0, rank))" : "0",
-			  ctype(A->dtype), ctype(C->dtype), mp.bm, mp.bn, mp.wg_stages);
+			  ctype(A->dtype), ctype(C->dtype), mp.bm, mp.bn, mp.wg_stages, epi);
 	sb_printf(E->o,
 		  "\tconst %s *a = (const %s *)mkd_at<MK_GPUS>(p, T_%s, A, rank, lo[0], lo[1], k0);\n"
 		  "\tconst %s *b = (const %s *)mkd_at<MK_GPUS>(p, T_%s, B, rank, %s, k0, lo[2]);\n"
 		  "\tmkd_mma_tile<%s, %s, %d, %d, %d, %d>::run(a, A.local[2], b, B.local[2], c, C.local[2],\n"
-		  "\t\trows, cols, (int)K, 0, 0, smem, mkd_epi_none());\n%s"
+		  "\t\trows, cols, (int)K, 0, 0, smem, %s);\n%s"
 		  "\treturn true;\n}\n\n",
 		  ctype(A->dtype), ctype(A->dtype), A->name,
 		  ctype(B->dtype), ctype(B->dtype), B->name, B->ndim == 3 ? "lo[0]" : "0",
-		  ctype(A->dtype), ctype(C->dtype), mp.bm, mp.bn, mp.bk, mp.stages,
+		  ctype(A->dtype), ctype(C->dtype), mp.bm, mp.bn, mp.bk, mp.stages, epi,
 		  mp.wgmma ? "#endif\n" : "");
 }
 

@@ -329,12 +329,15 @@ static int par_rows(ctx *c, int64_t rows, double work, size_t scratch,
 
 typedef struct mm_job {
 	const ctx *c;
+	const ir_op *epi;        /* the fused elementwise op, or NULL */
 	const ir_tensor *ot;
 	const float *a, *b;
 	float *o;
 	int64_t M, N, K;
 	int bshared;             /* B is [K, N] for every batch */
 } mm_job;
+
+static double ew_value(const ir_op *op, double a, double b);
 
 static void mm_rows(void *arg, int64_t lo, int64_t hi, double *acc)
 {
@@ -352,7 +355,7 @@ static void mm_rows(void *arg, int64_t lo, int64_t hi, double *acc)
 				acc[n] += x * bk[n];
 		}
 		for (int64_t n = 0; n < j->N; n++)
-			j->o[row * j->N + n] = st(j->c, j->ot, acc[n]);
+			j->o[row * j->N + n] = st(j->c, j->ot, j->epi ? ew_value(j->epi, acc[n], 0) : acc[n]);
 	}
 }
 
@@ -371,8 +374,13 @@ static int op_matmul(ctx *c, const ir_op *op, int r)
 	if (!ok)
 		return fail(c, "local shapes do not multiply: '%s' x '%s' -> '%s'",
 			    a->name, b->name, o->name);
-	mm_job j = {c, o, piece(c, op->in[0], r), piece(c, op->in[1], r), outp(c, r),
-		    M, N, K, b->ndim == 2};
+	ir_op epi = {0};
+	if (op->epi) {
+		epi.kind = (ir_opkind)(op->epi - 1);
+		epi.scalar = op->epi_scalar;
+	}
+	mm_job j = {c, op->epi ? &epi : NULL, o, piece(c, op->in[0], r), piece(c, op->in[1], r),
+		    outp(c, r), M, N, K, b->ndim == 2};
 	return par_rows(c, E * M, (double)E * M * N * K, (size_t)N, mm_rows, &j);
 }
 

@@ -159,6 +159,10 @@ typedef struct ir_op {
 	int causal;             /* attention */
 	int64_t experts;        /* dispatch: number of experts E */
 	int64_t capacity;       /* dispatch: slots per expert C (upper bound) */
+	int epi;                /* matmul: 1 + the kind of a unary elementwise op
+	                           applied to the accumulator before the store
+	                           (fused by the lowering), 0 none */
+	double epi_scalar;      /* its scale factor (epi = 1 + OP_SCALE) */
 	ir_transport transport; /* explicit stages; TR_AUTO otherwise */
 	ir_peers peers;         /* explicit stages: `for p in node|remote|world` */
 	ir_hints hints;

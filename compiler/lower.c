@@ -693,6 +693,39 @@ static void fold_identity_collectives(lower *L)
 	}
 }
 
+/* relu, silu, gelu or scale of a matmul's result that nothing else reads
+ * runs in the matmul's epilogue, on the fp32 accumulator: one pass over
+ * memory fewer, and the tile's output is stored once. */
+static void fuse_epilogues(lower *L)
+{
+	ir_prog *p = L->p;
+	for (int i = 0; i < p->nops; i++) {
+		const ir_op *u = &p->ops[i];
+		if (u->kind != OP_RELU && u->kind != OP_SILU && u->kind != OP_GELU &&
+		    u->kind != OP_SCALE)
+			continue;
+		int ti = u->in[0];
+		ir_tensor *t = &p->tensors[ti], *y = &p->tensors[u->out];
+		if (t->kind != TK_TEMP || t->nwriters != 1 || t->nuses != 1 || t->producer < 0 ||
+		    t->producer >= i || y->nwriters != 1 || t->dtype != y->dtype ||
+		    t->place.kind != y->place.kind || t->ndim != y->ndim)
+			continue;
+		ir_op *m = &p->ops[t->producer];
+		if (m->kind != OP_MATMUL || m->epi)
+			continue;
+		m->out = u->out;
+		m->epi = 1 + (int)u->kind;
+		m->epi_scalar = u->scalar;
+		y->producer = t->producer;
+		t->folded = true;
+		t->producer = -1;
+		t->nwriters = 0;
+		t->nuses = 0;
+		remove_op(L, i);
+		i--;
+	}
+}
+
 /* allreduce(X) = allgather(reduce_scatter(X, 0), 0): rank r reduces rows
  * r*M/world..., then everyone gathers the reduced rows.  attention(Q, K, V)
  * with K and V split over the ranks: K and V are gathered block by block
@@ -1301,6 +1334,7 @@ ir_sched *lower_run(ir_prog *p, const compile_opts *o, diags *d, arena *a)
 	L.s->ranks_per_gpu = o && o->ranks_per_gpu > 0 ? o->ranks_per_gpu : 1;
 
 	fold_identity_collectives(&L);
+	fuse_epilogues(&L);
 	expand_ops(&L);
 	if (L.err)
 		return NULL;

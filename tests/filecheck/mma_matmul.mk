@@ -6,6 +6,8 @@
 #       issued asynchronously (fence, commit, wait)
 #   S80 the same tile for sm_80: no wgmma there, mma.sync instead
 #   EW  the elementwise stage alone uses no tensor-core instruction
+#   CU  the relu that only reads the matmul's result runs in its epilogue:
+#       the matmul stage writes Y, and there is no stage for H
 #
 # RUN: %mkc --emit=ptx %s -o %t.ptx
 # RUN: FileCheck %s --check-prefix=MM < %t.ptx
@@ -19,8 +21,9 @@
 # RUN: %mkc --emit=ptx %t.ew.mk -o %t.ew.ptx
 # RUN: FileCheck %s --check-prefix=EW --implicit-check-not=mma.sync --implicit-check-not=wgmma < %t.ew.ptx
 #
-# CU: // stage H: H = matmul(X, W), tile 128 x 128 x 32
-# CU: // stage Y: Y = relu(H), elementwise
+# CU: // stage H: Y = matmul(X, W), tile 128 x 128 x 32{{.*}}; then relu in the epilogue
+# CU-NOT: stage Y
+# CU: smem, mkd_relu());
 # MM: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 # WG: .target sm_90a
 # WG-DAG: mbarrier.init.shared{{(::cta)?}}.b64

@@ -3,7 +3,7 @@
 // 208896 bytes of shared memory per CTA.  Tables describe rank 0; rank r runs
 // their image under sigma_r (mkd/mesh.cuh).
 // roles: compute CTAs 0-131
-// predicted 7.1 us, floor 0.1 us
+// predicted 3.1 us, floor 0.0 us
 
 #define MKD_SYS_SCOPE 0
 #include "mkd/mkd.cuh"
@@ -17,8 +17,8 @@
 #define MK_WORLD 1
 #define MK_CTAS 132
 #define MK_THREADS 384
-#define MK_NTASKS 4
-#define MK_NFLAGS 2
+#define MK_NTASKS 2
+#define MK_NFLAGS 0
 #define MK_SMEM 208896  // dynamic shared memory of every CTA, bytes
 #define MK_NTMAPS 2
 #define MK_MULTIPROC 0  // ranks are separate processes: READY/DONE protocol
@@ -38,7 +38,7 @@ __constant__ const mkd_tensor MK_T[] = {
 };
 
 // ---- stages: one per op
-enum { S_H = 0, S_Y = 1 };
+enum { S_H = 0 };
 
 struct mk_task {
 	short stage;          // op
@@ -54,46 +54,40 @@ struct mk_fref { int rank, index; };  // a flag of a rank (rank 0's view)
 
 __device__ const mk_task MK_TASKS[MK_NTASKS + 1] = {
 	// CTA 0 (compute)
-	{S_H, 2, 0, 1, 0, 0, 0, {0, 0, 0}, {1, 128, 256}}, // t0 matmul H@0[0:128, 0:256]
+	{S_H, 2, 0, 0, 0, 0, 0, {0, 0, 0}, {1, 128, 256}}, // t0 matmul Y@0[0:128, 0:256]
 	// CTA 1 (compute)
-	{S_H, 2, 0, 1, 2, 0, 1, {0, 128, 0}, {1, 256, 256}}, // t1 matmul H@0[128:256, 0:256]
-	// CTA 2 (compute)
-	{S_Y, 1, 1, 0, 4, 0, 2, {0, 0, 0}, {1, 128, 256}}, // t2 ew Y@0[0:128, 0:256]
-	// CTA 3 (compute)
-	{S_Y, 1, 1, 0, 5, 1, 2, {0, 128, 0}, {1, 256, 256}}, // t3 ew Y@0[128:256, 0:256]
+	{S_H, 2, 0, 0, 2, 0, 0, {0, 128, 0}, {1, 256, 256}}, // t1 matmul Y@0[128:256, 0:256]
 	{0, 0, 0, 0, 0, 0, 0, {0, 0, 0}, {0, 0, 0}}  // end
 };
 
 __device__ const int MK_CTA_FIRST[MK_CTAS + 1] = {
-	0, 1, 2, 3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
-	4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
-	4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
-	4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
-	4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
-	4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
-	4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
-	4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
-	4, 4, 4, 4, 4
+	0, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+	2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+	2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+	2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+	2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+	2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+	2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+	2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+	2, 2, 2, 2, 2
 };
 
-__device__ const mk_read MK_READS[7] = {
+__device__ const mk_read MK_READS[5] = {
 	{T_X, 0, -1, {0, 0, 0}, {1, 128, 128}},
 	{T_W, 0, -1, {0, 0, 0}, {1, 128, 256}},
 	{T_X, 0, -1, {0, 128, 0}, {1, 256, 128}},
 	{T_W, 0, -1, {0, 0, 0}, {1, 128, 256}},
-	{T_H, 0, 0, {0, 0, 0}, {1, 128, 256}},
-	{T_H, 0, 0, {0, 128, 0}, {1, 256, 256}},
 	{0, 0, -1, {0, 0, 0}, {0, 0, 0}}
 };
-__device__ const mk_fref MK_WAITS[3] = {
-	{0, 0}, {0, 1}, {0, 0}
+__device__ const mk_fref MK_WAITS[1] = {
+	{0, 0}
 };
-__device__ const mk_fref MK_SIGNALS[3] = {
-	{0, 0}, {0, 1}, {0, 0}
+__device__ const mk_fref MK_SIGNALS[1] = {
+	{0, 0}
 };
 // signals each flag expects per run
-__device__ const unsigned MK_EXPECTED[3] = {
-	1, 1, 0
+__device__ const unsigned MK_EXPECTED[1] = {
+	0
 };
 
 // Wait k of a task (thread 0 only; false when the run is aborted).
@@ -123,15 +117,15 @@ __attribute__((unused)) static __device__ __forceinline__ mk_box mk_read_box(int
 
 // ---- stage functions: one task, all threads of the CTA
 
-// stage H: H = matmul(X, W), tile 128 x 256 x 64: TMA + wgmma, 4-stage ring on sm_90a; mma.sync elsewhere
+// stage H: Y = matmul(X, W), tile 128 x 256 x 64: TMA + wgmma, 4-stage ring on sm_90a; mma.sync elsewhere; then relu in the epilogue
 static __device__ __forceinline__ bool stage_H(const mkd_params &p, int rank, int cta, int i, u64 epoch, char *smem)
 {
 	const mk_task &t = MK_TASKS[i];
-	i64 lo[3], hi[3];  // the box of H this rank writes
-	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_H], rank, t.lo, t.hi, lo, hi);
-	const mkd_tensor &A = MK_T[T_X], &B = MK_T[T_W], &C = MK_T[T_H];
+	i64 lo[3], hi[3];  // the box of Y this rank writes
+	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_Y], rank, t.lo, t.hi, lo, hi);
+	const mkd_tensor &A = MK_T[T_X], &B = MK_T[T_W], &C = MK_T[T_Y];
 	const i64 k0 = mkd_base<MK_GPUS>(A, 2, rank), K = A.local[2];
-	mkd_bf16 *c = (mkd_bf16 *)mkd_at<MK_GPUS>(p, T_H, C, rank, lo[0], lo[1], lo[2]);
+	mkd_bf16 *c = (mkd_bf16 *)mkd_at<MK_GPUS>(p, T_Y, C, rank, lo[0], lo[1], lo[2]);
 	const int rows = (int)(hi[1] - lo[1]), cols = (int)(hi[2] - lo[2]);
 #ifdef MKD_HAS_WGMMA
 	const mkd_tmap *tm = (const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + 0;
@@ -140,32 +134,18 @@ static __device__ __forceinline__ bool stage_H(const mkd_params &p, int rank, in
 	const int b_row = (int)(0 * B.local[1]);
 	const int b_col = (int)(lo[2] - mkd_base<MK_GPUS>(B, 2, rank));
 	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 256, 64, 4>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,
-		c, C.local[2], rows, cols, smem, mkd_epi_none());
+		c, C.local[2], rows, cols, smem, mkd_relu());
 #else
 	const mkd_bf16 *a = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_X, A, rank, lo[0], lo[1], k0);
 	const mkd_bf16 *b = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_W, B, rank, 0, k0, lo[2]);
 	mkd_mma_tile<mkd_bf16, mkd_bf16, 128, 256, 64, 4>::run(a, A.local[2], b, B.local[2], c, C.local[2],
-		rows, cols, (int)K, 0, 0, smem, mkd_epi_none());
+		rows, cols, (int)K, 0, 0, smem, mkd_relu());
 #endif
 	return true;
 }
 
-// stage Y: Y = relu(H), elementwise over the box
-static __device__ __noinline__ bool stage_Y(const mkd_params &p, int rank, int cta, int i, u64 epoch, char *smem)
-{
-	const mk_task &t = MK_TASKS[i];
-	i64 lo[3], hi[3];  // the box of Y this rank writes
-	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_Y], rank, t.lo, t.hi, lo, hi);
-	const mkd_tensor &X = MK_T[T_H], &Y = MK_T[T_Y];
-	for (i64 e = lo[0]; e < hi[0]; e++)
-		mkd_ew1(mkd_relu(), (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_H, X, rank, e, lo[1], lo[2]), X.local[2],
-			(mkd_bf16 *)mkd_at<MK_GPUS>(p, T_Y, Y, rank, e, lo[1], lo[2]), Y.local[2],
-			(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));
-	return true;
-}
-
 // stages that wait for each read themselves
-__device__ const bool MK_PROGRESSIVE[] = {false, false};
+__device__ const bool MK_PROGRESSIVE[] = {false};
 
 // One task: wait on its flags (bounded), run its stage, signal.  All
 // threads of the CTA call it; false when the run is aborted.
@@ -195,7 +175,6 @@ static __device__ __forceinline__ bool mk_run_task(const mkd_params &p, int rank
 	if (done) {
 		switch (t.stage) {
 		case S_H: done = stage_H(p, rank, cta, i, epoch, smem); break;
-		case S_Y: done = stage_Y(p, rank, cta, i, epoch, smem); break;
 		}
 	}
 	if (!done)

@@ -3,7 +3,7 @@
 // 230512 bytes of shared memory per CTA.  Tables describe rank 0; rank r runs
 // their image under sigma_r (mkd/mesh.cuh).
 // roles: compute CTAs 0-131
-// predicted 47.5 us, floor 0.3 us
+// predicted 42.3 us, floor 0.3 us
 
 #define MKD_SYS_SCOPE 0
 #define MKD_WG_TRADE 0  // several engine instances: no register trading
@@ -18,8 +18,8 @@
 #define MK_WORLD 1
 #define MK_CTAS 132
 #define MK_THREADS 384
-#define MK_NTASKS 20
-#define MK_NFLAGS 16
+#define MK_NTASKS 18
+#define MK_NFLAGS 14
 #define MK_SMEM 230512  // dynamic shared memory of every CTA, bytes
 #define MK_NTMAPS 10
 #define MK_MULTIPROC 0  // ranks are separate processes: READY/DONE protocol
@@ -85,7 +85,7 @@ __constant__ const mkd_tensor MK_T[] = {
 };
 
 // ---- stages: one per op
-enum { S_N1 = 0, S_H1 = 1, S_B1 = 2, S_A1 = 3, S_M1 = 4, S_S1 = 5, S_R1 = 6, S_N2 = 7, S_H2 = 8, S_B2 = 9, S_A2 = 10, S_G2 = 11, S_M2 = 12, S_S2 = 13, S_R2 = 14, S_N3 = 15, S_Y = 16 };
+enum { S_N1 = 0, S_H1 = 1, S_B1 = 2, S_A1 = 3, S_M1 = 4, S_R1 = 5, S_N2 = 6, S_H2 = 7, S_B2 = 8, S_A2 = 9, S_G2 = 10, S_M2 = 11, S_R2 = 12, S_N3 = 13, S_Y = 14 };
 
 struct mk_task {
 	short stage;          // op
@@ -111,51 +111,47 @@ __device__ const mk_task MK_TASKS[MK_NTASKS + 1] = {
 	// CTA 4 (compute)
 	{S_A1, 1, 1, 1, 8, 2, 4, {0, 0, 0}, {1, 128, 128}}, // t4 ew A1@0[0:128, 0:128]
 	// CTA 5 (compute)
-	{S_M1, 2, 1, 1, 9, 3, 5, {0, 0, 0}, {1, 128, 128}}, // t5 matmul M1@0[0:128, 0:128]
+	{S_M1, 2, 1, 1, 9, 3, 5, {0, 0, 0}, {1, 128, 128}}, // t5 matmul S1@0[0:128, 0:128]
 	// CTA 6 (compute)
-	{S_S1, 1, 1, 1, 11, 4, 6, {0, 0, 0}, {1, 128, 128}}, // t6 ew S1@0[0:128, 0:128]
+	{S_R1, 2, 1, 1, 11, 4, 6, {0, 0, 0}, {1, 128, 128}}, // t6 ew R1@0[0:128, 0:128]
 	// CTA 7 (compute)
-	{S_R1, 2, 1, 1, 12, 5, 7, {0, 0, 0}, {1, 128, 128}}, // t7 ew R1@0[0:128, 0:128]
+	{S_N2, 2, 1, 1, 13, 5, 7, {0, 0, 0}, {1, 64, 128}}, // t7 row N2@0[0:64, 0:128]
 	// CTA 8 (compute)
-	{S_N2, 2, 1, 1, 14, 6, 8, {0, 0, 0}, {1, 64, 128}}, // t8 row N2@0[0:64, 0:128]
+	{S_N2, 2, 1, 1, 15, 6, 8, {0, 64, 0}, {1, 128, 128}}, // t8 row N2@0[64:128, 0:128]
 	// CTA 9 (compute)
-	{S_N2, 2, 1, 1, 16, 7, 9, {0, 64, 0}, {1, 128, 128}}, // t9 row N2@0[64:128, 0:128]
+	{S_H2, 2, 1, 1, 17, 7, 9, {0, 0, 0}, {1, 128, 128}}, // t9 matmul H2@0[0:128, 0:128]
 	// CTA 10 (compute)
-	{S_H2, 2, 1, 1, 18, 8, 10, {0, 0, 0}, {1, 128, 128}}, // t10 matmul H2@0[0:128, 0:128]
+	{S_B2, 2, 1, 1, 19, 8, 10, {0, 0, 0}, {1, 128, 128}}, // t10 ew B2@0[0:128, 0:128]
 	// CTA 11 (compute)
-	{S_B2, 2, 1, 1, 20, 9, 11, {0, 0, 0}, {1, 128, 128}}, // t11 ew B2@0[0:128, 0:128]
+	{S_A2, 1, 1, 1, 21, 9, 11, {0, 0, 0}, {1, 128, 128}}, // t11 ew A2@0[0:128, 0:128]
 	// CTA 12 (compute)
-	{S_A2, 1, 1, 1, 22, 10, 12, {0, 0, 0}, {1, 128, 128}}, // t12 ew A2@0[0:128, 0:128]
+	{S_G2, 2, 2, 1, 22, 10, 12, {0, 0, 0}, {1, 128, 128}}, // t12 ew G2@0[0:128, 0:128]
 	// CTA 13 (compute)
-	{S_G2, 2, 2, 1, 23, 11, 13, {0, 0, 0}, {1, 128, 128}}, // t13 ew G2@0[0:128, 0:128]
+	{S_M2, 2, 1, 1, 24, 12, 13, {0, 0, 0}, {1, 128, 128}}, // t13 matmul S2@0[0:128, 0:128]
 	// CTA 14 (compute)
-	{S_M2, 2, 1, 1, 25, 13, 14, {0, 0, 0}, {1, 128, 128}}, // t14 matmul M2@0[0:128, 0:128]
+	{S_R2, 2, 2, 1, 26, 13, 14, {0, 0, 0}, {1, 128, 128}}, // t14 ew R2@0[0:128, 0:128]
 	// CTA 15 (compute)
-	{S_S2, 1, 1, 1, 27, 14, 15, {0, 0, 0}, {1, 128, 128}}, // t15 ew S2@0[0:128, 0:128]
+	{S_N3, 1, 1, 1, 28, 15, 15, {0, 0, 0}, {1, 64, 128}}, // t15 row N3@0[0:64, 0:128]
 	// CTA 16 (compute)
-	{S_R2, 2, 2, 1, 28, 15, 16, {0, 0, 0}, {1, 128, 128}}, // t16 ew R2@0[0:128, 0:128]
+	{S_N3, 1, 1, 1, 29, 16, 16, {0, 64, 0}, {1, 128, 128}}, // t16 row N3@0[64:128, 0:128]
 	// CTA 17 (compute)
-	{S_N3, 1, 1, 1, 30, 17, 17, {0, 0, 0}, {1, 64, 128}}, // t17 row N3@0[0:64, 0:128]
-	// CTA 18 (compute)
-	{S_N3, 1, 1, 1, 31, 18, 18, {0, 64, 0}, {1, 128, 128}}, // t18 row N3@0[64:128, 0:128]
-	// CTA 19 (compute)
-	{S_Y, 2, 1, 0, 32, 19, 19, {0, 0, 0}, {1, 128, 128}}, // t19 matmul Y@0[0:128, 0:128]
+	{S_Y, 2, 1, 0, 30, 17, 17, {0, 0, 0}, {1, 128, 128}}, // t17 matmul Y@0[0:128, 0:128]
 	{0, 0, 0, 0, 0, 0, 0, {0, 0, 0}, {0, 0, 0}}  // end
 };
 
 __device__ const int MK_CTA_FIRST[MK_CTAS + 1] = {
 	0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
-	16, 17, 18, 19, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20,
-	20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20,
-	20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20,
-	20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20,
-	20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20,
-	20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20,
-	20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20,
-	20, 20, 20, 20, 20
+	16, 17, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18,
+	18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18,
+	18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18,
+	18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18,
+	18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18,
+	18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18,
+	18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18,
+	18, 18, 18, 18, 18
 };
 
-__device__ const mk_read MK_READS[35] = {
+__device__ const mk_read MK_READS[33] = {
 	{T_X, 0, -1, {0, 0, 0}, {1, 64, 128}},
 	{T_g1, 0, -1, {0, 0, 0}, {1, 1, 128}},
 	{T_X, 0, -1, {0, 64, 0}, {1, 128, 128}},
@@ -167,7 +163,6 @@ __device__ const mk_read MK_READS[35] = {
 	{T_B1, 0, 0, {0, 0, 0}, {1, 128, 128}},
 	{T_A1, 0, 0, {0, 0, 0}, {1, 128, 128}},
 	{T_W2, 0, -1, {0, 0, 0}, {1, 128, 128}},
-	{T_M1, 0, 0, {0, 0, 0}, {1, 128, 128}},
 	{T_X, 0, -1, {0, 0, 0}, {1, 128, 128}},
 	{T_S1, 0, 0, {0, 0, 0}, {1, 128, 128}},
 	{T_R1, 0, 0, {0, 0, 0}, {1, 64, 128}},
@@ -183,7 +178,6 @@ __device__ const mk_read MK_READS[35] = {
 	{T_B2, 0, 1, {0, 0, 0}, {1, 128, 128}},
 	{T_G2, 0, 0, {0, 0, 0}, {1, 128, 128}},
 	{T_W4, 0, -1, {0, 0, 0}, {1, 128, 128}},
-	{T_M2, 0, 0, {0, 0, 0}, {1, 128, 128}},
 	{T_R1, 0, 0, {0, 0, 0}, {1, 128, 128}},
 	{T_S2, 0, 1, {0, 0, 0}, {1, 128, 128}},
 	{T_R2, 0, 0, {0, 0, 0}, {1, 64, 128}},
@@ -192,19 +186,19 @@ __device__ const mk_read MK_READS[35] = {
 	{T_Wo, 0, -1, {0, 0, 0}, {1, 128, 128}},
 	{0, 0, -1, {0, 0, 0}, {0, 0, 0}}
 };
-__device__ const mk_fref MK_WAITS[21] = {
-	{0, 0}, {0, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 5}, {0, 6}, {0, 6},
-	{0, 7}, {0, 8}, {0, 9}, {0, 10}, {0, 9}, {0, 11}, {0, 12}, {0, 6},
-	{0, 13}, {0, 14}, {0, 14}, {0, 15}, {0, 0}
+__device__ const mk_fref MK_WAITS[19] = {
+	{0, 0}, {0, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 5}, {0, 5}, {0, 6},
+	{0, 7}, {0, 8}, {0, 9}, {0, 8}, {0, 10}, {0, 5}, {0, 11}, {0, 12},
+	{0, 12}, {0, 13}, {0, 0}
 };
-__device__ const mk_fref MK_SIGNALS[20] = {
+__device__ const mk_fref MK_SIGNALS[18] = {
 	{0, 0}, {0, 0}, {0, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 5}, {0, 6},
-	{0, 7}, {0, 7}, {0, 8}, {0, 9}, {0, 10}, {0, 11}, {0, 12}, {0, 13},
-	{0, 14}, {0, 15}, {0, 15}, {0, 0}
+	{0, 6}, {0, 7}, {0, 8}, {0, 9}, {0, 10}, {0, 11}, {0, 12}, {0, 13},
+	{0, 13}, {0, 0}
 };
 // signals each flag expects per run
-__device__ const unsigned MK_EXPECTED[17] = {
-	2, 1, 1, 1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 2, 0
+__device__ const unsigned MK_EXPECTED[15] = {
+	2, 1, 1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 2, 0
 };
 
 // Wait k of a task (thread 0 only; false when the run is aborted).
@@ -306,15 +300,15 @@ static __device__ __noinline__ bool stage_A1(const mkd_params &p, int rank, int 
 	return true;
 }
 
-// stage M1: M1 = matmul(A1, W2), tile 128 x 128 x 64: TMA + wgmma, 7-stage ring on sm_90a; mma.sync elsewhere
+// stage M1: S1 = matmul(A1, W2), tile 128 x 128 x 64: TMA + wgmma, 7-stage ring on sm_90a; mma.sync elsewhere; then scale in the epilogue
 static __device__ __forceinline__ bool stage_M1(const mkd_params &p, int rank, int cta, int i, u64 epoch, char *smem)
 {
 	const mk_task &t = MK_TASKS[i];
-	i64 lo[3], hi[3];  // the box of M1 this rank writes
-	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_M1], rank, t.lo, t.hi, lo, hi);
-	const mkd_tensor &A = MK_T[T_A1], &B = MK_T[T_W2], &C = MK_T[T_M1];
+	i64 lo[3], hi[3];  // the box of S1 this rank writes
+	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_S1], rank, t.lo, t.hi, lo, hi);
+	const mkd_tensor &A = MK_T[T_A1], &B = MK_T[T_W2], &C = MK_T[T_S1];
 	const i64 k0 = mkd_base<MK_GPUS>(A, 2, rank), K = A.local[2];
-	mkd_bf16 *c = (mkd_bf16 *)mkd_at<MK_GPUS>(p, T_M1, C, rank, lo[0], lo[1], lo[2]);
+	mkd_bf16 *c = (mkd_bf16 *)mkd_at<MK_GPUS>(p, T_S1, C, rank, lo[0], lo[1], lo[2]);
 	const int rows = (int)(hi[1] - lo[1]), cols = (int)(hi[2] - lo[2]);
 #ifdef MKD_HAS_WGMMA
 	const mkd_tmap *tm = (const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + 2;
@@ -323,27 +317,13 @@ static __device__ __forceinline__ bool stage_M1(const mkd_params &p, int rank, i
 	const int b_row = (int)(0 * B.local[1]);
 	const int b_col = (int)(lo[2] - mkd_base<MK_GPUS>(B, 2, rank));
 	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,
-		c, C.local[2], rows, cols, smem, mkd_epi_none());
+		c, C.local[2], rows, cols, smem, mkd_scale{0.5f});
 #else
 	const mkd_bf16 *a = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_A1, A, rank, lo[0], lo[1], k0);
 	const mkd_bf16 *b = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_W2, B, rank, 0, k0, lo[2]);
 	mkd_mma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 4>::run(a, A.local[2], b, B.local[2], c, C.local[2],
-		rows, cols, (int)K, 0, 0, smem, mkd_epi_none());
+		rows, cols, (int)K, 0, 0, smem, mkd_scale{0.5f});
 #endif
-	return true;
-}
-
-// stage S1: S1 = scale(M1), elementwise over the box
-static __device__ __noinline__ bool stage_S1(const mkd_params &p, int rank, int cta, int i, u64 epoch, char *smem)
-{
-	const mk_task &t = MK_TASKS[i];
-	i64 lo[3], hi[3];  // the box of S1 this rank writes
-	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_S1], rank, t.lo, t.hi, lo, hi);
-	const mkd_tensor &X = MK_T[T_M1], &Y = MK_T[T_S1];
-	for (i64 e = lo[0]; e < hi[0]; e++)
-		mkd_ew1(mkd_scale{0.5f}, (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_M1, X, rank, e, lo[1], lo[2]), X.local[2],
-			(mkd_bf16 *)mkd_at<MK_GPUS>(p, T_S1, Y, rank, e, lo[1], lo[2]), Y.local[2],
-			(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));
 	return true;
 }
 
@@ -451,15 +431,15 @@ static __device__ __noinline__ bool stage_G2(const mkd_params &p, int rank, int 
 	return true;
 }
 
-// stage M2: M2 = matmul(G2, W4), tile 128 x 128 x 64: TMA + wgmma, 7-stage ring on sm_90a; mma.sync elsewhere
+// stage M2: S2 = matmul(G2, W4), tile 128 x 128 x 64: TMA + wgmma, 7-stage ring on sm_90a; mma.sync elsewhere; then scale in the epilogue
 static __device__ __forceinline__ bool stage_M2(const mkd_params &p, int rank, int cta, int i, u64 epoch, char *smem)
 {
 	const mk_task &t = MK_TASKS[i];
-	i64 lo[3], hi[3];  // the box of M2 this rank writes
-	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_M2], rank, t.lo, t.hi, lo, hi);
-	const mkd_tensor &A = MK_T[T_G2], &B = MK_T[T_W4], &C = MK_T[T_M2];
+	i64 lo[3], hi[3];  // the box of S2 this rank writes
+	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_S2], rank, t.lo, t.hi, lo, hi);
+	const mkd_tensor &A = MK_T[T_G2], &B = MK_T[T_W4], &C = MK_T[T_S2];
 	const i64 k0 = mkd_base<MK_GPUS>(A, 2, rank), K = A.local[2];
-	mkd_bf16 *c = (mkd_bf16 *)mkd_at<MK_GPUS>(p, T_M2, C, rank, lo[0], lo[1], lo[2]);
+	mkd_bf16 *c = (mkd_bf16 *)mkd_at<MK_GPUS>(p, T_S2, C, rank, lo[0], lo[1], lo[2]);
 	const int rows = (int)(hi[1] - lo[1]), cols = (int)(hi[2] - lo[2]);
 #ifdef MKD_HAS_WGMMA
 	const mkd_tmap *tm = (const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + 6;
@@ -468,27 +448,13 @@ static __device__ __forceinline__ bool stage_M2(const mkd_params &p, int rank, i
 	const int b_row = (int)(0 * B.local[1]);
 	const int b_col = (int)(lo[2] - mkd_base<MK_GPUS>(B, 2, rank));
 	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,
-		c, C.local[2], rows, cols, smem, mkd_epi_none());
+		c, C.local[2], rows, cols, smem, mkd_scale{0.5f});
 #else
 	const mkd_bf16 *a = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_G2, A, rank, lo[0], lo[1], k0);
 	const mkd_bf16 *b = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_W4, B, rank, 0, k0, lo[2]);
 	mkd_mma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 4>::run(a, A.local[2], b, B.local[2], c, C.local[2],
-		rows, cols, (int)K, 0, 0, smem, mkd_epi_none());
+		rows, cols, (int)K, 0, 0, smem, mkd_scale{0.5f});
 #endif
-	return true;
-}
-
-// stage S2: S2 = scale(M2), elementwise over the box
-static __device__ __noinline__ bool stage_S2(const mkd_params &p, int rank, int cta, int i, u64 epoch, char *smem)
-{
-	const mk_task &t = MK_TASKS[i];
-	i64 lo[3], hi[3];  // the box of S2 this rank writes
-	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_S2], rank, t.lo, t.hi, lo, hi);
-	const mkd_tensor &X = MK_T[T_M2], &Y = MK_T[T_S2];
-	for (i64 e = lo[0]; e < hi[0]; e++)
-		mkd_ew1(mkd_scale{0.5f}, (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_M2, X, rank, e, lo[1], lo[2]), X.local[2],
-			(mkd_bf16 *)mkd_at<MK_GPUS>(p, T_S2, Y, rank, e, lo[1], lo[2]), Y.local[2],
-			(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));
 	return true;
 }
 
@@ -551,7 +517,7 @@ static __device__ __forceinline__ bool stage_Y(const mkd_params &p, int rank, in
 }
 
 // stages that wait for each read themselves
-__device__ const bool MK_PROGRESSIVE[] = {false, false, false, false, false, false, false, false, false, false, false, false, false, false, false, false, false};
+__device__ const bool MK_PROGRESSIVE[] = {false, false, false, false, false, false, false, false, false, false, false, false, false, false, false};
 
 // One task: wait on its flags (bounded), run its stage, signal.  All
 // threads of the CTA call it; false when the run is aborted.
@@ -585,7 +551,6 @@ static __device__ __forceinline__ bool mk_run_task(const mkd_params &p, int rank
 		case S_B1: done = stage_B1(p, rank, cta, i, epoch, smem); break;
 		case S_A1: done = stage_A1(p, rank, cta, i, epoch, smem); break;
 		case S_M1: done = stage_M1(p, rank, cta, i, epoch, smem); break;
-		case S_S1: done = stage_S1(p, rank, cta, i, epoch, smem); break;
 		case S_R1: done = stage_R1(p, rank, cta, i, epoch, smem); break;
 		case S_N2: done = stage_N2(p, rank, cta, i, epoch, smem); break;
 		case S_H2: done = stage_H2(p, rank, cta, i, epoch, smem); break;
@@ -593,7 +558,6 @@ static __device__ __forceinline__ bool mk_run_task(const mkd_params &p, int rank
 		case S_A2: done = stage_A2(p, rank, cta, i, epoch, smem); break;
 		case S_G2: done = stage_G2(p, rank, cta, i, epoch, smem); break;
 		case S_M2: done = stage_M2(p, rank, cta, i, epoch, smem); break;
-		case S_S2: done = stage_S2(p, rank, cta, i, epoch, smem); break;
 		case S_R2: done = stage_R2(p, rank, cta, i, epoch, smem); break;
 		case S_N3: done = stage_N3(p, rank, cta, i, epoch, smem); break;
 		case S_Y: done = stage_Y(p, rank, cta, i, epoch, smem); break;

@@ -3,7 +3,7 @@
 // 197760 bytes of shared memory per CTA.  Tables describe rank 0; rank r runs
 // their image under sigma_r (mkd/mesh.cuh).
 // roles: compute CTAs 0-131
-// predicted 18.9 us, floor 0.1 us
+// predicted 17.5 us, floor 0.1 us
 
 #define MKD_SYS_SCOPE 1
 #define MKD_WG_TRADE 0  // several engine instances: no register trading
@@ -18,8 +18,8 @@
 #define MK_WORLD 2
 #define MK_CTAS 132
 #define MK_THREADS 384
-#define MK_NTASKS 11
-#define MK_NFLAGS 10
+#define MK_NTASKS 9
+#define MK_NFLAGS 8
 #define MK_SMEM 197760  // dynamic shared memory of every CTA, bytes
 #define MK_NTMAPS 4
 #define MK_MULTIPROC 1  // ranks are separate processes: READY/DONE protocol
@@ -53,7 +53,7 @@ __constant__ const mkd_tensor MK_T[] = {
 };
 
 // ---- stages: one per op
-enum { S_Xe = 0, S_He = 1, S_Ae = 2, S_Ye = 3, S_Y = 4, W_Xe = 5 };
+enum { S_Xe = 0, S_He = 1, S_Ye = 2, S_Y = 3, W_Xe = 4 };
 
 struct mk_task {
 	short stage;          // op
@@ -75,37 +75,33 @@ __device__ const mk_task MK_TASKS[MK_NTASKS + 1] = {
 	// CTA 2 (compute)
 	{S_Xe, 4, 2, 1, 5, 2, 3, {1, 0, 0}, {2, 64, 64}}, // t2 dispatch Xe@0[1:2, 0:64, 0:64]
 	// CTA 3 (compute)
-	{S_He, 2, 1, 1, 9, 4, 4, {0, 0, 0}, {1, 64, 64}}, // t3 matmul He@0[0:1, 0:64, 0:64]
+	{S_He, 2, 1, 1, 9, 4, 4, {0, 0, 0}, {1, 64, 64}}, // t3 matmul Ae@0[0:1, 0:64, 0:64]
 	// CTA 4 (compute)
-	{S_He, 2, 1, 1, 11, 5, 5, {1, 0, 0}, {2, 64, 64}}, // t4 matmul He@0[1:2, 0:64, 0:64]
+	{S_He, 2, 1, 1, 11, 5, 5, {1, 0, 0}, {2, 64, 64}}, // t4 matmul Ae@0[1:2, 0:64, 0:64]
 	// CTA 5 (compute)
-	{S_Ae, 1, 1, 1, 13, 6, 6, {0, 0, 0}, {1, 64, 64}}, // t5 ew Ae@0[0:1, 0:64, 0:64]
+	{S_Ye, 2, 1, 2, 13, 6, 6, {0, 0, 0}, {1, 64, 64}}, // t5 matmul Ye@0[0:1, 0:64, 0:64]
 	// CTA 6 (compute)
-	{S_Ae, 1, 1, 1, 14, 7, 7, {1, 0, 0}, {2, 64, 64}}, // t6 ew Ae@0[1:2, 0:64, 0:64]
+	{S_Ye, 2, 1, 2, 15, 7, 8, {1, 0, 0}, {2, 64, 64}}, // t6 matmul Ye@0[1:2, 0:64, 0:64]
 	// CTA 7 (compute)
-	{S_Ye, 2, 1, 2, 15, 8, 8, {0, 0, 0}, {1, 64, 64}}, // t7 matmul Ye@0[0:1, 0:64, 0:64]
+	{S_Y, 5, 3, 0, 17, 8, 10, {0, 0, 0}, {1, 16, 64}}, // t7 combine Y@0[0:16, 0:64]
 	// CTA 8 (compute)
-	{S_Ye, 2, 1, 2, 17, 9, 10, {1, 0, 0}, {2, 64, 64}}, // t8 matmul Ye@0[1:2, 0:64, 0:64]
-	// CTA 9 (compute)
-	{S_Y, 5, 3, 0, 19, 10, 12, {0, 0, 0}, {1, 16, 64}}, // t9 combine Y@0[0:16, 0:64]
-	// CTA 10 (compute)
-	{S_Y, 5, 3, 0, 24, 13, 12, {0, 16, 0}, {1, 32, 64}}, // t10 combine Y@0[16:32, 0:64]
+	{S_Y, 5, 3, 0, 22, 11, 10, {0, 16, 0}, {1, 32, 64}}, // t8 combine Y@0[16:32, 0:64]
 	{0, 0, 0, 0, 0, 0, 0, {0, 0, 0}, {0, 0, 0}}  // end
 };
 
 __device__ const int MK_CTA_FIRST[MK_CTAS + 1] = {
-	0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 11, 11, 11, 11,
-	11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11,
-	11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11,
-	11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11,
-	11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11,
-	11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11,
-	11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11,
-	11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11,
-	11, 11, 11, 11, 11
+	0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 9, 9, 9, 9, 9,
+	9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9,
+	9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9,
+	9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9,
+	9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9,
+	9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9,
+	9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9,
+	9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9,
+	9, 9, 9, 9, 9
 };
 
-__device__ const mk_read MK_READS[30] = {
+__device__ const mk_read MK_READS[28] = {
 	{T_idx, 0, -1, {0, 0, 0}, {1, 32, 2}},
 	{T_idx__route, 0, 0, {0, 0, 0}, {1, 1, 133}},
 	{T_X, 0, -1, {0, 0, 0}, {1, 32, 64}},
@@ -119,8 +115,6 @@ __device__ const mk_read MK_READS[30] = {
 	{T_W1, 0, -1, {0, 0, 0}, {1, 64, 64}},
 	{T_Xe, 0, 0, {1, 0, 0}, {2, 64, 64}},
 	{T_W1, 0, -1, {1, 0, 0}, {2, 64, 64}},
-	{T_He, 0, 0, {0, 0, 0}, {1, 64, 64}},
-	{T_He, 0, 0, {1, 0, 0}, {2, 64, 64}},
 	{T_Ae, 0, 0, {0, 0, 0}, {1, 64, 64}},
 	{T_W2, 0, -1, {0, 0, 0}, {1, 64, 64}},
 	{T_Ae, 0, 0, {1, 0, 0}, {2, 64, 64}},
@@ -137,17 +131,17 @@ __device__ const mk_read MK_READS[30] = {
 	{T_Ye, 1, 2, {2, 0, 0}, {4, 64, 64}},
 	{0, 0, -1, {0, 0, 0}, {0, 0, 0}}
 };
-__device__ const mk_fref MK_WAITS[17] = {
+__device__ const mk_fref MK_WAITS[15] = {
 	{0, 0}, {1, 1}, {0, 0}, {1, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 5},
-	{0, 6}, {0, 7}, {0, 0}, {0, 8}, {1, 9}, {0, 0}, {0, 8}, {1, 9}, {0, 0}
+	{0, 0}, {0, 6}, {1, 7}, {0, 0}, {0, 6}, {1, 7}, {0, 0}
 };
-__device__ const mk_fref MK_SIGNALS[13] = {
+__device__ const mk_fref MK_SIGNALS[11] = {
 	{0, 0}, {0, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 5}, {0, 6}, {0, 7},
-	{0, 8}, {0, 9}, {0, 8}, {0, 9}, {0, 0}
+	{0, 6}, {0, 7}, {0, 0}
 };
 // signals each flag expects per run
-__device__ const unsigned MK_EXPECTED[11] = {
-	1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 0
+__device__ const unsigned MK_EXPECTED[9] = {
+	1, 1, 1, 1, 1, 1, 2, 2, 0
 };
 
 // Wait k of a task (thread 0 only; false when the run is aborted).
@@ -205,15 +199,15 @@ static __device__ __noinline__ bool stage_Xe(const mkd_params &p, int rank, int 
 	return true;
 }
 
-// stage He: He = matmul(Xe, W1), tile 128 x 64 x 64: TMA + wgmma, 8-stage ring on sm_90a; mma.sync elsewhere
+// stage He: Ae = matmul(Xe, W1), tile 128 x 64 x 64: TMA + wgmma, 8-stage ring on sm_90a; mma.sync elsewhere; then silu in the epilogue
 static __device__ __forceinline__ bool stage_He(const mkd_params &p, int rank, int cta, int i, u64 epoch, char *smem)
 {
 	const mk_task &t = MK_TASKS[i];
-	i64 lo[3], hi[3];  // the box of He this rank writes
-	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_He], rank, t.lo, t.hi, lo, hi);
-	const mkd_tensor &A = MK_T[T_Xe], &B = MK_T[T_W1], &C = MK_T[T_He];
+	i64 lo[3], hi[3];  // the box of Ae this rank writes
+	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_Ae], rank, t.lo, t.hi, lo, hi);
+	const mkd_tensor &A = MK_T[T_Xe], &B = MK_T[T_W1], &C = MK_T[T_Ae];
 	const i64 k0 = mkd_base<MK_GPUS>(A, 2, rank), K = A.local[2];
-	mkd_bf16 *c = (mkd_bf16 *)mkd_at<MK_GPUS>(p, T_He, C, rank, lo[0], lo[1], lo[2]);
+	mkd_bf16 *c = (mkd_bf16 *)mkd_at<MK_GPUS>(p, T_Ae, C, rank, lo[0], lo[1], lo[2]);
 	const int rows = (int)(hi[1] - lo[1]), cols = (int)(hi[2] - lo[2]);
 	if (lo[1] >= mkd_bucket_rows(p, T_idx__route, MK_WORLD, (int)lo[0])) {  // no tokens here
 		mkd_zero_tile(c, C.local[2], rows, cols);
@@ -226,27 +220,13 @@ static __device__ __forceinline__ bool stage_He(const mkd_params &p, int rank, i
 	const int b_row = (int)((lo[0] - mkd_base<MK_GPUS>(B, 0, rank)) * B.local[1]);
 	const int b_col = (int)(lo[2] - mkd_base<MK_GPUS>(B, 2, rank));
 	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 64, 64, 8>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,
-		c, C.local[2], rows, cols, smem, mkd_epi_none());
+		c, C.local[2], rows, cols, smem, mkd_silu());
 #else
 	const mkd_bf16 *a = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_Xe, A, rank, lo[0], lo[1], k0);
 	const mkd_bf16 *b = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_W1, B, rank, lo[0], k0, lo[2]);
 	mkd_mma_tile<mkd_bf16, mkd_bf16, 128, 64, 64, 4>::run(a, A.local[2], b, B.local[2], c, C.local[2],
-		rows, cols, (int)K, 0, 0, smem, mkd_epi_none());
+		rows, cols, (int)K, 0, 0, smem, mkd_silu());
 #endif
-	return true;
-}
-
-// stage Ae: Ae = silu(He), elementwise over the box
-static __device__ __noinline__ bool stage_Ae(const mkd_params &p, int rank, int cta, int i, u64 epoch, char *smem)
-{
-	const mk_task &t = MK_TASKS[i];
-	i64 lo[3], hi[3];  // the box of Ae this rank writes
-	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_Ae], rank, t.lo, t.hi, lo, hi);
-	const mkd_tensor &X = MK_T[T_He], &Y = MK_T[T_Ae];
-	for (i64 e = lo[0]; e < hi[0]; e++)
-		mkd_ew1(mkd_silu(), (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_He, X, rank, e, lo[1], lo[2]), X.local[2],
-			(mkd_bf16 *)mkd_at<MK_GPUS>(p, T_Ae, Y, rank, e, lo[1], lo[2]), Y.local[2],
-			(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));
 	return true;
 }
 
@@ -303,7 +283,7 @@ static __device__ __noinline__ bool stage_Y(const mkd_params &p, int rank, int c
 }
 
 // stages that wait for each read themselves
-__device__ const bool MK_PROGRESSIVE[] = {false, false, false, false, false, false};
+__device__ const bool MK_PROGRESSIVE[] = {false, false, false, false, false};
 
 // One task: wait on its flags (bounded), run its stage, signal.  All
 // threads of the CTA call it; false when the run is aborted.
@@ -334,7 +314,6 @@ static __device__ __forceinline__ bool mk_run_task(const mkd_params &p, int rank
 		switch (t.stage) {
 		case S_Xe: done = stage_Xe(p, rank, cta, i, epoch, smem); break;
 		case S_He: done = stage_He(p, rank, cta, i, epoch, smem); break;
-		case S_Ae: done = stage_Ae(p, rank, cta, i, epoch, smem); break;
 		case S_Ye: done = stage_Ye(p, rank, cta, i, epoch, smem); break;
 		case S_Y: done = stage_Y(p, rank, cta, i, epoch, smem); break;
 		case W_Xe: done = stage_Xe(p, rank, cta, i, epoch, smem); break;
