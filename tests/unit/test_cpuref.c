@@ -342,6 +342,32 @@ static void test_matmul(void)
 		release(&b);
 	}
 
+	/* a fused epilogue (the lowering's fuse_epilogues): silu, and scale,
+	 * applied to the fp32 accumulator before the one rounding */
+	{
+		static const ir_opkind ek[] = {OP_SILU, OP_SCALE, OP_RELU, OP_GELU};
+		for (int q = 0; q < 4; q++) {
+			mesh(&b, 1, 1);
+			A = in(&b, "A", LOCAL, SH(M, K));
+			B = in(&b, "B", LOCAL, SH(K, N));
+			C = out(&b, "C", LOCAL, SH(M, N));
+			ir_op *mo = op(&b, OP_MATMUL, C, 2, A, B);
+			mo->epi = 1 + (int)ek[q];
+			mo->epi_scalar = -0.75;
+			alloc(&b);
+			fill(&b, A, 0, a);
+			fill(&b, B, 0, bb);
+			check(!run(&b, 0, 1), "matmul with a %s epilogue runs: %s", ir_op_name(ek[q]), err);
+			for (int i = 0; i < M * N; i++) {
+				double x = want[i];
+				double y = ek[q] == OP_SILU ? x / (1 + exp(-x)) : ek[q] == OP_SCALE ? -0.75 * x
+					   : ek[q] == OP_RELU ? (x > 0 ? x : 0) : 0.5 * x * (1 + erf(x / sqrt(2.0)));
+				near("matmul epilogue", P(&b, C, 0)[i], y, 1e-6);
+			}
+			release(&b);
+		}
+	}
+
 	mesh(&b, 1, 4);
 	A = in(&b, "A", SPLIT(1), SH(M, K));
 	B = in(&b, "B", SPLIT(0), SH(K, N));
