@@ -566,11 +566,8 @@ static int bucket_route(const ir_prog *p, int t)
 		if (x->producer < 0 || x->nwriters != 1 || x->ndim != 3)
 			return -1;
 		const ir_op *op = &p->ops[x->producer];
-		if (op->kind == OP_DISPATCH) {
-			char name[256];
-			snprintf(name, sizeof name, "%s__route", p->tensors[op->in[1]].name);
-			return ir_find_tensor(p, name);
-		}
+		if (op->kind == OP_DISPATCH)
+			return op->route1 - 1;
 		if (op->kind == OP_MATMUL || (ir_op_class(op->kind) == 'E' && op->kind != OP_ADD &&
 					       op->kind != OP_MUL))
 			t = op->in[0];
@@ -843,8 +840,11 @@ static void stage_combine(em *E, const ir_op *op)
 	const ir_prog *p = E->p;
 	const ir_tensor *ye = &p->tensors[op->in[0]], *ix = &p->tensors[op->in[1]];
 	const ir_tensor *g = &p->tensors[op->in[2]], *y = &p->tensors[op->out];
-	char rname[256];
-	snprintf(rname, sizeof rname, "%s__route", ix->name);
+	if (!op->route1) {
+		fail(E, "a combine without its routing table", op->stage);
+		return;
+	}
+	const char *rname = p->tensors[op->route1 - 1].name;
 	if (g->dtype != DT_F32 || ix->dtype != DT_I32) {
 		fail(E, "combine needs i32 indices and f32 gates", op->stage);
 		return;

@@ -159,6 +159,8 @@ typedef struct ir_op {
 	int causal;             /* attention */
 	int64_t experts;        /* dispatch: number of experts E */
 	int64_t capacity;       /* dispatch: slots per expert C (upper bound) */
+	int route1;             /* dispatch, combine: 1 + the routing-table
+	                           tensor the lowering made for them, 0 none */
 	int epi;                /* matmul: 1 + the kind of a unary elementwise op
 	                           applied to the accumulator before the store
 	                           (fused by the lowering), 0 none */

@@ -618,6 +618,15 @@ static void insert_op(lower *L, int at, ir_op op)
 			p->tensors[t].producer++;
 }
 
+/* A tensor no op reads or writes any more: no storage (ir_tensor.folded). */
+static void fold_tensor(ir_tensor *t)
+{
+	t->folded = true;
+	t->producer = -1;
+	t->nwriters = 0;
+	t->nuses = 0;
+}
+
 /* Removes op `at`; producer indices after it shift down. */
 static void remove_op(lower *L, int at)
 {
@@ -671,23 +680,18 @@ static void fold_identity_collectives(lower *L)
 					if (p->ops[j].in[k] == bi) {
 						p->ops[j].in[k] = ai;
 						a->nuses++;
-						b->nuses--;
 					}
-			a->nuses--;
-			b->folded = true;
+			a->nuses--;  /* the removed collective's read */
+			fold_tensor(b);
 		} else if (a->kind == TK_TEMP && a->nwriters == 1 && a->nuses == 1 &&
 			   a->producer >= 0 && a->producer < i) {
 			ir_op *w = &p->ops[a->producer];
 			w->out = bi;
 			b->producer = a->producer;
-			a->folded = true;
+			fold_tensor(a);
 		} else {
 			continue;
 		}
-		ir_tensor *gone = b->folded ? b : a;
-		gone->producer = -1;
-		gone->nwriters = 0;
-		gone->nuses = 0;
 		remove_op(L, i);
 		i--;
 	}
@@ -717,10 +721,7 @@ static void fuse_epilogues(lower *L)
 		m->epi = 1 + (int)u->kind;
 		m->epi_scalar = u->scalar;
 		y->producer = t->producer;
-		t->folded = true;
-		t->producer = -1;
-		t->nwriters = 0;
-		t->nuses = 0;
+		fold_tensor(t);
 		remove_op(L, i);
 		i--;
 	}
@@ -1182,11 +1183,13 @@ static int moe_mesh_ok(lower *L, const ir_op *op, const ir_tensor *tok, const ir
 	return 1;
 }
 
-static int route_tensor(const ir_prog *p, int idx)
+/* The dispatch before op `before` that routes by indices `idx`, or -1. */
+static int dispatch_of(const ir_prog *p, int idx, int before)
 {
-	char name[256];
-	snprintf(name, sizeof name, "%s__route", p->tensors[idx].name);
-	return ir_find_tensor(p, name);
+	for (int j = 0; j < before; j++)
+		if (p->ops[j].kind == OP_DISPATCH && p->ops[j].in[1] == idx)
+			return j;
+	return -1;
 }
 
 static void lower_dispatch(lower *L, int oi)
@@ -1206,8 +1209,7 @@ static void lower_dispatch(lower *L, int oi)
 		L->err = 1;
 		return;
 	}
-	int R = route_tensor(p, I);
-	if (R >= 0) {
+	if (dispatch_of(p, I, oi) >= 0) {
 		diag_error(L->d, op->where, "'%s' is dispatched twice; dispatch it once and reuse "
 			   "the result", ix->name);
 		L->err = 1;
@@ -1218,10 +1220,11 @@ static void lower_dispatch(lower *L, int oi)
 	proto.ndim = 1;
 	proto.shape[0] = proto.local[0] = len;
 	proto.place = (ir_place){PL_LOCAL, 0, GRP_WORLD};
-	R = add_tensor(L, &proto, ix->name, "route");
+	int R = add_tensor(L, &proto, ix->name, "route");
 	if (R < 0)
 		return;
 	op = &p->ops[oi];
+	p->ops[oi].route1 = R + 1;
 	p->tensors[R].producer = oi;
 	p->tensors[R].nwriters = 1;
 	p->tensors[R].peer_access = p->world > 1;
@@ -1274,7 +1277,8 @@ static void lower_combine(lower *L, int oi)
 	ir_prog *p = L->p;
 	const ir_op *op = &p->ops[oi];
 	int Ye = op->in[0], I = op->in[1], G = op->in[2], Y = op->out;
-	int R = route_tensor(p, I);
+	int D = dispatch_of(p, I, oi);
+	int R = D >= 0 ? p->ops[D].route1 - 1 : -1;
 	if (R < 0) {
 		diag_error(L->d, op->where, "combine needs the routing '%s' dispatched before it "
 			   "(dispatch(X, %s, E, C))", p->tensors[I].name, p->tensors[I].name);
@@ -1283,6 +1287,7 @@ static void lower_combine(lower *L, int oi)
 	}
 	if (!moe_mesh_ok(L, op, &p->tensors[Y], &p->tensors[Ye]))
 		return;
+	p->ops[oi].route1 = R + 1;
 	const ir_tensor *ye = &p->tensors[Ye], *ix = &p->tensors[I];
 	int64_t E = ye->shape[0], Tl = ix->local[0], k = ix->local[1], F = ye->shape[2];
 	if (p->tensors[R].shape[0] != E + 1 + 2 * Tl * k) {

@@ -369,9 +369,16 @@ static int in_host_window(const mk_pipeline *p, int i)
 	return i < p->nt ? (int)(p->rl.tensors >> i & 1) : i == p->nt + 1;
 }
 
+/* Device memory of tensor i per rank: none for one the lowering removed. */
+static size_t tensor_storage(const mk_pipeline *p, int i)
+{
+	const ir_tensor *t = &p->p->tensors[i];
+	return t->folded ? 0 : (size_t)ir_tensor_bytes(t);
+}
+
 static size_t shared_bytes(const mk_pipeline *p, int i)
 {
-	return i < p->nt ? (p->p->tensors[i].folded ? 0 : (size_t)ir_tensor_bytes(&p->p->tensors[i]))
+	return i < p->nt ? tensor_storage(p, i)
 	       : i == p->nt ? (size_t)p->nfl * 8 : (size_t)p->rl.area * 8;
 }
 
@@ -514,8 +521,7 @@ static mk_status alloc_all(mk_pipeline *p, int trace)
 	} else {
 		for (int r = 0; r < p->ranks; r++)
 			for (int i = 0; i < p->nt; i++) {
-				size_t bytes = p->p->tensors[i].folded ? 0 :
-					       (size_t)ir_tensor_bytes(&p->p->tensors[i]);
+				size_t bytes = tensor_storage(p, i);
 				CUdeviceptr d;
 				PCU(p, cu->cuMemAlloc(&d, bytes ? bytes : 16), "allocating a tensor");
 				p->buf[r * p->nt + i] = d;
@@ -532,8 +538,8 @@ static mk_status alloc_all(mk_pipeline *p, int trace)
 	/* poison what the kernel writes: unwritten elements read as NaN */
 	for (int r = 0; r < p->ranks; r++)
 		for (int i = 0; i < p->nt; i++)
-			if (p->p->tensors[i].kind != TK_IN && !p->p->tensors[i].folded) {
-				size_t b = (size_t)ir_tensor_bytes(&p->p->tensors[i]);
+			if (p->p->tensors[i].kind != TK_IN && tensor_storage(p, i)) {
+				size_t b = tensor_storage(p, i);
 				if (p->vmm && p->vmm[i].host)
 					memset(p->vmm[i].host, 0xff, b);
 				else
