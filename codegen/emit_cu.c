@@ -859,7 +859,7 @@ static void stage_combine(em *E, const ir_op *op)
 		  "\t}\n"
 		  "\t__syncthreads();\n"
 		  "\tconst i64 t0 = lo[1] - mkd_base<MK_GPUS>(MK_T[T_%s], 1, rank);  // local token rows\n"
-		  "\tmkd_combine<%s, %s>(rank, %lld, %lld, %lld, %lld, %lld, %lld, route, ye, MK_WORLD,\n"
+		  "\tmkd_combine<%s, %s>(rank, %lld, %lld, %lld, %lld, %lld, %lld, route, ye,\n"
 		  "\t\t(const int *)p.ranks[rank].buf[T_%s], (const float *)p.ranks[rank].buf[T_%s],\n"
 		  "\t\t(int)t0, (int)(t0 + hi[1] - lo[1]),\n"
 		  "\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, lo[0], lo[1], lo[2]), MK_T[T_%s].local[2], smem);\n"

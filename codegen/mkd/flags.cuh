@@ -74,6 +74,30 @@ struct mkd_waiter {
 	int rank, cta, task, stage;
 };
 
+/* Records a report (the first one of the run wins) and aborts the run:
+ * every other wait sees `aborted` and leaves.  flag_rank -1: the RDMA proxy
+ * (flag_index a MKD_PROXY_STALL_ code); -2: bad data (mkd/moe.cuh). */
+MKD_INLINE void mkd_report_abort(const mkd_params &p, mkd_waiter w, int flag_rank, int flag_index,
+				 u64 expected, u64 seen, u64 waited_ns)
+{
+	mkd_report *r = p.report;
+	if (atomicCAS(&r->stalled, 0u, 1u) == 0u) {
+		r->rank = w.rank;
+		r->cta = w.cta;
+		r->task = w.task;
+		r->stage = w.stage;
+		r->flag_rank = flag_rank;
+		r->flag_index = flag_index;
+		r->expected = expected;
+		r->seen = seen;
+		r->waited_ns = waited_ns;
+		r->epoch = p.epoch;
+		__threadfence_system();
+	}
+	atomicExch(&r->aborted, 1u);
+	__threadfence_system();
+}
+
 /* Thread 0 of a CTA only.  Returns false when the run is aborted (by this
  * wait's timeout or another's). */
 MKD_INLINE bool mkd_wait(const mkd_params &p, const u64 *flag, u64 target,
@@ -95,22 +119,7 @@ MKD_INLINE bool mkd_wait(const mkd_params &p, const u64 *flag, u64 target,
 			return false;
 		u64 dt = mkd_globaltimer() - t0;
 		if (dt > p.timeout_ns) {
-			mkd_report *r = p.report;
-			if (atomicCAS(&r->stalled, 0u, 1u) == 0u) {
-				r->rank = w.rank;
-				r->cta = w.cta;
-				r->task = w.task;
-				r->stage = w.stage;
-				r->flag_rank = flag_rank;
-				r->flag_index = flag_index;
-				r->expected = target;
-				r->seen = v;
-				r->waited_ns = dt;
-				r->epoch = p.epoch;
-				__threadfence_system();
-			}
-			atomicExch(&r->aborted, 1u);
-			__threadfence_system();
+			mkd_report_abort(p, w, flag_rank, flag_index, target, v, dt);
 			return false;
 		}
 	}

@@ -29,22 +29,7 @@
 /* Records a data error (first report wins) and aborts the run. */
 MKD_INLINE void mkd_data_error(const mkd_params &p, int code, u64 what, u64 value, mkd_waiter w)
 {
-	mkd_report *r = p.report;
-	if (atomicCAS(&r->stalled, 0u, 1u) == 0u) {
-		r->rank = w.rank;
-		r->cta = w.cta;
-		r->task = w.task;
-		r->stage = w.stage;
-		r->flag_rank = -2;
-		r->flag_index = code;
-		r->expected = what;
-		r->seen = value;
-		r->waited_ns = 0;
-		r->epoch = p.epoch;
-		__threadfence_system();
-	}
-	atomicExch(&r->aborted, 1u);
-	__threadfence_system();
+	mkd_report_abort(p, w, -2, code, what, value, 0);
 }
 
 /* Inclusive scan of v over the warp. */
@@ -262,40 +247,24 @@ MKD_INLINE void mkd_zero_tile(T *c, i64 ldc, int rows, int cols)
 template <typename T>
 MKD_INLINE void mkd_ld8(const T *p, float *f, int n)
 {
+	if constexpr (mkd_is16<T>::value) {
+		if (n >= 8 && ((u64)p & 15) == 0) {
+			mkd_vec8<T>::get(f, *(const uint4 *)p);
+			return;
+		}
+	}
 #pragma unroll
 	for (int v = 0; v < 8; v++)
 		f[v] = v < n ? mkd_elem<T>::ld(p + v) : 0.f;
-}
-template <>
-MKD_INLINE void mkd_ld8<mkd_bf16>(const mkd_bf16 *p, float *f, int n)
-{
-	if (n >= 8 && ((u64)p & 15) == 0) {
-		mkd_vec8<mkd_bf16>::get(f, *(const uint4 *)p);
-		return;
-	}
-#pragma unroll
-	for (int v = 0; v < 8; v++)
-		f[v] = v < n ? mkd_elem<mkd_bf16>::ld(p + v) : 0.f;
-}
-template <>
-MKD_INLINE void mkd_ld8<mkd_f16>(const mkd_f16 *p, float *f, int n)
-{
-	if (n >= 8 && ((u64)p & 15) == 0) {
-		mkd_vec8<mkd_f16>::get(f, *(const uint4 *)p);
-		return;
-	}
-#pragma unroll
-	for (int v = 0; v < 8; v++)
-		f[v] = v < n ? mkd_elem<mkd_f16>::ld(p + v) : 0.f;
 }
 
 /* Token rows [t0, t1) of this rank (local numbering):
  *   y[t] = sum_j gate[t, j] * ye(expert idx[t, j])[slot(t, j)]
  * ye[q] is rank q's bucket array [El][C][H]; route[q] rank q's table
- * (q = 0 .. nranks-1); `me` this rank.  smem: E ints. */
+ * (q = 0 .. world-1); `me` this rank.  smem: E ints. */
 template <typename TE, typename TY>
 MKD_INLINE void mkd_combine(int me, int E, int El, int C, int N, int k, int H,
-			    const int *const *route, const TE *const *ye, int nranks,
+			    const int *const *route, const TE *const *ye,
 			    const int *idx, const float *gate, int t0, int t1, TY *y, i64 ldy,
 			    char *smem)
 {

@@ -65,22 +65,7 @@ MKD_INLINE u32 mkd_proxy_ld_sys_u32(const u32 *p)
 MKD_INLINE void mkd_proxy_stall(const mkd_params &p, int code, u64 expected, u64 seen, u64 dt,
 				mkd_waiter w)
 {
-	mkd_report *r = p.report;
-	if (atomicCAS(&r->stalled, 0u, 1u) == 0u) {
-		r->rank = w.rank;
-		r->cta = w.cta;
-		r->task = w.task;
-		r->stage = w.stage;
-		r->flag_rank = -1;
-		r->flag_index = code;
-		r->expected = expected;
-		r->seen = seen;
-		r->waited_ns = dt;
-		r->epoch = p.epoch;
-		__threadfence_system();
-	}
-	atomicExch(&r->aborted, 1u);
-	__threadfence_system();
+	mkd_report_abort(p, w, -1, code, expected, seen, dt);
 }
 
 /* Thread 0 of a CTA, after the CTA's writes to the source are complete

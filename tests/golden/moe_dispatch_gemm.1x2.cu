@@ -275,7 +275,7 @@ static __device__ __noinline__ bool stage_Y(const mkd_params &p, int rank, int c
 	}
 	__syncthreads();
 	const i64 t0 = lo[1] - mkd_base<MK_GPUS>(MK_T[T_Y], 1, rank);  // local token rows
-	mkd_combine<mkd_bf16, mkd_bf16>(rank, 4, 2, 64, 64, 2, 64, route, ye, MK_WORLD,
+	mkd_combine<mkd_bf16, mkd_bf16>(rank, 4, 2, 64, 64, 2, 64, route, ye,
 		(const int *)p.ranks[rank].buf[T_idx], (const float *)p.ranks[rank].buf[T_gate],
 		(int)t0, (int)(t0 + hi[1] - lo[1]),
 		(mkd_bf16 *)mkd_at<MK_GPUS>(p, T_Y, MK_T[T_Y], rank, lo[0], lo[1], lo[2]), MK_T[T_Y].local[2], smem);
