@@ -10,6 +10,8 @@ for b in "$B"/tests/bench_*; do
 	echo "== $b"
 	"$b" || rc=1
 done
+echo "== tools/bench-attn.sh (ring attention against the unfused ring)"
+sh tools/bench-attn.sh "$B" || rc=1
 if [ -x "$B/tests/gpu_gemm" ]; then
 	echo "== $B/tests/gpu_gemm (the engine alone, against cuBLAS)"
 	"$B/tests/gpu_gemm" || rc=1

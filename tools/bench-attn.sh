@@ -1,0 +1,105 @@
+#!/bin/sh
+# tools/bench-attn.sh [-n W] BUILD - ring attention (make bench, on the GPU):
+# the fused pipeline (mkrun, samples/ring_attention*.mk) against the unfused
+# ring, NCCL send/recv + one flash attention kernel per step
+# (tests/gpu/ring_baseline.py, PyTorch).  Prints one table; docs/bench.md
+# says what the columns mean.
+#
+# W=1 (default): one step, no communication; the baseline is one attention
+# kernel over the whole problem.  -n W: mkrun -n W against torchrun with W
+# ranks, one GPU each; only where nvidia-smi lists W GPUs, since NCCL
+# refuses two ranks on one GPU.  No GPU: one "skipped" line, exit 0.
+set -u
+W=1
+B=build
+while [ $# -gt 0 ]; do
+	case $1 in
+	-n) W=${2:?-n needs a rank count}; shift 2 ;;
+	*) B=$1; shift ;;
+	esac
+done
+cd "$(dirname "$0")/.." || exit 2
+D=128
+ITERS=20
+rc=0
+
+if [ "$W" -gt 1 ]; then
+	g=$(nvidia-smi -L 2>/dev/null | wc -l)
+	if [ "$g" -lt "$W" ]; then
+		echo "bench-attn: skipped: W=$W needs $W GPUs, nvidia-smi lists $g (NCCL refuses two ranks on one GPU)"
+		exit 0
+	fi
+fi
+
+fused() {	# SAMPLE -D ...: the mkrun summary line
+	if [ "$W" -gt 1 ]; then
+		"$B/mkrun" "$@" -n "$W" --no-check --iters "$ITERS" --quiet 2>&1
+	else
+		"$B/mkrun" "$@" --no-check --iters "$ITERS" --quiet 2>&1
+	fi
+}
+
+baseline() {	# ring_baseline.py arguments (long names: torchrun claims --s, --d);
+		# --check runs after the timed runs
+	if [ "$W" -gt 1 ]; then
+		python3 -m torch.distributed.run --standalone --nproc-per-node "$W" \
+			tests/gpu/ring_baseline.py "$@" --iters "$ITERS" 2>&1
+	else
+		python3 tests/gpu/ring_baseline.py "$@" --iters "$ITERS" 2>&1
+	fi
+}
+
+median() {	# PREFIX: the "median X us" of the line that starts with PREFIX
+	sed -n "s/^$1: .* median \([0-9.]*\) us.*/\1/p" | head -n 1
+}
+
+row() {		# causal|non-causal NH S
+	if [ "$1" = causal ]; then
+		fo=$(fused samples/ring_attention_causal.mk -D NH="$2" -D S="$3" -D D=$D)
+	else	# the [S, D] sample: one head
+		fo=$(fused samples/ring_attention.mk -D S="$3" -D D=$D)
+	fi
+	case $fo in *"no GPU here"*)
+		echo "bench-attn: skipped: no GPU here"
+		exit 0 ;;
+	esac
+	if [ -z "$hdr" ]; then
+		echo "ring attention, W=$W: fused = $B/mkrun, baseline = tests/gpu/ring_baseline.py; medians of $ITERS runs"
+		printf "%-30s %10s %12s %15s %14s\n" shape "fused us" "baseline us" "baseline/fused" "fused TFLOP/s"
+		hdr=1
+	fi
+	cf=--causal
+	[ "$1" = causal ] || cf=--no-causal
+	bo=$(baseline --heads "$2" --seq-len "$3" --head-dim $D $cf --check)
+	br=$?
+	fm=$(echo "$fo" | median mkrun)
+	bm=$(echo "$bo" | median ring_baseline)
+	if [ -z "$fm" ]; then
+		echo "$fo" | tail -n 3 >&2
+		rc=1
+	fi
+	case $bo in
+	*"ring_baseline: skipped"*) skip=$(echo "$bo" | grep skipped | head -n 1) ;;
+	*) if [ -z "$bm" ] || [ $br -ne 0 ]; then
+		echo "$bo" | tail -n 3 >&2
+		rc=1
+	fi ;;
+	esac
+	# FLOPs per GPU = 4 NH (S/W) S D, halved for causal
+	awk -v c="$1" -v nh="$2" -v s="$3" -v d=$D -v w="$W" -v f="${fm:--}" -v b="${bm:--}" 'BEGIN {
+		fl = 4 * nh * (s / w) * s * d / (c == "causal" ? 2 : 1)
+		r = (f != "-" && b != "-") ? sprintf("%.2f", b / f) : "-"
+		t = f != "-" ? sprintf("%.1f", fl / f * 1e-6) : "-"
+		printf "%-30s %10s %12s %15s %14s\n", "NH=" nh " S=" s " D=" d " " c, f, b, r, t
+	}'
+}
+
+[ -x "$B/mkrun" ] || { echo "bench-attn: no $B/mkrun (make first)" >&2; exit 2; }
+hdr=
+skip=
+row causal 8 32768
+row causal 8 8192
+row non-causal 1 8192
+row non-causal 1 32768
+[ -z "$skip" ] || echo "note: $skip"
+exit $rc
