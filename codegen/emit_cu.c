@@ -450,7 +450,9 @@ static void stage_reduce(em *E, const ir_op *op)
 }
 
 /* O[q rows] = softmax(Q K^T * scale) V over the key blocks (reads 1, 3,
- * ... are K blocks, 2, 4, ... V blocks), each waited on just before use. */
+ * ... are K blocks, 2, 4, ... V blocks), each waited on just before use.
+ * 16-bit inputs: the tensor-core tile (mkd_fa, 128 rows, state in
+ * registers); fp32: the CUDA-core tile (64 rows, state in shared memory). */
 static void stage_attention(em *E, const ir_op *op)
 {
 	const ir_prog *p = E->p;
@@ -462,40 +464,63 @@ static void stage_attention(em *E, const ir_op *op)
 		     op->stage);
 		return;
 	}
+	const int tc = ir_dtype_size(q->dtype) == 2;
+	const int causal = op->causal ? 1 : 0;
+	const char *tq = ctype(q->dtype), *tk = ctype(k->dtype), *to = ctype(o->dtype);
 	double scale = op->scalar != 0 ? op->scalar : 1.0 / __builtin_sqrt((double)D);
-	stage_head(E, op, "online softmax over the key blocks as they arrive");
+	stage_head(E, op, tc ? "online softmax over the key blocks as they arrive (tensor cores)"
+			     : "online softmax over the key blocks as they arrive");
 	sb_printf(E->o,
 		  "\tconst mk_box qb = mk_read_box(rank, t, 0);\n"
 		  "\tconst %s *Qp = (const %s *)mkd_at<MK_GPUS>(p, qb.tensor, MK_T[qb.tensor], qb.rank, qb.lo[0], qb.lo[1], 0);\n"
 		  "\t%s *Op = (%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, lo[0], lo[1], 0);\n"
-		  "\tmkd_attn_state<%lld> *st = (mkd_attn_state<%lld> *)smem;\n"
-		  "\tconst int rows = (int)(hi[1] - lo[1]);\n"
-		  "\tmkd_attn_begin<%lld>(st, Qp, MK_T[qb.tensor].local[2], rows, %.9gf);\n"
+		  "\tconst int rows = (int)(hi[1] - lo[1]);\n",
+		  tq, tq, to, to, o->name, o->name);
+	if (tc)
+		sb_printf(E->o,
+			  "\t__shared__ int good;\n"
+			  "\tmkd_fa<%lld, %s> fa;\n"
+			  "\tfa.begin(Qp, MK_T[qb.tensor].local[2], rows, %.9gf, smem);\n",
+			  (long long)D, tq, scale);
+	else
+		sb_printf(E->o,
+			  "\tmkd_attn_state<%lld> *st = (mkd_attn_state<%lld> *)smem;\n"
+			  "\tint &good = st->ok;\n"
+			  "\tmkd_attn_begin<%lld>(st, Qp, MK_T[qb.tensor].local[2], rows, %.9gf);\n",
+			  (long long)D, (long long)D, (long long)D, scale);
+	sb_printf(E->o,
 		  "\tfor (int b = 1; b + 1 < t.nread; b += 2) {\n"
 		  "\t\tconst mk_box kb = mk_read_box(rank, t, b), vb = mk_read_box(rank, t, b + 1);\n"
 		  "\t\tif (%d && kb.lo[1] > lo[1] + rows - 1)\n"
 		  "\t\t\tcontinue;  // causal: the whole block lies after the last query\n"
 		  "\t\tif (threadIdx.x == 0) {\n"
-		  "\t\t\tbool good = true;\n"
+		  "\t\t\tbool ok = true;\n"
 		  "\t\t\tconst int wk = MK_READS[t.read0 + b].wait, wv = MK_READS[t.read0 + b + 1].wait;\n"
 		  "\t\t\tif (wk >= 0)\n"
-		  "\t\t\t\tgood = mk_wait(p, rank, cta, i, t, wk, epoch);\n"
-		  "\t\t\tif (good && wv >= 0)\n"
-		  "\t\t\t\tgood = mk_wait(p, rank, cta, i, t, wv, epoch);\n"
-		  "\t\t\tst->ok = good;\n"
+		  "\t\t\t\tok = mk_wait(p, rank, cta, i, t, wk, epoch);\n"
+		  "\t\t\tif (ok && wv >= 0)\n"
+		  "\t\t\t\tok = mk_wait(p, rank, cta, i, t, wv, epoch);\n"
+		  "\t\t\tgood = ok;\n"
 		  "\t\t}\n"
 		  "\t\t__syncthreads();\n"
-		  "\t\tif (!st->ok)\n"
+		  "\t\tif (!good)\n"
 		  "\t\t\treturn false;\n"
-		  "\t\tmkd_attn_block<%lld>(st, (const %s *)mkd_at<MK_GPUS>(p, kb.tensor, MK_T[kb.tensor], kb.rank, kb.lo[0], kb.lo[1], 0),\n"
-		  "\t\t\t(const %s *)mkd_at<MK_GPUS>(p, vb.tensor, MK_T[vb.tensor], vb.rank, vb.lo[0], vb.lo[1], 0),\n"
-		  "\t\t\tMK_T[kb.tensor].local[2], (int)(kb.hi[1] - kb.lo[1]), rows, %d, lo[1], kb.lo[1]);\n"
-		  "\t}\n"
-		  "\tmkd_attn_end<%lld>(st, Op, MK_T[T_%s].local[2], rows);\n"
-		  "\treturn true;\n}\n\n",
-		  ctype(q->dtype), ctype(q->dtype), ctype(o->dtype), ctype(o->dtype), o->name, o->name,
-		  (long long)D, (long long)D, (long long)D, scale, op->causal ? 1 : 0, (long long)D,
-		  ctype(k->dtype), ctype(k->dtype), op->causal ? 1 : 0, (long long)D, o->name);
+		  "\t\tconst %s *Kp = (const %s *)mkd_at<MK_GPUS>(p, kb.tensor, MK_T[kb.tensor], kb.rank, kb.lo[0], kb.lo[1], 0);\n"
+		  "\t\tconst %s *Vp = (const %s *)mkd_at<MK_GPUS>(p, vb.tensor, MK_T[vb.tensor], vb.rank, vb.lo[0], vb.lo[1], 0);\n",
+		  causal, tk, tk, tk, tk);
+	if (tc)
+		sb_printf(E->o,
+			  "\t\tfa.block(Kp, Vp, MK_T[kb.tensor].local[2], (int)(kb.hi[1] - kb.lo[1]), rows, %s, lo[1], kb.lo[1]);\n"
+			  "\t}\n"
+			  "\tfa.end(Op, MK_T[T_%s].local[2], rows);\n",
+			  causal ? "true" : "false", o->name);
+	else
+		sb_printf(E->o,
+			  "\t\tmkd_attn_block<%lld>(st, Kp, Vp, MK_T[kb.tensor].local[2], (int)(kb.hi[1] - kb.lo[1]), rows, %d, lo[1], kb.lo[1]);\n"
+			  "\t}\n"
+			  "\tmkd_attn_end<%lld>(st, Op, MK_T[T_%s].local[2], rows);\n",
+			  (long long)D, causal, (long long)D, o->name);
+	sb_puts(E->o, "\treturn true;\n}\n\n");
 }
 
 /* Y[rows] = sum of each row of X. */

@@ -215,3 +215,21 @@ int ir_mm_plan_of(const ir_prog *p, const ir_op *op, int smem_limit, ir_mm_plan 
 		m->smem = wg_smem(m->bm, m->bn, m->wg_stages);
 	return m->smem <= smem_limit;
 }
+
+ir_attn_plan ir_attn_plan_of(const ir_prog *p, const ir_op *op)
+{
+	const ir_tensor *q = &p->tensors[op->in[0]];
+	int D = (int)q->shape[q->ndim - 1];
+	ir_attn_plan a = {.tensor_cores = ir_dtype_size(q->dtype) == 2};
+	if (a.tensor_cores) {
+		/* keys per stage (mkd_fa's KEYS): two warpgroups of 32 keys up to
+		 * D = 64, one of 64 up to 128, one of 32 above */
+		int keys = D <= 128 ? 64 : 32;
+		a.rows = 128;
+		a.smem = (128 + 4 * keys) * (D + 8) * 2;
+	} else {
+		a.rows = 64;
+		a.smem = 16 + 64 * 2 * 4 + 64 * D * 2 * 4;
+	}
+	return a;
+}

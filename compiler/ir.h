@@ -363,6 +363,18 @@ typedef struct ir_mm_plan {
 
 int ir_mm_plan_of(const ir_prog *p, const ir_op *op, int smem_limit, ir_mm_plan *out);
 
+/* How an attention op is computed (mkd/attn.cuh): 16-bit inputs take the
+ * tensor-core tile of 128 query rows (Q and two stages of K and V chunks in
+ * shared memory), fp32 the CUDA-core tile of 64 rows (q, acc, max and sum
+ * in fp32). */
+typedef struct ir_attn_plan {
+	int rows;           /* query rows per task */
+	int tensor_cores;
+	int smem;           /* bytes of dynamic shared memory */
+} ir_attn_plan;
+
+ir_attn_plan ir_attn_plan_of(const ir_prog *p, const ir_op *op);
+
 /* sigma_r on the mesh: the rank that rank 0's view calls x, seen by rank r. */
 int ir_rank_shift(int x, int r, int nodes, int gpus);
 /* sigma_r on a region (uses the tensors' rot[]). */

@@ -1037,7 +1037,8 @@ static void lower_ring_shift(lower *L, int oi)
 	p->tensors[op->in[0]].peer_access = true;
 }
 
-/* O = attention(Q, K, V): one task per tile of 64 query rows (per head),
+/* O = attention(Q, K, V): one task per tile of query rows (per head; 128
+ * rows for 16-bit inputs, 64 for fp32: ir_attn_plan_of),
  * reading the keys and values block by block: after expansion K and V are
  * the gathered copies, and each block of one rank's shard is a read of its
  * own, waited on just before the tile uses it. */
@@ -1069,10 +1070,13 @@ static void lower_attention(lower *L, int oi)
 	}
 	int64_t heads = sd ? qfull.hi[0] - qfull.lo[0] : 1;
 	int64_t D = tq->shape[tq->ndim - 1];
-	const int64_t BQ = 64;
+	const int64_t BQ = ir_attn_plan_of(p, op).rows;
 	int nc = cut_dim(tq, sd, qfull.lo[sd], qfull.hi[sd], BQ, cut_lo, cut_hi, MAXCUTS);
-	for (int64_t h = 0; h < heads && !L->err; h++)
-		for (int i = 0; i < nc; i++) {
+	/* causal: the tiles of later queries see more keys; they come first, so
+	 * that the list scheduler places the long tasks before the short ones */
+	for (int ii = 0; ii < nc && !L->err; ii++)
+		for (int64_t h = 0; h < heads && !L->err; h++) {
+			int i = op->causal ? nc - 1 - ii : ii;
 			ir_task *t = new_task(L, TASK_ATTN, oi);
 			if (!t)
 				return;
@@ -1100,8 +1104,14 @@ static void lower_attention(lower *L, int oi)
 			}
 			t->write = q;
 			t->write.tensor = O;
-			double rows = (double)(q.hi[sd] - q.lo[sd]);
-			t->flops = 4.0 * rows * (double)S * (double)D;
+			double rows = (double)(q.hi[sd] - q.lo[sd]), keys = rows * (double)S;
+			if (op->causal) {  /* row at position x sees keys 0..x */
+				double first = (double)(q.lo[sd] - kfull.lo[sd]) + 1, last = first + rows - 1;
+				if (last > (double)S)
+					last = (double)S;
+				keys = first <= last ? (first + last) * (last - first + 1) / 2 : 0;
+			}
+			t->flops = 4.0 * keys * (double)D;
 			t->bytes = 2.0 * (double)S * D * ir_dtype_size(tk->dtype);
 		}
 }

@@ -793,10 +793,7 @@ int sched_run(ir_sched *s, const compile_opts *o, diags *d, arena *a)
 		}
 	for (int i = 0; i < S.p->nops; i++)
 		if (S.p->ops[i].kind == OP_ATTENTION) {
-			/* mkd_attn_state: 64 query rows of q and acc in fp32, m, l */
-			const ir_tensor *q = &S.p->tensors[S.p->ops[i].in[0]];
-			int D = (int)q->shape[q->ndim - 1];
-			int sm = 16 + 64 * 2 * 4 + 64 * D * 2 * 4;
+			int sm = ir_attn_plan_of(S.p, &S.p->ops[i]).smem;
 			if (sm > s->smem)
 				s->smem = sm;
 		}

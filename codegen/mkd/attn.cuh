@@ -1,15 +1,333 @@
-/* mkd/attn.cuh - an attention tile with online softmax: up to 64 query
- * rows against key/value blocks that arrive one after another (ring
- * attention), state kept in shared memory between blocks.
+/* mkd/attn.cuh - attention tiles with online softmax: a tile of query rows
+ * against key/value blocks that arrive one after another (ring attention).
+ * Causal masking compares global positions.
  *
- * Correct and simple, on CUDA cores: a warp per query row at a time, lanes
- * split the head dimension.  Causal masking compares global positions.
+ * mkd_fa: the tensor-core tile for 16-bit inputs (bf16, f16), in the manner
+ * of FlashAttention-2: 128 query rows over 8 warps; each block is walked in
+ * chunks of keys that cp.async double-buffers in shared memory; S = Q K^T and O += P V are mma.sync m16n8k16 with fp32
+ * accumulators; the scores never leave registers (the S accumulator is the
+ * A fragment of P V); the output rows and their running max and sum stay in
+ * registers from the first block to the last.
+ *
+ * mkd_attn_*: the CUDA-core tile for fp32 inputs: 64 query rows, a warp per
+ * row at a time, lanes split the head dimension, state in shared memory.
  */
 #ifndef MKD_ATTN_CUH
 #define MKD_ATTN_CUH
 
 #include "base.cuh"
 #include "ew.cuh"
+#include "mma.cuh"
+
+#define MKD_FA_ROWS 128
+
+MKD_INLINE float mkd_ninf() { return __uint_as_float(0xff800000u); }
+/* 2^x, approximate (MUFU.EX2); 2^-inf = 0 */
+MKD_INLINE float mkd_exp2(float x)
+{
+	float y;
+	asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+	return y;
+}
+
+template <typename T> struct mkd_pack2;
+template <> struct mkd_pack2<mkd_bf16> {
+	static MKD_INLINE u32 pk(float lo, float hi) { return mkd_pack_bf16x2(lo, hi); }
+};
+template <> struct mkd_pack2<mkd_f16> {
+	static MKD_INLINE u32 pk(float lo, float hi) { return mkd_pack_f16x2(lo, hi); }
+};
+
+/* One tile of up to MKD_FA_ROWS query rows.  For D <= 64 each warp owns
+ * 32 rows (two m16 tiles share every K and V fragment it loads) and the
+ * two warpgroups split the keys: group 0 takes the first BN keys of every
+ * stage, group 1 the next BN; at the end group 1 hands its rows' max, sum
+ * and output to group 0 through shared memory, which merges them.  Above
+ * D = 64 each of the 8 warps owns 16 rows and all take every key: 32 rows
+ * of D = 128 outputs take 128 registers a thread, and with the scores and
+ * the stage around them the kernel spilled (on the H200 that layout ran
+ * D = 128 only 6% faster; docs/perf-notes.md).
+ *
+ * Shared memory (SMEM bytes): Q [128][D + 8], then two stages of K and V
+ * [KEYS][D + 8] (the 8 pad elements put the rows ldmatrix reads together
+ * in distinct banks).  All threads of the CTA load; the first 8 warps
+ * compute.  Rows must be 16-byte aligned (D a multiple of 8, strides too). */
+template <int D, typename T>
+struct mkd_fa {
+	enum {
+		MI = D <= 64 ? 2 : 1,      /* m16 tiles per warp */
+		SPLIT = MI,                /* warpgroups that split the keys */
+		WPG = 8 / SPLIT,           /* warps per group: 128 rows */
+		BN = D <= 64 || D > 128 ? 32 : 64,  /* keys per group and stage */
+		KEYS = SPLIT * BN,         /* keys per stage */
+		LD = D + 8,
+		Q_ELEMS = MKD_FA_ROWS * LD,
+		KV_ELEMS = KEYS * LD,
+		SMEM = (Q_ELEMS + 4 * KV_ELEMS) * 2
+	};
+	static_assert(sizeof(T) == 2, "the tensor-core tile takes 16-bit inputs");
+	static_assert(D % 16 == 0 && D <= 256, "head dimension: a multiple of 16, at most 256");
+	static_assert(WPG * 16 * MI == MKD_FA_ROWS, "8 warps cover the tile");
+	static_assert(SPLIT == 1 || (MKD_FA_ROWS * (D + 2)) * 4 <= 4 * KV_ELEMS * 2,
+		      "the merge fits in the stages");
+
+	float o[MI][D / 8][4];  /* rows g, g + 8 of m tile i; columns 8n + 2q, +1 */
+	float m[MI][2], l[MI][2];  /* running max (log2 units), this thread's partial sum */
+	float scale2;           /* softmax scale times log2(e) */
+	T *qs;
+
+	/* rows x D starting at src (row stride ld) into dst [nrows][LD], zero past rows */
+	static MKD_INLINE void load_rows(T *dst, const T *src, i64 ld, int rows, int nrows)
+	{
+		for (int i = threadIdx.x; i < nrows * (D / 8); i += blockDim.x) {
+			int r = i / (D / 8), c = (i % (D / 8)) * 8;
+			bool ok = r < rows;
+			mkd_cp_async16(mkd_smem_addr(dst + r * LD + c), ok ? src + (i64)r * ld + c : src, ok);
+		}
+	}
+
+	MKD_INLINE void begin(const T *q, i64 ldq, int rows, float scale, char *smem)
+	{
+		qs = (T *)smem;
+		load_rows(qs, q, ldq, rows, MKD_FA_ROWS);
+		mkd_cp_async_commit();
+		scale2 = scale * 1.44269504088896341f;
+#pragma unroll
+		for (int i = 0; i < MI; i++) {
+#pragma unroll
+			for (int n = 0; n < D / 8; n++)
+#pragma unroll
+				for (int e = 0; e < 4; e++)
+					o[i][n][e] = 0.f;
+			m[i][0] = m[i][1] = mkd_ninf();
+			l[i][0] = l[i][1] = 0.f;
+		}
+	}
+
+	/* This warp's rows (qs row r0, global position qpos) against nk <= BN
+	 * keys at ks / vs, the first at global position kpos. */
+	MKD_INLINE void chunk(const T *ks, const T *vs, int nk, bool causal, int r0, i64 qpos, i64 kpos)
+	{
+		const int lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
+		float s[MI][BN / 8][4];
+#pragma unroll
+		for (int i = 0; i < MI; i++)
+#pragma unroll
+			for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+				for (int e = 0; e < 4; e++)
+					s[i][j][e] = 0.f;
+		/* each lane's ldmatrix row address, once: the unrolled loops add
+		 * constants, which fold into the instructions' offsets */
+		const u32 qa = mkd_smem_addr(qs + (r0 + (lane & 15)) * LD + (lane >> 4) * 8);
+		const u32 ka = mkd_smem_addr(ks + ((lane >> 4) * 8 + (lane & 7)) * LD + ((lane >> 3) & 1) * 8);
+		const u32 va = mkd_smem_addr(vs + (lane & 15) * LD + (lane >> 4) * 8);
+		/* S = Q K^T: K rows are the columns of B (col-major B, plain ldmatrix) */
+#pragma unroll
+		for (int kk = 0; kk < D / 16; kk++) {
+			u32 a[MI][4];
+#pragma unroll
+			for (int i = 0; i < MI; i++)
+				asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+					     : "=r"(a[i][0]), "=r"(a[i][1]), "=r"(a[i][2]), "=r"(a[i][3])
+					     : "r"(qa + (u32)((i * 16 * LD + kk * 16) * 2)));
+#pragma unroll
+			for (int j = 0; j < BN / 8; j += 2) {
+				u32 b[4];
+				asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+					     : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
+					     : "r"(ka + (u32)((j * 8 * LD + kk * 16) * 2)));
+#pragma unroll
+				for (int i = 0; i < MI; i++) {
+					mkd_mma_op<T>::mma(s[i][j], a[i], b);
+					mkd_mma_op<T>::mma(s[i][j + 1], a[i], b + 2);
+				}
+			}
+		}
+		/* mask (keys past the chunk, keys after the query), scale, row max;
+		 * rescale what came before to the new max */
+		const bool mask = nk < BN || (causal && kpos + BN - 1 > qpos);
+		/* key j of the chunk lies after query row r (of this warp) when
+		 * j > diag + r; diag is small when the chunk needs masking */
+		const int diag = causal ? (int)(qpos - kpos) : 1 << 30;
+#pragma unroll
+		for (int i = 0; i < MI; i++) {
+			float mx[2] = {mkd_ninf(), mkd_ninf()};
+#pragma unroll
+			for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+				for (int e = 0; e < 4; e++) {
+					float x = s[i][j][e] * scale2;
+					if (mask) {
+						int key = j * 8 + 2 * tq + (e & 1);
+						if (key >= nk || key > diag + i * 16 + g + (e >> 1) * 8)
+							x = mkd_ninf();
+					}
+					s[i][j][e] = x;
+					mx[e >> 1] = fmaxf(mx[e >> 1], x);
+				}
+			float base[2];
+#pragma unroll
+			for (int h = 0; h < 2; h++) {
+				mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+				mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+				float mn = fmaxf(m[i][h], mx[h]);
+				base[h] = mn == mkd_ninf() ? 0.f : mn;  /* every key so far masked */
+				float corr = mkd_exp2(m[i][h] - base[h]);
+				m[i][h] = mn;
+				l[i][h] *= corr;
+#pragma unroll
+				for (int n = 0; n < D / 8; n++) {
+					o[i][n][2 * h] *= corr;
+					o[i][n][2 * h + 1] *= corr;
+				}
+			}
+#pragma unroll
+			for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+				for (int e = 0; e < 4; e++) {
+					s[i][j][e] = mkd_exp2(s[i][j][e] - base[e >> 1]);
+					l[i][e >> 1] += s[i][j][e];
+				}
+		}
+		/* O += P V: the S accumulators of two key groups are one A fragment;
+		 * V rows are the k of B (row-major B, transposing ldmatrix) */
+#pragma unroll
+		for (int kk = 0; kk < BN / 16; kk++) {
+			u32 a[MI][4];
+#pragma unroll
+			for (int i = 0; i < MI; i++) {
+				a[i][0] = mkd_pack2<T>::pk(s[i][2 * kk][0], s[i][2 * kk][1]);
+				a[i][1] = mkd_pack2<T>::pk(s[i][2 * kk][2], s[i][2 * kk][3]);
+				a[i][2] = mkd_pack2<T>::pk(s[i][2 * kk + 1][0], s[i][2 * kk + 1][1]);
+				a[i][3] = mkd_pack2<T>::pk(s[i][2 * kk + 1][2], s[i][2 * kk + 1][3]);
+			}
+#pragma unroll
+			for (int n = 0; n < D / 8; n += 2) {
+				u32 b[4];
+				asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+					     : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
+					     : "r"(va + (u32)((kk * 16 * LD + n * 8) * 2)));
+#pragma unroll
+				for (int i = 0; i < MI; i++) {
+					mkd_mma_op<T>::mma(o[i][n], a[i], b);
+					mkd_mma_op<T>::mma(o[i][n + 1], a[i], b + 2);
+				}
+			}
+		}
+	}
+
+	/* One key/value block of nk rows (row stride ldk); qpos0 / kpos0: global
+	 * positions of the tile's first query and the block's first key.  Returns
+	 * with the stages free (all threads call it). */
+	MKD_INLINE void block(const T *k, const T *v, i64 ldk, int nk, int rows, bool causal,
+			      i64 qpos0, i64 kpos0)
+	{
+		if (causal && kpos0 + nk > qpos0 + rows)
+			nk = (int)(qpos0 + rows - kpos0);  /* keys after the last query: none needed */
+		if (nk <= 0)
+			return;
+		T *stage = qs + Q_ELEMS;
+		const int warp = threadIdx.x >> 5, grp = warp / WPG;
+		const int r0 = (warp % WPG) * 16 * MI, nst = (nk + KEYS - 1) / KEYS;
+		const i64 qpos = qpos0 + r0;
+		load_rows(stage, k, ldk, nk < KEYS ? nk : KEYS, KEYS);
+		load_rows(stage + KV_ELEMS, v, ldk, nk < KEYS ? nk : KEYS, KEYS);
+		mkd_cp_async_commit();
+		for (int c = 0; c < nst; c++) {
+			mkd_cp_async_wait<0>();
+			__syncthreads();
+			if (c + 1 < nst) {
+				T *nx = stage + ((c + 1) & 1) * 2 * KV_ELEMS;
+				int left = nk - (c + 1) * KEYS;
+				left = left < KEYS ? left : KEYS;
+				load_rows(nx, k + (i64)(c + 1) * KEYS * ldk, ldk, left, KEYS);
+				load_rows(nx + KV_ELEMS, v + (i64)(c + 1) * KEYS * ldk, ldk, left, KEYS);
+			}
+			mkd_cp_async_commit();
+			const int k0 = c * KEYS + grp * BN, left = nk - k0;
+			const i64 kpos = kpos0 + k0;
+			/* warps past the tile's rows, past the keys, or whose rows all
+			 * precede the chunk sit this one out */
+			if (warp < 8 && r0 < rows && left > 0 && !(causal && kpos > qpos + 16 * MI - 1)) {
+				const T *cs = stage + (c & 1) * 2 * KV_ELEMS + grp * BN * LD;
+				chunk(cs, cs + KV_ELEMS, left < BN ? left : BN, causal, r0, qpos, kpos);
+			}
+		}
+		__syncthreads();  /* the stages are free for the next block */
+	}
+
+	/* O = acc / sum for the tile's rows (row stride ldo). */
+	template <typename TO>
+	MKD_INLINE void end(TO *out, i64 ldo, int rows)
+	{
+		mkd_cp_async_wait<0>();
+		const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, grp = warp / WPG;
+		const int g = lane >> 2, tq = lane & 3, r0 = (warp % WPG) * 16 * MI;
+		if (warp < 8)
+#pragma unroll
+			for (int i = 0; i < MI; i++)
+#pragma unroll
+				for (int h = 0; h < 2; h++) {
+					l[i][h] += __shfl_xor_sync(0xffffffffu, l[i][h], 1);
+					l[i][h] += __shfl_xor_sync(0xffffffffu, l[i][h], 2);
+				}
+		if (SPLIT == 2) {
+			/* group 1's rows to shared memory (the stages are free): max,
+			 * sum, then the outputs, fp32 */
+			float *ms = (float *)(qs + Q_ELEMS), *ls = ms + MKD_FA_ROWS, *os = ls + MKD_FA_ROWS;
+			if (warp < 8 && grp == 1)
+#pragma unroll
+				for (int i = 0; i < MI; i++)
+#pragma unroll
+					for (int h = 0; h < 2; h++) {
+						const int r = r0 + i * 16 + g + h * 8;
+						if (tq == 0) {
+							ms[r] = m[i][h];
+							ls[r] = l[i][h];
+						}
+#pragma unroll
+						for (int n = 0; n < D / 8; n++) {
+							os[r * D + n * 8 + 2 * tq] = o[i][n][2 * h];
+							os[r * D + n * 8 + 2 * tq + 1] = o[i][n][2 * h + 1];
+						}
+					}
+			__syncthreads();
+			if (warp < 8 && grp == 0)
+#pragma unroll
+				for (int i = 0; i < MI; i++)
+#pragma unroll
+					for (int h = 0; h < 2; h++) {
+						const int r = r0 + i * 16 + g + h * 8;
+						const float m1 = ms[r], mn = fmaxf(m[i][h], m1);
+						const float base = mn == mkd_ninf() ? 0.f : mn;
+						const float c0 = mkd_exp2(m[i][h] - base), c1 = mkd_exp2(m1 - base);
+						l[i][h] = l[i][h] * c0 + ls[r] * c1;
+#pragma unroll
+						for (int n = 0; n < D / 8; n++) {
+							o[i][n][2 * h] = o[i][n][2 * h] * c0 + os[r * D + n * 8 + 2 * tq] * c1;
+							o[i][n][2 * h + 1] = o[i][n][2 * h + 1] * c0 +
+									     os[r * D + n * 8 + 2 * tq + 1] * c1;
+						}
+					}
+		}
+		if (warp < 8 && grp == 0)
+#pragma unroll
+			for (int i = 0; i < MI; i++)
+#pragma unroll
+				for (int h = 0; h < 2; h++) {
+					const float inv = l[i][h] > 0.f ? 1.f / l[i][h] : 0.f;
+					const int r = r0 + i * 16 + g + h * 8;
+					if (r < rows)
+#pragma unroll
+						for (int n = 0; n < D / 8; n++)
+							mkd_store2<TO>::st(out + (i64)r * ldo + n * 8 + 2 * tq,
+									   o[i][n][2 * h] * inv,
+									   o[i][n][2 * h + 1] * inv, true);
+				}
+		__syncthreads();
+	}
+};
 
 #define MKD_ATTN_ROWS 64
 

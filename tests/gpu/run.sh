@@ -88,11 +88,26 @@ moe_bad() {  # mode, expected text
 }
 check "moe.over.r4" moe_bad over "expert 0 receives 8192 tokens, over its capacity 512"
 check "moe.bad.r4" moe_bad bad "routes to 32, not an expert in \\[0, 32)"
+# attention tiles: ragged query tiles and key chunks (1000 = 7 x 128 + 104
+# rows, blocks of 500 and 250 keys), head dims 64 and 256 (the tensor-core
+# tile's two chunk widths), fp32 inputs (the CUDA-core tile)
+for r in 1 2 4; do
+	check "ring_attention_causal.ragged.r$r" "$MKRUN" samples/ring_attention_causal.mk --ranks "$r" \
+		-D S=1000 -D NH=2 --iters 3 --quiet
+done
+check "ring_attention.d64.r2" "$MKRUN" samples/ring_attention.mk --ranks 2 -D S=1000 -D D=64 --iters 3 --quiet
+check "ring_attention.d256.r2" "$MKRUN" samples/ring_attention.mk --ranks 2 -D S=1024 -D D=256 --iters 3 --quiet
+attn_f32=$(mktemp -d)/ring_attention_f32.mk
+sed -e 's/bf16\[/f32[/g' -e 's/pipeline ring_attention_causal/pipeline ring_attention_f32/' \
+	samples/ring_attention_causal.mk >"$attn_f32"
+check "ring_attention.f32.r2" "$MKRUN" "$attn_f32" --ranks 2 -D S=512 -D NH=2 --iters 3 --quiet
 check "ag_gemm.ragged" "$MKRUN" samples/ag_gemm.mk --ranks 2 -D M=1000 -D N=264 -D K=264 --quiet
 # a 2 x 2 mesh in one launch: the RDMA stages become stores between virtual ranks
 check "ag_gemm.2x2.r4" "$MKRUN" samples/ag_gemm.mk --ranks 4 -D nodes=2 -D gpus=2 -D M=1024 -D N=256 -D K=512 --iters 5 --quiet
 check "gemm_rs.2x2.r4" "$MKRUN" samples/gemm_rs.mk --ranks 4 -D nodes=2 -D gpus=2 -D M=1024 -D N=512 -D K=1024 --iters 5 --quiet
 check "gemm_ar.2x2.r4" "$MKRUN" samples/gemm_ar.mk --ranks 4 -D nodes=2 -D gpus=2 -D M=1024 -D N=512 -D K=1024 --iters 5 --quiet
+check "ring_attention_causal.2x2.r4" "$MKRUN" samples/ring_attention_causal.mk --ranks 4 -D nodes=2 -D gpus=2 \
+	-D S=1024 -D NH=2 --iters 5 --quiet
 check "chain" "$MKRUN" samples/chain.mk
 check "chain.resident100" "$MKRUN" samples/chain.mk --resident --iters 100 --quiet
 check "chain.trace" "$MKRUN" samples/chain.mk --iters 2 --trace /tmp/mk-chain-trace.json --quiet
@@ -114,6 +129,7 @@ gemm_rs -D M=1024 -D N=512 -D K=1024
 gemm_ar -D M=1024 -D N=512 -D K=1024
 tp_mlp -D S=1024 -D H=512
 moe_dispatch_gemm -D T=1024 -D E=32 -D H=512 -D F=256
+ring_attention_causal -D S=1024 -D NH=2
 EOF2
 # shellcheck disable=SC2086
 check "moe.skew.n4" "$MKRUN" -n 4 samples/moe_dispatch_gemm.mk $moe_sz -D C=1024 \
@@ -128,6 +144,7 @@ done <<EOF3
 ag_gemm -D M=1024 -D N=256 -D K=512
 gemm_ar -D M=1024 -D N=512 -D K=1024
 gemm_rs -D M=1024 -D N=512 -D K=1024
+ring_attention_causal -D S=1024 -D NH=2
 EOF3
 check "ag_gemm.2x2.n4.resident" "$MKRUN" -n 4 samples/ag_gemm.mk -D nodes=2 -D gpus=2 -D M=1024 -D N=256 \
 	-D K=512 --resident --iters 20 --quiet

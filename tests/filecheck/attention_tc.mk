@@ -1,0 +1,46 @@
+# Attention runs on tensor cores for 16-bit inputs.
+#   CU  bf16: the mkd_fa tile (128 query rows, state in registers), every
+#       key block waited on just before use; no CUDA-core state
+#   PTX mma.sync for Q K^T and P V, ldmatrix with and without .trans (K is
+#       B in column-major order, V in row-major), the exp2 approximation
+#   F32 fp32 inputs keep the CUDA-core tile: no mma.sync at all
+#   SM  the schedule: 128-row tasks and the tile's shared memory
+#       ((128 + 4 * 64) x (128 + 8) x 2 bytes for D = 128)
+#
+# RUN: %mkc --emit=cu %s | FileCheck %s --check-prefix=CU
+# RUN: %mkc --emit=ptx %s -o %t.ptx
+# RUN: FileCheck %s --check-prefix=PTX < %t.ptx
+# RUN: sed -e 's/bf16\[/f32[/g' %s > %t.f32.mk
+# RUN: %mkc --emit=cu %t.f32.mk | FileCheck %s --check-prefix=F32CU
+# RUN: %mkc --emit=ptx %t.f32.mk -o %t.f32.ptx
+# RUN: FileCheck %s --check-prefix=F32 --implicit-check-not=mma.sync < %t.f32.ptx
+# RUN: %mkc --emit=schedule %s | FileCheck %s --check-prefix=SM
+#
+# CU: // stage O: O = attention(Q, K, V){{.*}}(tensor cores)
+# CU: mkd_fa<128, mkd_bf16> fa;
+# CU: fa.begin(Qp,
+# CU: ok = mk_wait(
+# CU: fa.block(Kp, Vp, {{.*}}, rows, true, lo[1], kb.lo[1]);
+# CU: fa.end(Op,
+# CU-NOT: mkd_attn_state
+# PTX: ldmatrix.sync.aligned.m8n8.x4.shared.b16
+# PTX: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+# PTX: ex2.approx.ftz.f32
+# PTX: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
+# PTX: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+# F32CU: mkd_attn_state<128> *st
+# F32CU-NOT: mkd_fa<
+# F32: .entry
+# SM: 104448 bytes of shared memory per CTA
+# SM: attn   O        O@0[0:1, 0:128, 0:128] <- Q@0[0:1, 0:128, 0:128]
+pipeline attention_tc {
+  mesh  nodes x gpus
+  param H = 2, S = 512, D = 128
+
+  in  Q : bf16[H, S, D]
+  in  K : bf16[H, S, D]
+  in  V : bf16[H, S, D]
+  out O : bf16[H, S, D]
+
+  O = attention(Q, K, V, causal)
+}
