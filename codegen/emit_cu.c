@@ -633,16 +633,49 @@ static void stage_matmul(em *E, const ir_op *op)
 		size_t n = strlen(what);
 		snprintf(what + n, sizeof what - n, "; then %s in the epilogue", ir_op_name(u.kind));
 	}
+	/* a task of several tiles walks them row tile by row tile, column
+	 * tile by column tile (lower.c: the `tasks` bound) */
+	const int walk = op->tiles_m * op->tiles_n > 1;
+	if (walk) {
+		size_t n = strlen(what);
+		snprintf(what + n, sizeof what - n, "; up to %d x %d tiles a task", op->tiles_m,
+			 op->tiles_n);
+	}
+	const char *R = walk ? "r0" : "lo[1]", *N = walk ? "n0" : "lo[2]";
 	/* inlined into the kernel: the engine's wgmma chain and setmaxnreg need it */
 	stage_head(E, op, what);
 	sb_printf(E->o,
 		  "\tconst mkd_tensor &A = MK_T[T_%s], &B = MK_T[T_%s], &C = MK_T[T_%s];\n"
-		  "\tconst i64 k0 = mkd_base<MK_GPUS>(A, 2, rank), K = A.local[2];\n"
-		  "\t%s *c = (%s *)mkd_at<MK_GPUS>(p, T_%s, C, rank, lo[0], lo[1], lo[2]);\n"
-		  "\tconst int rows = (int)(hi[1] - lo[1]), cols = (int)(hi[2] - lo[2]);\n",
-		  A->name, B->name, C->name, ctype(C->dtype), ctype(C->dtype), C->name);
+		  "\tconst i64 k0 = mkd_base<MK_GPUS>(A, 2, rank), K = A.local[2];\n",
+		  A->name, B->name, C->name);
 	int rt = C->ndim == 3 ? bucket_route(p, op->in[0]) : -1;
-	if (rt >= 0)  /* rows of a dispatch's buckets: tiles past the tokens are zeros */
+	strbuf body, *o = E->o;
+	sb_init(&body);
+	if (walk) {
+		if (rt >= 0)
+			sb_printf(o, "\tconst int filled = mkd_bucket_rows(p, T_%s, MK_WORLD, (int)lo[0]);\n",
+				  p->tensors[rt].name);
+		sb_printf(o, "\tfor (i64 r0 = lo[1]; r0 < hi[1]; r0 += %d)\n"
+			     "\tfor (i64 n0 = lo[2]; n0 < hi[2]; n0 += %d) {\n", mp.bm, mp.bn);
+		E->o = &body;
+	}
+	sb_printf(E->o,
+		  "\t%s *c = (%s *)mkd_at<MK_GPUS>(p, T_%s, C, rank, lo[0], %s, %s);\n",
+		  ctype(C->dtype), ctype(C->dtype), C->name, R, N);
+	if (walk)
+		sb_printf(E->o,
+			  "\tconst int rows = (int)(hi[1] - r0 < %d ? hi[1] - r0 : %d), "
+			  "cols = (int)(hi[2] - n0 < %d ? hi[2] - n0 : %d);\n",
+			  mp.bm, mp.bm, mp.bn, mp.bn);
+	else
+		sb_puts(E->o, "\tconst int rows = (int)(hi[1] - lo[1]), cols = (int)(hi[2] - lo[2]);\n");
+	if (rt >= 0 && walk)  /* rows of a dispatch's buckets: tiles past the tokens are zeros */
+		sb_puts(E->o,
+			"\tif (r0 >= filled) {  // no tokens here\n"
+			"\t\tmkd_zero_tile(c, C.local[2], rows, cols);\n"
+			"\t\tcontinue;\n"
+			"\t}\n");
+	else if (rt >= 0)
 		sb_printf(E->o,
 			  "	if (lo[1] >= mkd_bucket_rows(p, T_%s, MK_WORLD, (int)lo[0])) {  // no tokens here\n"
 			  "		mkd_zero_tile(c, C.local[2], rows, cols);\n"
@@ -653,24 +686,37 @@ static void stage_matmul(em *E, const ir_op *op)
 			  "#ifdef MKD_HAS_WGMMA\n"
 			  "\tconst mkd_tmap *tm = (const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + %d;\n"
 			  "\tconst int a_row = (int)((lo[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] +\n"
-			  "\t\t\t\t lo[1] - mkd_base<MK_GPUS>(A, 1, rank));\n"
+			  "\t\t\t\t %s - mkd_base<MK_GPUS>(A, 1, rank));\n"
 			  "\tconst int b_row = (int)(%s * B.local[1]);\n"
-			  "\tconst int b_col = (int)(lo[2] - mkd_base<MK_GPUS>(B, 2, rank));\n"
+			  "\tconst int b_col = (int)(%s - mkd_base<MK_GPUS>(B, 2, rank));\n"
 			  "\tmkd_wgmma_tile<%s, %s, %d, %d, 64, %d>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,\n"
 			  "\t\tc, C.local[2], rows, cols, smem, %s);\n"
 			  "#else\n",
-			  tmap_index(E, op), B->ndim == 3 ? "(lo[0] - mkd_base<MK_GPUS>(B, 0, rank))" : "0",
-			  ctype(A->dtype), ctype(C->dtype), mp.bm, mp.bn, mp.wg_stages, epi);
+			  tmap_index(E, op), R, B->ndim == 3 ? "(lo[0] - mkd_base<MK_GPUS>(B, 0, rank))" : "0",
+			  N, ctype(A->dtype), ctype(C->dtype), mp.bm, mp.bn, mp.wg_stages, epi);
 	sb_printf(E->o,
-		  "\tconst %s *a = (const %s *)mkd_at<MK_GPUS>(p, T_%s, A, rank, lo[0], lo[1], k0);\n"
-		  "\tconst %s *b = (const %s *)mkd_at<MK_GPUS>(p, T_%s, B, rank, %s, k0, lo[2]);\n"
+		  "\tconst %s *a = (const %s *)mkd_at<MK_GPUS>(p, T_%s, A, rank, lo[0], %s, k0);\n"
+		  "\tconst %s *b = (const %s *)mkd_at<MK_GPUS>(p, T_%s, B, rank, %s, k0, %s);\n"
 		  "\tmkd_mma_tile<%s, %s, %d, %d, %d, %d>::run(a, A.local[2], b, B.local[2], c, C.local[2],\n"
-		  "\t\trows, cols, (int)K, 0, 0, smem, %s);\n%s"
-		  "\treturn true;\n}\n\n",
-		  ctype(A->dtype), ctype(A->dtype), A->name,
-		  ctype(B->dtype), ctype(B->dtype), B->name, B->ndim == 3 ? "lo[0]" : "0",
+		  "\t\trows, cols, (int)K, 0, 0, smem, %s);\n%s",
+		  ctype(A->dtype), ctype(A->dtype), A->name, R,
+		  ctype(B->dtype), ctype(B->dtype), B->name, B->ndim == 3 ? "lo[0]" : "0", N,
 		  ctype(A->dtype), ctype(C->dtype), mp.bm, mp.bn, mp.bk, mp.stages, epi,
 		  mp.wgmma ? "#endif\n" : "");
+	if (walk) {  /* the tile's body, one level deeper (preprocessor lines stay put) */
+		E->o = o;
+		for (const char *l = body.s; l && *l;) {
+			const char *nl = strchr(l, '\n');
+			size_t len = nl ? (size_t)(nl - l) + 1 : strlen(l);
+			if (*l != '#')
+				sb_putc(o, '\t');
+			sb_putn(o, l, len);
+			l += len;
+		}
+		sb_puts(o, "\t}\n");
+	}
+	sb_free(&body);
+	sb_puts(E->o, "\treturn true;\n}\n\n");
 }
 
 static const char *functor(em *E, const ir_op *op, char *buf, size_t n)

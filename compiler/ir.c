@@ -188,6 +188,27 @@ static int wg_ok(const ir_prog *p, const ir_op *op)
 	return 1;
 }
 
+/* Whether a matmul of p with a default 128 x 256 tile would make more
+ * tasks than its bound, so that its tasks walk several tiles.  Then every
+ * default-tiled matmul of the kernel takes 128 x 128: a loop over 128 x 256
+ * tiles, or one beside a 128 x 256 engine, leaves too few registers (the
+ * kernel spills, measured with ptxas); 128 x 128 fits. */
+static int walks_wide(const ir_prog *p)
+{
+	for (int i = 0; i < p->nops; i++) {
+		const ir_op *op = &p->ops[i];
+		if (op->kind != OP_MATMUL || op->hints.ntile >= 2 || !wg_ok(p, op))
+			continue;
+		const ir_tensor *c = &p->tensors[op->out];
+		const int64_t nb = c->ndim == 3 ? c->local[0] : 1, rows = c->local[c->ndim - 2];
+		const int64_t n = c->local[c->ndim - 1], bm = op->hints.ntile >= 1 ? op->hints.tile[0] : 128;
+		const int64_t cap = op->hints.tasks ? op->hints.tasks : IR_MM_TASKS;
+		if (n >= 256 && nb * ((rows + bm - 1) / bm) * ((n + 255) / 256) > cap)
+			return 1;
+	}
+	return 0;
+}
+
 int ir_mm_plan_of(const ir_prog *p, const ir_op *op, int smem_limit, ir_mm_plan *m)
 {
 	const ir_tensor *c = &p->tensors[op->out];
@@ -196,6 +217,8 @@ int ir_mm_plan_of(const ir_prog *p, const ir_op *op, int smem_limit, ir_mm_plan 
 	m->bm = op->hints.ntile >= 1 ? (int)op->hints.tile[0] : 128;
 	m->bn = op->hints.ntile >= 2 ? (int)op->hints.tile[1]
 				     : m->wgmma ? (n >= 256 ? 256 : n > 64 ? 128 : 64) : 128;
+	if (m->wgmma && op->hints.ntile < 2 && m->bn == 256 && walks_wide(p))
+		m->bn = 128;
 	m->bk = op->hints.ntile >= 3 ? (int)op->hints.tile[2] : 64;
 	if (m->wgmma && m->bn != 64 && m->bn != 128 && m->bn != 256)
 		m->wgmma = 0;

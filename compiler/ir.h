@@ -144,6 +144,8 @@ typedef struct ir_hints {
 	span tile_where;
 	int64_t chunk;          /* bytes; 0 = not given */
 	span chunk_where;
+	int64_t tasks;          /* at most this many tasks (matmul); 0 = not given */
+	span tasks_where;
 } ir_hints;
 
 typedef struct ir_op {
@@ -165,6 +167,8 @@ typedef struct ir_op {
 	                           applied to the accumulator before the store
 	                           (fused by the lowering), 0 none */
 	double epi_scalar;      /* its scale factor (epi = 1 + OP_SCALE) */
+	int tiles_m, tiles_n;   /* matmul: row and column tiles one task walks
+	                           (lower; 0 or 1: one tile a task) */
 	ir_transport transport; /* explicit stages; TR_AUTO otherwise */
 	ir_peers peers;         /* explicit stages: `for p in node|remote|world` */
 	ir_hints hints;
@@ -362,6 +366,11 @@ typedef struct ir_mm_plan {
 } ir_mm_plan;
 
 int ir_mm_plan_of(const ir_prog *p, const ir_op *op, int smem_limit, ir_mm_plan *out);
+
+/* The most tasks one matmul makes without a `tasks` hint: past it a task
+ * walks several tiles (lower.c; the task tables are compiled into the
+ * kernel). */
+#define IR_MM_TASKS 8192
 
 /* How an attention op is computed (mkd/attn.cuh): 16-bit inputs take the
  * tensor-core tile of 128 query rows (Q and two stages of K and V chunks in

@@ -259,6 +259,23 @@ static int64_t *cut_lo, *cut_hi;   /* scratch, per lowering */
 
 static int elem_bytes(const ir_prog *p, int t) { return ir_dtype_size(p->tensors[t].dtype); }
 
+/* Tiles per task of a matmul with nb x nm x nn tiles (batch, rows,
+ * columns) and at most cap tasks: cw column tiles first, then rb row
+ * tiles. */
+static void mm_group(int64_t cap, int64_t nb, int64_t nm, int64_t nn, int64_t *rb, int64_t *cw)
+{
+	*rb = *cw = 1;
+	if (nb * nm * nn <= cap)
+		return;
+	int64_t c = (nb * nm * nn + cap - 1) / cap;
+	*cw = c < nn ? c : nn;
+	int64_t left = nb * nm * ((nn + *cw - 1) / *cw);
+	if (left > cap) {
+		int64_t r = (left + cap - 1) / cap;
+		*rb = r < nm ? r : nm;
+	}
+}
+
 /* matmul: C[m0:m1, n0:n1] = A[m0:m1, :] @ B[:, n0:n1], batched over dim 0
  * when the operands are 3-D. */
 static void lower_matmul(lower *L, int oi)
@@ -285,10 +302,11 @@ static void lower_matmul(lower *L, int oi)
 		L->err = 1;
 		return;
 	}
-	/* L2-friendly order: bands of GROUP row tiles, column by column inside
-	 * a band, so the CTAs busy at once share a few row blocks of A and a
-	 * few column blocks of B.  Bands never cross a shard boundary, so the
-	 * rows that arrive first (the rank's own shard) still come first. */
+	/* A task covers rb row tiles by cw column tiles when the op would
+	 * otherwise make more tasks than its `tasks` hint allows (default
+	 * IR_MM_TASKS: the task tables are compiled into the kernel): whole rows of
+	 * column tiles first, then several row tiles.  The stage walks its box
+	 * tile by tile. */
 	enum { GROUP = 8 };
 	if ((int64_t)nm * nn > (1 << 22)) {
 		diag_error(L->d, op->where, "matmul '%s' has %lld tiles; use a larger tile", op->stage,
@@ -296,24 +314,47 @@ static void lower_matmul(lower *L, int oi)
 		L->err = 1;
 		return;
 	}
-	int *order = arena_alloc(L->a, (size_t)(nm * nn > 0 ? nm * nn : 1) * sizeof(int));
+	int64_t cap = op->hints.tasks ? op->hints.tasks : IR_MM_TASKS, rb, cw;
+	mm_group(cap, nb, nm, nn, &rb, &cw);
+	p->ops[oi].tiles_m = (int)rb;
+	p->ops[oi].tiles_n = (int)cw;
+	/* L2-friendly order: bands of GROUP row tiles (or of rb), column by
+	 * column inside a band, so the CTAs busy at once share a few row blocks
+	 * of A and a few column blocks of B.  Bands never cross a shard
+	 * boundary, so the rows that arrive first (the rank's own shard) still
+	 * come first.  A row group never crosses a band. */
+	const int64_t group = rb > GROUP ? rb : GROUP;
+	int *order = arena_alloc(L->a, (size_t)(nm * nn > 0 ? nm * nn : 1) * 2 * sizeof(int));
 	if (!order) {
 		L->err = 1;
 		return;
 	}
 	int64_t unit = C->rot[b].unit > 0 ? C->rot[b].unit : INT64_MAX;
-	for (int i0 = 0, k = 0; i0 < nm;) {
+	int ntask = 0;  /* (first row tile, last row tile + 1), first column tile */
+	for (int i0 = 0; i0 < nm;) {
 		int i1 = i0;
-		while (i1 < nm && i1 - i0 < GROUP && (ml[i1] - cr.lo[b]) / unit == (ml[i0] - cr.lo[b]) / unit)
+		while (i1 < nm && i1 - i0 < group && (ml[i1] - cr.lo[b]) / unit == (ml[i0] - cr.lo[b]) / unit)
 			i1++;
-		for (int j = 0; j < nn; j++)
-			for (int i = i0; i < i1; i++)
-				order[k++] = i * nn + j;
+		for (int j = 0; j < nn; j += (int)cw)
+			for (int i = i0; i < i1; i += (int)rb) {
+				order[2 * ntask] = i * nn + j;
+				order[2 * ntask + 1] = (int)(i + rb < i1 ? i + rb : i1);
+				ntask++;
+			}
 		i0 = i1;
 	}
+	if (nb * ntask > cap) {
+		diag_error(L->d, op->hints.tasks ? op->hints.tasks_where : op->where,
+			   "matmul '%s' needs at least %lld tasks (one per row band%s), over "
+			   "its bound of %lld", op->stage, (long long)(nb * ntask),
+			   b ? " and batch entry" : "", (long long)cap);
+		L->err = 1;
+		return;
+	}
 	for (int64_t e = 0; e < nb; e++)
-		for (int q = 0; q < nm * nn; q++) {
-			int i = order[q] / nn, j = order[q] % nn;
+		for (int q = 0; q < ntask; q++) {
+			int i = order[2 * q] / nn, j = order[2 * q] % nn, ie = order[2 * q + 1] - 1;
+			int je = j + (int)cw - 1 < nn - 1 ? j + (int)cw - 1 : nn - 1;
 			ir_task *t = new_task(L, TASK_MATMUL, oi);
 			if (!t)
 				return;
@@ -324,14 +365,14 @@ static void lower_matmul(lower *L, int oi)
 					a.hi[0] = bb.hi[0] = c.hi[0] = cr.lo[0] + e + 1;
 				}
 				a.lo[b] = c.lo[b] = ml[i];
-				a.hi[b] = c.hi[b] = mh[i];
+				a.hi[b] = c.hi[b] = mh[ie];
 				bb.lo[b + 1] = c.lo[b + 1] = nl[j];
-				bb.hi[b + 1] = c.hi[b + 1] = nh[j];
+				bb.hi[b + 1] = c.hi[b + 1] = nh[je];
 				add_read(L, t, a);
 				add_read(L, t, bb);
 				t->write = c;
-				t->flops = 2.0 * (double)(mh[i] - ml[i]) * (double)(nh[j] - nl[j]) * (double)K;
-				t->bytes = (double)((mh[i] - ml[i]) + (nh[j] - nl[j])) * (double)K *
+				t->flops = 2.0 * (double)(mh[ie] - ml[i]) * (double)(nh[je] - nl[j]) * (double)K;
+				t->bytes = (double)((mh[ie] - ml[i]) + (nh[je] - nl[j])) * (double)K *
 					   elem_bytes(p, op->in[0]);
 			}
 		}
@@ -1256,8 +1297,15 @@ static void lower_dispatch(lower *L, int oi)
 	int64_t step = 128;
 	for (int j = 0; j < p->nops; j++)
 		if (p->ops[j].kind == OP_MATMUL && p->ops[j].in[0] == Xe &&
-		    ir_mm_plan_of(p, &p->ops[j], L->s->dev.smem_per_sm, &mp))
-			step = mp.bm;
+		    ir_mm_plan_of(p, &p->ops[j], L->s->dev.smem_per_sm, &mp)) {
+			/* as many rows as one task of that matmul takes */
+			const ir_op *mm = &p->ops[j];
+			const ir_tensor *y = &p->tensors[mm->out];
+			int64_t rb, cw, n = y->local[y->ndim - 1];
+			mm_group(mm->hints.tasks ? mm->hints.tasks : IR_MM_TASKS, El,
+				 (C + mp.bm - 1) / mp.bm, (n + mp.bn - 1) / mp.bn, &rb, &cw);
+			step = mp.bm * rb;
+		}
 	ir_region w0 = full_region(p, Xe, 0);
 	for (int64_t e = 0; e < El; e++)
 		for (int64_t s0 = 0; s0 < C; s0 += step) {

@@ -2048,15 +2048,15 @@ static void check_hints(sema *s, opinfo *oi)
 	const ast_attrs *hs = &oi->s->u.op.hints;
 	ir_op *op = &oi->op;
 	char cls = ir_op_class(op->kind);
-	const ast_attr *seen[2] = {NULL, NULL};
-	static const char *const names[] = {"tile", "chunk"};
+	const ast_attr *seen[3] = {NULL, NULL, NULL};
+	static const char *const names[] = {"tile", "chunk", "tasks"};
 	for (int i = 0; i < hs->n; i++) {
 		const ast_attr *h = &hs->v[i];
-		int k = word_index(h->name.name, names, 2);
+		int k = word_index(h->name.name, names, 3);
 		if (k < 0) {
-			guess g = guess_word(h->name.name, names, 2);
+			guess g = guess_word(h->name.name, names, 3);
 			diag_error(s->d, h->name.where, "unknown hint '%s'%s", h->name.name,
-				   g.name ? hint_text(s, &g) : "; the hints are tile and chunk");
+				   g.name ? hint_text(s, &g) : "; the hints are tile, chunk and tasks");
 			continue;
 		}
 		if (seen[k]) {
@@ -2072,6 +2072,25 @@ static void check_hints(sema *s, opinfo *oi)
 				bad = 1;
 		if (bad)
 			continue;
+		if (k == 2) {   /* tasks */
+			if (op->kind != OP_MATMUL) {
+				diag_error(s->d, h->where, "tasks bounds the tasks of a matmul; "
+					   "%s is not one", ir_op_name(op->kind));
+				continue;
+			}
+			if (h->args.n != 1) {
+				diag_error(s->d, h->where, "tasks takes one count");
+				continue;
+			}
+			if (v[0] <= 0 || v[0] > (1 << 20)) {
+				diag_error(s->d, h->args.v[0]->where, "tasks %s must be between 1 "
+					   "and 1048576", valued(s, h->args.v[0], v[0]));
+				continue;
+			}
+			op->hints.tasks = v[0];
+			op->hints.tasks_where = h->where;
+			continue;
+		}
 		if (k == 1) {   /* chunk */
 			if (cls != 'X') {
 				diag_error(s->d, h->where, "chunk sizes communication stages; "
@@ -2646,6 +2665,8 @@ void sema_dump(const ir_prog *p, strbuf *out)
 		}
 		if (op->hints.chunk)
 			sb_printf(x, "  chunk %lld", (long long)op->hints.chunk);
+		if (op->hints.tasks)
+			sb_printf(x, "  tasks %lld", (long long)op->hints.tasks);
 		if (op->kind == OP_ATTENTION)
 			sb_printf(x, "  (scale %.6g)", op->scalar);
 		table_row(&to);

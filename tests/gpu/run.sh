@@ -101,6 +101,24 @@ attn_f32=$(mktemp -d)/ring_attention_f32.mk
 sed -e 's/bf16\[/f32[/g' -e 's/pipeline ring_attention_causal/pipeline ring_attention_f32/' \
 	samples/ring_attention_causal.mk >"$attn_f32"
 check "ring_attention.f32.r2" "$MKRUN" "$attn_f32" --ranks 2 -D S=512 -D NH=2 --iters 3 --quiet
+# matmuls bounded to fewer tasks than tiles walk boxes of tiles: the MoE
+# expert GEMMs (with skewed routing: empty experts, zero tiles inside a
+# walk) and a ragged dense GEMM
+moe_walk=$(mktemp -d)/moe_walk.mk
+sed -e 's/^  He = matmul(Xe, W1).*$/  He = matmul(Xe, W1)  tasks 40/' \
+	-e 's/^  Ye = matmul(Ae, W2).*$/  Ye = matmul(Ae, W2)  tasks 40/' \
+	-e 's/pipeline moe_dispatch_gemm/pipeline moe_walk/' samples/moe_dispatch_gemm.mk >"$moe_walk"
+for r in 1 2; do
+	# shellcheck disable=SC2086
+	check "moe.walk.r$r" "$MKRUN" "$moe_walk" --ranks "$r" $moe_sz --iters 3 --quiet
+done
+# shellcheck disable=SC2086
+check "moe.walk.skew.r4" "$MKRUN" "$moe_walk" --ranks 4 $moe_sz -D C=1024 --inputs "$moe_dir/skew" \
+	--iters 3 --quiet
+gemm_walk=$(mktemp -d)/gemm_walk.mk
+sed -e 's/^  C = matmul(A, B)$/  C = matmul(A, B)  tasks 3/' -e 's/pipeline gemm/pipeline gemm_walk/' \
+	samples/gemm.mk >"$gemm_walk"
+check "gemm.walk" "$MKRUN" "$gemm_walk" -D M=1000 -D N=520 -D K=256 --iters 3 --quiet
 check "ag_gemm.ragged" "$MKRUN" samples/ag_gemm.mk --ranks 2 -D M=1000 -D N=264 -D K=264 --quiet
 # a 2 x 2 mesh in one launch: the RDMA stages become stores between virtual ranks
 check "ag_gemm.2x2.r4" "$MKRUN" samples/ag_gemm.mk --ranks 4 -D nodes=2 -D gpus=2 -D M=1024 -D N=256 -D K=512 --iters 5 --quiet

@@ -1,0 +1,40 @@
+# A matmul bounded to fewer tasks than tiles: each task walks a box of
+# tiles (here 4 experts x 2 x 2 tiles of 128 x 128 in 4 tasks).
+#   CU  the stage loops over its box; the Hopper tile is 128 x 128 (a walk
+#       of 128 x 256 tiles spills); rows past an expert's tokens are zero
+#       tiles, tile by tile
+#   SM  one task per expert, each writing the expert's whole 256 x 256
+#       block; the dispatch fills the same 256 rows per task
+#   PTX it compiles
+#
+# RUN: %mkc --emit=cu %s | FileCheck %s --check-prefix=CU
+# RUN: %mkc --emit=schedule %s | FileCheck %s --check-prefix=SM
+# RUN: %mkc --emit=ptx %s -o %t.ptx
+# RUN: FileCheck %s --check-prefix=PTX < %t.ptx
+#
+# CU: // stage He: He = matmul(Xe, W1), tile 128 x 128 x 64: {{.*}}; up to 2 x 2 tiles a task
+# CU: const int filled = mkd_bucket_rows(p, T_idx__route, MK_WORLD, (int)lo[0]);
+# CU-NEXT: for (i64 r0 = lo[1]; r0 < hi[1]; r0 += 128)
+# CU-NEXT: for (i64 n0 = lo[2]; n0 < hi[2]; n0 += 128) {
+# CU: if (r0 >= filled) {  // no tokens here
+# CU: mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, {{[0-9]+}}>::run(
+# CU: return true;
+# SM-DAG: dispatch Xe       Xe@0[0:1, 0:256, 0:256]
+# SM-DAG: matmul He       He@0[0:1, 0:256, 0:256] <- Xe@0[0:1, 0:256, 0:256], W1@0[0:1, 0:256, 0:256]
+# SM-DAG: matmul He       He@0[3:4, 0:256, 0:256]
+# SM-NOT: He@0[0:1, 0:128,
+# PTX: wgmma.mma_async
+pipeline walk {
+  mesh  nodes x gpus
+  param T = 512, H = 256, F = 256, E = 4, topk = 2, C = 256
+
+  in  X    : bf16[T, H] split(0)
+  in  idx  : i32[T, topk] split(0)
+  in  gate : f32[T, topk] split(0)
+  in  W1   : bf16[E, H, F] split(0)
+  out Y    : bf16[T, F] split(0)
+
+  Xe = dispatch(X, idx, E, C)
+  He = matmul(Xe, W1)  tasks 4
+  Y  = combine(He, idx, gate)
+}
