@@ -446,7 +446,7 @@ static void stage_reduce(em *E, const ir_op *op)
 		  "\t\t__syncthreads();\n"
 		  "\t}\n"
 		  "\treturn true;\n}\n\n",
-		  ctype(x->dtype), IR_MAXREADS, IR_MAXREADS, ctype(x->dtype), ctype(y->dtype));
+		  ctype(x->dtype), IR_MAXREDUCE, IR_MAXREDUCE, ctype(x->dtype), ctype(y->dtype));
 }
 
 /* O[q rows] = softmax(Q K^T * scale) V over the key blocks (reads 1, 3,

@@ -6,6 +6,7 @@
  */
 #include "inspect.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static const char *placement_name(ir_placekind k)
@@ -179,10 +180,16 @@ void inspect_json(const ir_sched *s, strbuf *out)
 			  ir_role_name(s->roles[r].kind), s->roles[r].first_cta, s->roles[r].ctas,
 			  r + 1 < s->nroles ? "," : "");
 	sb_puts(out, "  ],\n  \"tasks\": [\n");
-	int total = p->world * s->ntasks, k = 0;
-	for (int r = 0; r < p->world; r++)
+	int total = p->world * s->ntasks, k = 0, maxr = 1, maxw = 1;
+	for (int i = 0; i < s->ntasks; i++) {
+		maxr = s->tasks[i].nreads > maxr ? s->tasks[i].nreads : maxr;
+		maxw = s->tasks[i].nwaits > maxw ? s->tasks[i].nwaits : maxw;
+	}
+	ir_region *rb = malloc((size_t)maxr * sizeof *rb);
+	ir_flagref *wb = malloc((size_t)maxw * sizeof *wb);
+	for (int r = 0; r < p->world && rb && wb; r++)
 		for (int i = 0; i < s->ntasks; i++, k++) {
-			ir_task t = ir_task_shift(s, &s->tasks[i], r);
+			ir_task t = ir_task_shift(s, &s->tasks[i], r, rb, wb);
 			sb_printf(out, "    {\"id\": %d, \"rank\": %d, \"role\": \"%s\", \"cta\": %d, "
 				  "\"kind\": \"%s\", \"stage\": \"%s\", \"order\": %d, \"reads\": [",
 				  k, t.rank, ir_role_name(s->roles[t.role].kind), t.cta,
@@ -205,6 +212,10 @@ void inspect_json(const ir_sched *s, strbuf *out)
 			sb_printf(out, "], \"predicted_us\": [%.3f, %.3f]}%s\n", t.t0, t.t1,
 				  k + 1 < total ? "," : "");
 		}
+	if (!rb || !wb)
+		sb_puts(out, "    {\"error\": \"out of memory\"}\n");
+	free(rb);
+	free(wb);
 	sb_puts(out, "  ],\n  \"flags\": [\n");
 	for (int r = 0; r < p->world; r++)
 		for (int f = 0; f < s->nflags; f++)

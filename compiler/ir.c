@@ -144,16 +144,22 @@ ir_region ir_region_shift(const ir_prog *p, ir_region g, int r)
 	return g;
 }
 
-ir_task ir_task_shift(const ir_sched *s, const ir_task *t, int r)
+ir_task ir_task_shift(const ir_sched *s, const ir_task *t, int r, ir_region *reads,
+		      ir_flagref *waits)
 {
 	const ir_prog *p = s->prog;
 	ir_task u = *t;
 	u.rank = ir_rank_shift(t->rank, r, p->nodes, p->gpus);
+	u.reads = reads;
+	u.maxreads = t->nreads;
 	for (int i = 0; i < t->nreads; i++)
 		u.reads[i] = ir_region_shift(p, t->reads[i], r);
 	u.write = ir_region_shift(p, t->write, r);
+	u.waits = waits;
+	u.maxwaits = t->nwaits;
 	for (int i = 0; i < t->nwaits; i++)
-		u.waits[i].rank = ir_rank_shift(t->waits[i].rank, r, p->nodes, p->gpus);
+		u.waits[i] = (ir_flagref){ir_rank_shift(t->waits[i].rank, r, p->nodes, p->gpus),
+					  t->waits[i].index};
 	for (int i = 0; i < t->nsignals; i++)
 		u.signals[i].rank = ir_rank_shift(t->signals[i].rank, r, p->nodes, p->gpus);
 	return u;

@@ -269,8 +269,11 @@ typedef enum ir_taskkind {
 
 const char *ir_task_name(ir_taskkind k);
 
-#define IR_MAXREADS 17
-#define IR_MAXWAITS 17
+/* A task's reads and waits are arrays of any length (an attention tile
+ * reads every rank's key and value blocks, a dispatch every rank's table
+ * and tokens); a reduce task, whose source list the generated code holds
+ * in a fixed array, sums at most IR_MAXREDUCE regions. */
+#define IR_MAXREDUCE 17
 #define IR_MAXSIGNALS 16
 
 typedef struct ir_task {
@@ -281,14 +284,14 @@ typedef struct ir_task {
 	int order;       /* position in its CTA's list */
 	ir_taskkind kind;
 	int op;          /* the op (stage) it serves */
-	int nreads;
-	ir_region reads[IR_MAXREADS];
+	int nreads, maxreads;
+	ir_region *reads;        /* nreads regions (arena; lower.c) */
+	int *read_wait;          /* the wait guarding each read, -1 none, -3
+	                            several (RDMA flags and a counter): only all
+	                            the waits together guard it (sched.c) */
 	ir_region write;
-	int nwaits;
-	ir_flagref waits[IR_MAXWAITS];
-	signed char read_wait[IR_MAXREADS];  /* the wait guarding each read, -1 none,
-	                                        -3 several (RDMA flags and a counter):
-	                                        only all the waits together guard it */
+	int nwaits, maxwaits;
+	ir_flagref *waits;       /* nwaits flags (arena; sched.c) */
 	int nsignals;
 	ir_flagref signals[IR_MAXSIGNALS];
 	ir_transport transport; /* COPY / RDMA: how the bytes move */
@@ -388,7 +391,10 @@ ir_attn_plan ir_attn_plan_of(const ir_prog *p, const ir_op *op);
 int ir_rank_shift(int x, int r, int nodes, int gpus);
 /* sigma_r on a region (uses the tensors' rot[]). */
 ir_region ir_region_shift(const ir_prog *p, ir_region g, int r);
-/* Rank r's copy of template task t (rank, regions and flag refs mapped). */
-ir_task ir_task_shift(const ir_sched *s, const ir_task *t, int r);
+/* Rank r's copy of template task t (rank, regions and flag refs mapped);
+ * its reads go to reads[] (room for t->nreads) and its waits to waits[]
+ * (room for t->nwaits), its read_wait stays t's. */
+ir_task ir_task_shift(const ir_sched *s, const ir_task *t, int r, ir_region *reads,
+		      ir_flagref *waits);
 
 #endif

@@ -223,10 +223,23 @@ static ir_region full_region(const ir_prog *p, int t, int rank)
 
 static void add_read(lower *L, ir_task *t, ir_region g)
 {
-	if (t->nreads == IR_MAXREADS) {
-		L->err = 1;
-		return;
+	if (t->nreads == t->maxreads) {
+		int nc = t->maxreads ? 2 * t->maxreads : 4;
+		ir_region *r = arena_alloc(L->a, (size_t)nc * sizeof *r);
+		int *w = arena_alloc(L->a, (size_t)nc * sizeof *w);
+		if (!r || !w) {
+			L->err = 1;
+			return;
+		}
+		if (t->nreads) {
+			memcpy(r, t->reads, (size_t)t->nreads * sizeof *r);
+			memcpy(w, t->read_wait, (size_t)t->nreads * sizeof *w);
+		}
+		t->reads = r;
+		t->read_wait = w;
+		t->maxreads = nc;
 	}
+	t->read_wait[t->nreads] = -1;
 	t->reads[t->nreads++] = g;
 }
 
@@ -927,9 +940,9 @@ static void lower_reduce(lower *L, int oi)
 	}
 	if (p->nodes == 1 || g != GRP_WORLD) {
 		int G = group_members(p, g, m);
-		if (G > IR_MAXREADS) {
+		if (G > IR_MAXREDUCE) {
 			diag_error(L->d, op->where, "reduce over %d ranks at once is not supported "
-				   "(at most %d)", G, IR_MAXREADS);
+				   "(at most %d)", G, IR_MAXREDUCE);
 			L->err = 1;
 			return;
 		}
@@ -947,6 +960,12 @@ static void lower_reduce(lower *L, int oi)
 	}
 	/* several nodes */
 	int d = ty->place.dim, N = p->nodes, Gp = p->gpus;
+	if (N > IR_MAXREDUCE || Gp > IR_MAXREDUCE) {
+		diag_error(L->d, op->where, "reduce over %d nodes of %d GPUs is not supported "
+			   "(at most %d of each)", N, Gp, IR_MAXREDUCE);
+		L->err = 1;
+		return;
+	}
 	int64_t u = ty->local[d];
 	ir_tensor proto = p->tensors[X];
 	proto.place = (ir_place){PL_LOCAL, 0, GRP_WORLD};
@@ -1009,13 +1028,13 @@ static void lower_reduce(lower *L, int oi)
 	}
 	/* (3) own node-partial + every other node's slot */
 	int sr[IR_MAXRANKS], stt[IR_MAXRANKS];
-	ir_region sb[IR_MAXREADS];
+	ir_region sb[IR_MAXREDUCE];
 	for (int i = 0; i < n && !L->err; i++) {
 		int k = 0;
 		sr[k] = 0;
 		stt[k] = T;
 		sb[k++] = boxes[i];
-		for (int slot = 1; slot < N && k < IR_MAXREADS; slot++) {
+		for (int slot = 1; slot < N; slot++) {
 			sr[k] = 0;
 			stt[k] = S;
 			sb[k] = boxes[i];
@@ -1102,12 +1121,6 @@ static void lower_attention(lower *L, int oi)
 		const ir_tensor *src = &p->tensors[ag->in[0]];
 		G = group_size(p, src->place.group);
 		blk = src->local[sd];
-	}
-	if (2 * G + 1 > IR_MAXREADS) {
-		diag_error(L->d, op->where, "attention over %d key blocks (ranks) is not lowered yet "
-			   "(at most %d)", G, (IR_MAXREADS - 1) / 2);
-		L->err = 1;
-		return;
 	}
 	int64_t heads = sd ? qfull.hi[0] - qfull.lo[0] : 1;
 	int64_t D = tq->shape[tq->ndim - 1];
@@ -1212,13 +1225,6 @@ static int moe_mesh_ok(lower *L, const ir_op *op, const ir_tensor *tok, const ir
 	if (p->nodes > 1) {
 		diag_error(L->d, op->where, "'%s' between nodes is not lowered yet: MoE routing "
 			   "runs on one node (nodes = 1), over NVLink", ir_op_name(op->kind));
-		L->err = 1;
-		return 0;
-	}
-	if (p->world > IR_MAXREADS / 2) {
-		diag_error(L->d, op->where, "'%s' over more than %d ranks is not lowered yet "
-			   "(it reads from every rank); this mesh has %d",
-			   ir_op_name(op->kind), IR_MAXREADS / 2, p->world);
 		L->err = 1;
 		return 0;
 	}

@@ -351,12 +351,17 @@ static int wait_on(sched *S, ir_task *t, int x, int f)
 	for (w = 0; w < t->nwaits; w++)
 		if (t->waits[w].rank == x && t->waits[w].index == f)
 			return w;
-	if (t->nwaits == IR_MAXWAITS) {
-		diag_error(S->d, S->p->ops[t->op].where,
-			   "internal: task %d of '%s' waits on more than %d flags", t->id,
-			   S->p->ops[t->op].stage, IR_MAXWAITS);
-		S->err = 1;
-		return -1;
+	if (t->nwaits == t->maxwaits) {
+		int nc = t->maxwaits ? 2 * t->maxwaits : 4;
+		ir_flagref *nw = arena_alloc(S->a, (size_t)nc * sizeof *nw);
+		if (!nw) {
+			S->err = 1;
+			return -1;
+		}
+		if (t->nwaits)
+			memcpy(nw, t->waits, (size_t)t->nwaits * sizeof *nw);
+		t->waits = nw;
+		t->maxwaits = nc;
 	}
 	t->waits[t->nwaits++] = (ir_flagref){x, f};
 	return w;
@@ -433,7 +438,7 @@ static void build_deps(sched *S)
 			}
 			if (S->err)
 				return;
-			t->read_wait[k] = (signed char)(nw == 1 ? w : -3);
+			t->read_wait[k] = nw == 1 ? w : -3;
 		}
 	}
 	/* signals: producer image (t, r) in group f on data rank x signals

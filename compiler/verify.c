@@ -44,6 +44,10 @@ typedef struct ver {
 	int *head, *next, *to, nedges, capedges;
 	int *indeg;
 	int err;
+	/* room for an expanded task's reads and waits: slot 0 for the task
+	 * being checked, slot 1 for one it is compared with */
+	ir_region *rbuf[2];
+	ir_flagref *wbuf[2];
 } ver;
 
 static int flag_node(const ver *V, int rank, int index)
@@ -145,10 +149,12 @@ static int by_lo0(const void *a, const void *b)
 	return (x->lo[0] > y->lo[0]) - (x->lo[0] < y->lo[0]);
 }
 
-/* Expanded task k: template task k % ntasks run by rank k / ntasks. */
-static ir_task xtask(const ver *V, int k)
+/* Expanded task k: template task k % ntasks run by rank k / ntasks; its
+ * reads and waits in buffer slot `slot`. */
+static ir_task xtask(const ver *V, int k, int slot)
 {
-	ir_task u = ir_task_shift(V->s, &V->s->tasks[k % V->s->ntasks], k / V->s->ntasks);
+	ir_task u = ir_task_shift(V->s, &V->s->tasks[k % V->s->ntasks], k / V->s->ntasks,
+				  V->rbuf[slot], V->wbuf[slot]);
 	u.id = k;
 	return u;
 }
@@ -245,6 +251,19 @@ int verify_run(const ir_sched *s, diags *d, arena *a)
 	for (int r = 0; r < V.world; r++)
 		for (int i = 0; i < s->ntasks; i++)
 			V.w[r * s->ntasks + i] = ir_region_shift(p, s->tasks[i].write, r);
+	int maxr = 1, maxw = 1;
+	for (int i = 0; i < s->ntasks; i++) {
+		if (s->tasks[i].nreads > maxr)
+			maxr = s->tasks[i].nreads;
+		if (s->tasks[i].nwaits > maxw)
+			maxw = s->tasks[i].nwaits;
+	}
+	for (int b = 0; b < 2; b++) {
+		V.rbuf[b] = arena_alloc(a, (size_t)maxr * sizeof(ir_region));
+		V.wbuf[b] = arena_alloc(a, (size_t)maxw * sizeof(ir_flagref));
+		if (!V.rbuf[b] || !V.wbuf[b])
+			return 1;
+	}
 
 	/* 1. flag references and counts; graph edges */
 	for (int k = 0; k < V.n && !V.err; k++) {
@@ -252,6 +271,7 @@ int verify_run(const ir_sched *s, diags *d, arena *a)
 		int rr = k / s->ntasks;
 		ir_task xt;
 		const ir_task *t = &xt;
+		xt.waits = V.wbuf[0];
 		xt.nwaits = tt->nwaits;
 		xt.nsignals = tt->nsignals;
 		for (int i = 0; i < tt->nwaits; i++)
@@ -263,7 +283,7 @@ int verify_run(const ir_sched *s, diags *d, arena *a)
 		for (int i = 0; i < t->nwaits; i++) {
 			ir_flagref f = t->waits[i];
 			if (f.rank < 0 || f.rank >= V.world || f.index < 0 || f.index >= s->nflags) {
-				ir_task u = xtask(&V, k);
+				ir_task u = xtask(&V, k, 1);
 				fail(&V, &u, NULL, "wait on a flag out of range");
 				break;
 			}
@@ -272,7 +292,7 @@ int verify_run(const ir_sched *s, diags *d, arena *a)
 		for (int i = 0; i < t->nsignals; i++) {
 			ir_flagref f = t->signals[i];
 			if (f.rank < 0 || f.rank >= V.world || f.index < 0 || f.index >= s->nflags) {
-				ir_task u = xtask(&V, k);
+				ir_task u = xtask(&V, k, 1);
 				fail(&V, &u, NULL, "signal of a flag out of range");
 				break;
 			}
@@ -316,7 +336,7 @@ int verify_run(const ir_sched *s, diags *d, arena *a)
 	if (qt != V.nnodes) {
 		for (int k = 0; k < V.n; k++)
 			if (deg[k]) {
-				ir_task u = xtask(&V, k);
+				ir_task u = xtask(&V, k, 1);
 				fail(&V, &u, NULL,
 				     "in-order CTA loops can deadlock (a cycle of waits passes through)");
 				return 1;
@@ -359,7 +379,7 @@ int verify_run(const ir_sched *s, diags *d, arena *a)
 				if (uw->lo[0] >= tw->hi[0])
 					break;
 				if (inter(tw, uw, nd)) {
-					ir_task u = xtask(&V, wl[i].v[k]);
+					ir_task u = xtask(&V, wl[i].v[k], 1);
 					fail(&V, &u, &u.write, "two tasks write the same elements");
 					break;
 				}
@@ -385,7 +405,7 @@ int verify_run(const ir_sched *s, diags *d, arena *a)
 	memset(seen, 0, 2 * NSEEN * sizeof *seen);
 	int nseen = 0;
 	for (int k = 0; k < V.n && !V.err; k++) {
-		const ir_task xt = xtask(&V, k);
+		const ir_task xt = xtask(&V, k, 0);
 		const ir_task *t = &xt;
 		for (int ri = 0; ri < t->nreads && !V.err; ri++) {
 			const ir_region *g = &t->reads[ri];
@@ -452,7 +472,7 @@ int verify_run(const ir_sched *s, diags *d, arena *a)
 				if (!ok)
 					ok = reaches(&V, w->v[j], k, mark, ++stamp, stack);
 				if (!ok) {
-					const ir_task ux = xtask(&V, w->v[j]);
+					const ir_task ux = xtask(&V, w->v[j], 1);
 					const ir_task *u = &ux;
 					strbuf sb;
 					sb_init(&sb);

@@ -1224,11 +1224,11 @@ static mk_status check_report(mk_pipeline *p)
 	}
 	sb_printf(&p->stall, "stall in run %llu: rank %d, CTA %d", r.epoch, r.rank, r.cta);
 	if (t) {
-		ir_task u = ir_task_shift(s, t, r.rank);
+		const ir_region w = ir_region_shift(pr, t->write, r.rank);
 		sb_printf(&p->stall, " (%s), task %d (%s of stage '%s', writes ",
 			  ir_role_name(s->roles[t->role].kind), r.task, ir_task_name(t->kind),
 			  pr->ops[t->op].stage);
-		inspect_region(pr, &u.write, &p->stall);
+		inspect_region(pr, &w, &p->stall);
 		sb_puts(&p->stall, ")");
 	}
 	if (r.task < 0)
@@ -1483,10 +1483,10 @@ mk_status mk_trace_write(mk_pipeline *p, const char *path)
 			if (!x->t0 || !x->t1)
 				continue;
 			const ir_task *t = &p->s->tasks[i];
-			ir_task u = ir_task_shift(p->s, t, rk);
+			const ir_region w = ir_region_shift(p->p, t->write, rk);
 			strbuf reg;
 			sb_init(&reg);
-			inspect_region(p->p, &u.write, &reg);
+			inspect_region(p->p, &w, &reg);
 			fprintf(f, ",\n{\"name\": \"%s %s\", \"cat\": \"%s\", \"ph\": \"X\", "
 				"\"ts\": %.3f, \"dur\": %.3f, \"pid\": %d, \"tid\": %d, "
 				"\"args\": {\"task\": %d, \"writes\": \"%s\"}}",

@@ -126,6 +126,13 @@ check "gemm_rs.2x2.r4" "$MKRUN" samples/gemm_rs.mk --ranks 4 -D nodes=2 -D gpus=
 check "gemm_ar.2x2.r4" "$MKRUN" samples/gemm_ar.mk --ranks 4 -D nodes=2 -D gpus=2 -D M=1024 -D N=512 -D K=1024 --iters 5 --quiet
 check "ring_attention_causal.2x2.r4" "$MKRUN" samples/ring_attention_causal.mk --ranks 4 -D nodes=2 -D gpus=2 \
 	-D S=1024 -D NH=2 --iters 5 --quiet
+# 16 ranks: two nodes of 8 (key blocks by RDMA stores between virtual
+# ranks), one NVLink domain of 16 (also for MoE routing)
+check "ring_attention_causal.2x8.r16" "$MKRUN" samples/ring_attention_causal.mk --ranks 16 -D nodes=2 -D gpus=8 \
+	-D S=2048 -D NH=2 --iters 3 --quiet
+check "ring_attention.1x16.r16" "$MKRUN" samples/ring_attention.mk --ranks 16 -D gpus=16 -D S=2048 --iters 3 --quiet
+# shellcheck disable=SC2086
+check "moe.1x16.r16" "$MKRUN" samples/moe_dispatch_gemm.mk --ranks 16 -D gpus=16 $moe_sz --iters 3 --quiet
 check "chain" "$MKRUN" samples/chain.mk
 check "chain.resident100" "$MKRUN" samples/chain.mk --resident --iters 100 --quiet
 check "chain.trace" "$MKRUN" samples/chain.mk --iters 2 --trace /tmp/mk-chain-trace.json --quiet
