@@ -188,7 +188,10 @@ killtest() {
 }
 check "kill.n2" killtest
 # the same across "nodes": rank 3 dies; rank 1 (which sends to it over RDMA)
-# and the rest report it (a stall, a failed proxy, or the peer's memory gone)
+# and the rest report it (a stall, a failed proxy, or the peer's memory gone).
+# Under MPS a client that dies with its kernel running can take the server's
+# other clients down with it: then rank 1 reports the fault the server
+# passed on (seen once in session 7; the CUDA error, still within the bound).
 killtest22() {
 	t0=$(date +%s)
 	out=$(MK_TEST_KILL_RANK=3 MK_TEST_KILL_AFTER_MS=600 timeout 90 "$MKRUN" -n 4 samples/ag_gemm.mk \
@@ -199,7 +202,8 @@ killtest22() {
 	echo "exit $rc after ${dt}s"
 	[ "$rc" != 0 ] && [ "$rc" != 124 ] && [ "$dt" -lt 45 ] &&
 		echo "$out" | grep -q "rank 3 was killed" &&
-		echo "$out" | grep -qE "rank 1: .*(a wait timed out|peer rank failed)"
+		{ echo "$out" | grep -qE "rank 1: .*(a wait timed out|peer rank failed)" ||
+			{ [ "$mps" = 1 ] && echo "$out" | grep -qE "rank 1: CUDA driver call failed: .*CUDA_ERROR_ILLEGAL_ADDRESS"; }; }
 }
 check "kill.2x2.n4" killtest22
 [ "$mps" = 1 ] && echo quit | nvidia-cuda-mps-control >/dev/null 2>&1
