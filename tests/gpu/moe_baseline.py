@@ -1,0 +1,268 @@
+#!/usr/bin/env python3
+"""moe_baseline.py - the unfused MoE layer that tools/bench-moe.sh times
+against samples/moe_dispatch_gemm.mk (make bench, on the GPU).
+
+  moe_baseline.py [--tokens 8192] [--experts 64] [--hidden 2048] [--ffn 1024]
+                  [--topk 8] [--iters 20] [--warmup 3] [--check]
+  torchrun --nproc-per-node W moe_baseline.py ...   (W ranks, NCCL)
+
+The layered expert-parallel layer people write by hand (the "all-to-all
+token dispatcher" of Megatron-LM and its kin), sizes as the sample: T
+tokens split over W ranks (T/W each, bf16 rows of H), top-k routing (i32
+expert ids, f32 gates), E experts spread over the ranks (E/W each, W1
+[H, F] and W2 [F, H] per expert).  One layer:
+
+  1. permute: this rank's (token, choice) entries sorted by expert (stable),
+     the token rows gathered in that order;
+  2. counts per expert: all_to_all_single (NCCL), then copied to the host,
+     which needs them as split sizes (the step a fused kernel does without
+     the CPU);
+  3. the rows: all_to_all_single with those splits;
+  4. the received rows sorted by local expert, the expert MLP as grouped
+     GEMMs: torch._grouped_mm where this torch has it (one launch for all
+     experts), else one GEMM per expert; silu between;
+  5. unsort, all_to_all_single back, unpermute, the gate-weighted sum of
+     each token's k rows.
+
+At W=1 (no torchrun) the two exchanges are plain copies.  Nothing is
+dropped: every routed row is computed (the sample's capacity factor 2
+holds every row under uniform routing).
+
+Timed: the whole layer after a barrier, CUDA events, every rank; a run's
+time is its slowest rank's; median of --iters after --warmup.  Rank 0
+prints one line.  TFLOP/s per GPU = 4 (T k / W) H F / t: the routed rows
+only, as bench_moe counts them.
+
+--check: every rank's Y against float32 math over its tokens with the same
+bf16 intermediate (the hidden activations rounded to bf16, as both
+pipelines store them); exit 1 where |Y - ref| > 2e-2 max(1, |ref|).
+
+Without CUDA it runs the same layer on the CPU with gloo and float32 GEMMs:
+functional only, for testing here.  Without torch it prints one "skipped"
+line and exits 0.
+"""
+import argparse
+import os
+import sys
+import time
+
+os.environ["NCCL_NVLS_ENABLE"] = "0"  # never NVLink multicast (docs/bench.md)
+if os.environ.get("LOCAL_WORLD_SIZE", "1") == os.environ.get("WORLD_SIZE", "1"):
+    os.environ.setdefault("NCCL_SOCKET_IFNAME", "lo")  # one host, as bench_patterns
+
+try:
+    import torch
+    import torch.distributed as dist
+    import torch.nn.functional as fn
+except ImportError as e:
+    if os.environ.get("RANK", "0") == "0":
+        print("moe_baseline: skipped: no torch (%s)" % e)
+    sys.exit(0)
+
+TOL = 2e-2
+
+
+def inputs(a, rank, world, dev, dtype):
+    """This rank's tokens, routing and experts; seeded, so every rank (and
+    --check) can rebuild any of them."""
+    tl, el = a.tokens // world, a.experts // world
+    g = torch.Generator().manual_seed(1 + rank)
+    x = torch.randn((tl, a.hidden), generator=g).to(dtype)
+    # top-k of random scores: k distinct experts per token, uniform load
+    scores = torch.rand((tl, a.experts), generator=g)
+    top = scores.topk(a.topk, dim=1)
+    idx = top.indices.to(torch.int32)
+    gate = torch.softmax(top.values, dim=1).float()
+    gw = torch.Generator().manual_seed(1000 + rank)
+    w1 = (torch.randn((el, a.hidden, a.ffn), generator=gw) / a.hidden ** 0.5).to(dtype)
+    w2 = (torch.randn((el, a.ffn, a.hidden), generator=gw) / a.ffn ** 0.5).to(dtype)
+    return [t.to(dev) for t in (x, idx, gate, w1, w2)]
+
+
+def exchange(out, inp, out_splits, in_splits, distributed):
+    if distributed:
+        dist.all_to_all_single(out, inp, out_splits, in_splits)
+    else:
+        out.copy_(inp)
+
+
+class Grouped:
+    """The expert MLP over rows sorted by local expert (counts[e] each)."""
+
+    def __init__(self, use_grouped):
+        self.use = use_grouped
+
+    def __call__(self, rows, counts, w1, w2):
+        if self.use:
+            offs = torch.cumsum(counts, 0, dtype=torch.int32)
+            h = torch._grouped_mm(rows, w1, offs=offs)
+            return torch._grouped_mm(fn.silu(h), w2, offs=offs)
+        out = torch.empty((rows.shape[0], w2.shape[2]), dtype=rows.dtype, device=rows.device)
+        c = counts.tolist()
+        r0 = 0
+        for e, n in enumerate(c):
+            if n:
+                out[r0:r0 + n] = fn.silu(rows[r0:r0 + n] @ w1[e]) @ w2[e]
+            r0 += n
+        return out
+
+
+def layer(x, idx, gate, w1, w2, world, distributed, mlp):
+    """Y for this rank's tokens."""
+    tl, k = idx.shape
+    el = w1.shape[0]
+    ecount = el * world
+    flat = idx.reshape(-1).long()
+    order = torch.sort(flat, stable=True).indices           # entries by expert
+    xs = x.index_select(0, order // k)                       # 1. permute
+    send = torch.bincount(flat, minlength=ecount).to(torch.int32)
+    recv = torch.empty_like(send)
+    exchange(recv, send, None, None, distributed)             # 2. counts: [src][local expert]
+    send_r = send.view(world, el).sum(1).tolist()             #    (to the host)
+    recv_m = recv.view(world, el)
+    recv_r = recv_m.sum(1).tolist()
+    xr = torch.empty((sum(recv_r), x.shape[1]), dtype=x.dtype, device=x.device)
+    exchange(xr, xs, recv_r, send_r, distributed)             # 3. rows
+    # received: by source rank, then local expert -> by local expert
+    lex = torch.repeat_interleave(
+        torch.arange(el, device=x.device).repeat(world), recv_m.reshape(-1).long())
+    by_e = torch.sort(lex, stable=True).indices
+    ye = mlp(xr.index_select(0, by_e), recv_m.sum(0), w1, w2)  # 4. experts
+    back = torch.empty_like(ye)
+    back[by_e] = ye                                           # 5. unsort
+    yr = torch.empty((flat.shape[0], x.shape[1]), dtype=x.dtype, device=x.device)
+    exchange(yr, back, send_r, recv_r, distributed)
+    y = torch.empty_like(yr)
+    y[order] = yr                                             #    unpermute
+    y = (y.view(tl, k, -1).float() * gate[..., None]).sum(1)
+    return y.to(x.dtype)
+
+
+def reference(x, idx, gate, experts):
+    """float32 math over this rank's tokens; experts(e) -> (W1, W2) of e."""
+    y = torch.zeros((x.shape[0], x.shape[1]), dtype=torch.float32, device=x.device)
+    for e in torch.unique(idx).tolist():
+        t, j = (idx == e).nonzero(as_tuple=True)
+        w1, w2 = experts(e)
+        h = fn.silu((x[t].float() @ w1.float()).to(x.dtype).float()).to(x.dtype)
+        y.index_add_(0, t, gate[t, j][:, None] * (h.float() @ w2.float()))
+    return y
+
+
+def main():
+    ap = argparse.ArgumentParser(description="unfused MoE layer baseline")
+    ap.add_argument("--tokens", type=int, default=8192)
+    ap.add_argument("--experts", type=int, default=64)
+    ap.add_argument("--hidden", type=int, default=2048)
+    ap.add_argument("--ffn", type=int, default=1024)
+    ap.add_argument("--topk", type=int, default=8)
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--check", action="store_true")
+    ap.add_argument("--no-grouped", action="store_true", help="one GEMM per expert")
+    a = ap.parse_args()
+    if a.iters < 1:
+        ap.error("--iters must be at least 1")
+    if not 1 <= a.topk <= a.experts:
+        ap.error("--topk must be between 1 and --experts")
+
+    cuda = torch.cuda.is_available()
+    dev = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0"))) if cuda else torch.device("cpu")
+    if cuda:
+        torch.cuda.set_device(dev)
+    distributed = "RANK" in os.environ  # started by torchrun
+    if distributed:
+        dist.init_process_group("nccl" if cuda else "gloo")
+    rank = dist.get_rank() if distributed else 0
+    world = dist.get_world_size() if distributed else 1
+    if a.tokens % world or a.experts % world:
+        if rank == 0:
+            print("moe_baseline: T=%d and E=%d must be divisible by W=%d" % (a.tokens, a.experts, world),
+                  file=sys.stderr)
+        sys.exit(2)
+    dtype = torch.bfloat16 if cuda else torch.float32
+    x, idx, gate, w1, w2 = inputs(a, rank, world, dev, dtype)
+
+    def barrier():
+        if cuda:
+            torch.cuda.synchronize()
+        if distributed and cuda:
+            dist.barrier(device_ids=[dev.index])
+        elif distributed:
+            dist.barrier()
+
+    # the grouped GEMM where this torch has it and takes these operands
+    mlp = Grouped(False)
+    if cuda and not a.no_grouped and hasattr(torch, "_grouped_mm"):
+        try:
+            mlp = Grouped(True)
+            layer(x, idx, gate, w1, w2, world, distributed, mlp)
+        except (RuntimeError, TypeError, NotImplementedError) as e:
+            if rank == 0:
+                print("moe_baseline: torch._grouped_mm refused (%s); one GEMM per expert" %
+                      str(e).splitlines()[0], file=sys.stderr)
+            mlp = Grouped(False)
+    ok = torch.tensor([1 if mlp.use else 0], device=dev)
+    if distributed:
+        dist.all_reduce(ok, op=dist.ReduceOp.MIN)  # every rank the same way
+    if not ok.item():
+        mlp = Grouped(False)
+
+    times = []
+    for it in range(a.warmup + a.iters):
+        barrier()
+        if cuda:
+            t0, t1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            t0.record()
+            y = layer(x, idx, gate, w1, w2, world, distributed, mlp)
+            t1.record()
+            t1.synchronize()
+            us = t0.elapsed_time(t1) * 1e3
+        else:
+            t = time.perf_counter()
+            y = layer(x, idx, gate, w1, w2, world, distributed, mlp)
+            us = (time.perf_counter() - t) * 1e6
+        if it >= a.warmup:
+            times.append(us)
+    t = torch.tensor(times, dtype=torch.float64, device=dev)
+    if distributed:
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)  # a run lasts as long as its slowest rank
+    t = sorted(t.tolist())
+    med = t[len(t) // 2]  # as mkrun
+    flops = 4.0 * (a.tokens // world) * a.topk * a.hidden * a.ffn
+    if rank == 0:
+        print("moe_baseline: W=%d T=%d E=%d H=%d F=%d topk=%d, %s%s: median %.1f us (min %.1f, max %.1f), "
+              "%.1f TFLOP/s per GPU" % (world, a.tokens, a.experts, a.hidden, a.ffn, a.topk,
+                                        "grouped GEMM" if mlp.use else "one GEMM per expert",
+                                        "" if cuda else " (CPU, functional)", med, t[0], t[-1],
+                                        flops / med * 1e-6))
+
+    rc = 0
+    if a.check:
+        el = a.experts // world
+
+        owners = {rank: (w1, w2)}
+
+        def experts(e):
+            q = e // el
+            if q not in owners:  # seeded: rebuild the owner's weights
+                owners[q] = tuple(inputs(a, q, world, dev, dtype)[3:])
+            return owners[q][0][e % el], owners[q][1][e % el]
+        ref = reference(x, idx.long(), gate, experts)
+        d = (y.float() - ref).abs()
+        err = torch.tensor([d.max().item(), (d / ref.abs().clamp(min=1)).max().item()],
+                           dtype=torch.float64, device=dev)
+        if distributed:
+            dist.all_reduce(err, op=dist.ReduceOp.MAX)
+        rc = int(not err[1].item() <= TOL)
+        if rank == 0:
+            print("moe_baseline: check: max abs error %.3g, scaled %.3g over %d rank%s (tolerance %g): %s" %
+                  (err[0].item(), err[1].item(), world, "s" if world > 1 else "", TOL,
+                   "ok" if rc == 0 else "FAILED"))
+    if distributed:
+        dist.destroy_process_group()
+    sys.exit(rc)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+#!/bin/sh
+# tools/bench-moe.sh [-n W] BUILD - the MoE layer (make bench, on the GPU):
+# the fused pipeline (mkrun, samples/moe_dispatch_gemm.mk) against the
+# unfused layer, NCCL all_to_all + grouped GEMM (tests/gpu/moe_baseline.py,
+# PyTorch).  Prints one table; docs/bench.md says what the columns mean.
+#
+# W=1 (default): no exchange on either side (the baseline's all_to_all
+# becomes a copy); the rows compare the routing, GEMMs and combine.  -n W:
+# mkrun -n W against torchrun with W ranks, one GPU each; only where
+# nvidia-smi lists W GPUs, since NCCL refuses two ranks on one GPU.  No GPU:
+# one "skipped" line, exit 0.
+set -u
+W=1
+B=build
+while [ $# -gt 0 ]; do
+	case $1 in
+	-n) W=${2:?-n needs a rank count}; shift 2 ;;
+	*) B=$1; shift ;;
+	esac
+done
+cd "$(dirname "$0")/.." || exit 2
+ITERS=10
+TOPK=8
+rc=0
+
+if [ "$W" -gt 1 ]; then
+	g=$(nvidia-smi -L 2>/dev/null | wc -l)
+	if [ "$g" -lt "$W" ]; then
+		echo "bench-moe: skipped: W=$W needs $W GPUs, nvidia-smi lists $g (NCCL refuses two ranks on one GPU)"
+		exit 0
+	fi
+fi
+
+fused() {	# -D ...: the mkrun summary line
+	if [ "$W" -gt 1 ]; then
+		"$B/mkrun" samples/moe_dispatch_gemm.mk "$@" -n "$W" --no-check --iters "$ITERS" --quiet 2>&1
+	else
+		"$B/mkrun" samples/moe_dispatch_gemm.mk "$@" --no-check --iters "$ITERS" --quiet 2>&1
+	fi
+}
+
+baseline() {	# moe_baseline.py arguments; --check runs after the timed runs
+	if [ "$W" -gt 1 ]; then
+		python3 -m torch.distributed.run --standalone --nproc-per-node "$W" \
+			tests/gpu/moe_baseline.py "$@" --iters "$ITERS" 2>&1
+	else
+		python3 tests/gpu/moe_baseline.py "$@" --iters "$ITERS" 2>&1
+	fi
+}
+
+median() {	# PREFIX: the "median X us" of the line that starts with PREFIX
+	sed -n "s/^$1: .* median \([0-9.]*\) us.*/\1/p" | head -n 1
+}
+
+row() {		# T E H F
+	fo=$(fused -D T="$1" -D E="$2" -D H="$3" -D F="$4" -D topk=$TOPK)
+	case $fo in *"no GPU here"*)
+		echo "bench-moe: skipped: no GPU here"
+		exit 0 ;;
+	esac
+	if [ -z "$hdr" ]; then
+		echo "MoE layer, W=$W, top-$TOPK: fused = $B/mkrun, baseline = tests/gpu/moe_baseline.py; medians of $ITERS runs"
+		printf "%-30s %10s %12s %15s %14s\n" shape "fused us" "baseline us" "baseline/fused" "fused TFLOP/s"
+		hdr=1
+	fi
+	bo=$(baseline --tokens "$1" --experts "$2" --hidden "$3" --ffn "$4" --topk $TOPK --check)
+	br=$?
+	fm=$(echo "$fo" | median mkrun)
+	bm=$(echo "$bo" | median moe_baseline)
+	if [ -z "$fm" ]; then
+		echo "$fo" | tail -n 3 >&2
+		rc=1
+	fi
+	case $bo in
+	*"moe_baseline: skipped"*) skip=$(echo "$bo" | grep skipped | head -n 1) ;;
+	*) if [ -z "$bm" ] || [ $br -ne 0 ]; then
+		echo "$bo" | tail -n 3 >&2
+		rc=1
+	fi
+	how=$(echo "$bo" | sed -n 's/^moe_baseline: W=[^,]*, \([^:]*\):.*/\1/p' | head -n 1) ;;
+	esac
+	# FLOPs per GPU = 4 (T k / W) H F: the routed rows, two GEMMs
+	awk -v t="$1" -v e="$2" -v h="$3" -v f="$4" -v k=$TOPK -v w="$W" -v fu="${fm:--}" -v b="${bm:--}" 'BEGIN {
+		fl = 4 * (t * k / w) * h * f
+		r = (fu != "-" && b != "-") ? sprintf("%.2f", b / fu) : "-"
+		x = fu != "-" ? sprintf("%.1f", fl / fu * 1e-6) : "-"
+		printf "%-30s %10s %12s %15s %14s\n", "T=" t " E=" e " H=" h " F=" f, fu, b, r, x
+	}'
+}
+
+[ -x "$B/mkrun" ] || { echo "bench-moe: no $B/mkrun (make first)" >&2; exit 2; }
+hdr=
+skip=
+how=
+row 8192 64 2048 1024
+row 8192 256 7168 2048
+row 32768 256 7168 2048
+[ -z "$how" ] || echo "baseline experts: $how"
+[ -z "$skip" ] || echo "note: $skip"
+exit $rc
