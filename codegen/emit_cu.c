@@ -26,6 +26,8 @@ typedef struct em {
 	int *rdst;    /* [rl.ndst] ranks rank 0 writes to */
 	char *rdma_op;/* [nops] 1: the op has RDMA tasks (an R_ stage) */
 	int *other_w; /* [nops] the tensor its other tasks write (a W_ stage), -1 */
+	int *other_w2, *other_w3;  /* [nops] a second and third one (W2_, W3_: MoE
+	                              between nodes), -1 */
 } em;
 
 static void fail(em *E, const char *msg, const char *what)
@@ -218,6 +220,12 @@ static void tables(em *E)
 	for (int i = 0; i < p->nops; i++)  /* and tasks writing another tensor */
 		if (E->other_w[i] >= 0)
 			sb_printf(o, ", W_%s = %d", p->ops[i].stage, sid++);
+	for (int i = 0; i < p->nops; i++)
+		if (E->other_w2[i] >= 0)
+			sb_printf(o, ", W2_%s = %d", p->ops[i].stage, sid++);
+	for (int i = 0; i < p->nops; i++)
+		if (E->other_w3[i] >= 0)
+			sb_printf(o, ", W3_%s = %d", p->ops[i].stage, sid++);
 	sb_puts(o, " };\n\n");
 	sb_puts(o, "struct mk_task {\n"
 		   "\tshort stage;          // op\n"
@@ -259,9 +267,11 @@ static void tables(em *E)
 			strbuf r;
 			sb_init(&r);
 			inspect_region(p, &t->write, &r);
-			sb_printf(o, "\t{%c_%s, %d, %d, %d, %d, %d, %d, {%lld, %lld, %lld}, {%lld, %lld, %lld}},"
-				  " // t%d %s %s\n", t->kind == TASK_RDMA ? 'R'
-				  : t->write.tensor != p->ops[t->op].out ? 'W' : 'S',
+			const int wt = t->write.tensor;
+			sb_printf(o, "\t{%s_%s, %d, %d, %d, %d, %d, %d, {%lld, %lld, %lld}, {%lld, %lld, %lld}},"
+				  " // t%d %s %s\n", t->kind == TASK_RDMA ? "R"
+				  : wt == p->ops[t->op].out ? "S" : wt == E->other_w2[t->op] ? "W2"
+				  : wt == E->other_w3[t->op] ? "W3" : "W",
 				  p->ops[t->op].stage, t->nreads, t->nwaits, t->nsignals, nr, nw, ns,
 				  lo[0], lo[1], lo[2], hi[0], hi[1], hi[2], i, ir_task_name(t->kind),
 				  sb_str(&r));
@@ -581,10 +591,10 @@ static int tmap_index(const em *E, const ir_op *op)
 	return n;
 }
 
-/* The routing table behind a tensor laid out as a dispatch's buckets
- * [E, C, ...]: the dispatch's result, and what batched matmuls (rows of A)
- * and elementwise ops make of it row for row; -1 for other tensors. */
-static int bucket_route(const ir_prog *p, int t)
+/* The dispatch behind a tensor laid out as its buckets [E, C, ...]: the
+ * dispatch's result, and what batched matmuls (rows of A) and elementwise
+ * ops make of it row for row; -1 for other tensors. */
+static int bucket_dispatch(const ir_prog *p, int t)
 {
 	for (int depth = 0; depth < 64; depth++) {
 		const ir_tensor *x = &p->tensors[t];
@@ -592,7 +602,7 @@ static int bucket_route(const ir_prog *p, int t)
 			return -1;
 		const ir_op *op = &p->ops[x->producer];
 		if (op->kind == OP_DISPATCH)
-			return op->route1 - 1;
+			return op->route1 ? (int)(op - p->ops) : -1;
 		if (op->kind == OP_MATMUL || (ir_op_class(op->kind) == 'E' && op->kind != OP_ADD &&
 					       op->kind != OP_MUL))
 			t = op->in[0];
@@ -648,13 +658,23 @@ static void stage_matmul(em *E, const ir_op *op)
 		  "\tconst mkd_tensor &A = MK_T[T_%s], &B = MK_T[T_%s], &C = MK_T[T_%s];\n"
 		  "\tconst i64 k0 = mkd_base<MK_GPUS>(A, 2, rank), K = A.local[2];\n",
 		  A->name, B->name, C->name);
-	int rt = C->ndim == 3 ? bucket_route(p, op->in[0]) : -1;
+	const int dop = C->ndim == 3 ? bucket_dispatch(p, op->in[0]) : -1;
+	const int rt = dop >= 0 ? p->ops[dop].route1 - 1 : -1;
+	/* the rows of expert lo[0]'s bucket that hold tokens: every rank's
+	 * count, or between nodes every source's on this node */
+	char rows_of[320];
+	if (rt >= 0 && p->ops[dop].rroute1)
+		snprintf(rows_of, sizeof rows_of, "mkd_bucket_rows_nodes<MK_NODES, MK_GPUS>(p, T_%s, T_%s, %lld, (int)lo[0], rank)",
+			 p->tensors[rt].name, p->tensors[p->ops[dop].rroute1 - 1].name,
+			 (long long)p->tensors[p->ops[dop].rroute1 - 1].local[1]);
+	else if (rt >= 0)
+		snprintf(rows_of, sizeof rows_of, "mkd_bucket_rows(p, T_%s, MK_WORLD, (int)lo[0])",
+			 p->tensors[rt].name);
 	strbuf body, *o = E->o;
 	sb_init(&body);
 	if (walk) {
 		if (rt >= 0)
-			sb_printf(o, "\tconst int filled = mkd_bucket_rows(p, T_%s, MK_WORLD, (int)lo[0]);\n",
-				  p->tensors[rt].name);
+			sb_printf(o, "\tconst int filled = %s;\n", rows_of);
 		sb_printf(o, "\tfor (i64 r0 = lo[1]; r0 < hi[1]; r0 += %d)\n"
 			     "\tfor (i64 n0 = lo[2]; n0 < hi[2]; n0 += %d) {\n", mp.bm, mp.bn);
 		E->o = &body;
@@ -677,10 +697,10 @@ static void stage_matmul(em *E, const ir_op *op)
 			"\t}\n");
 	else if (rt >= 0)
 		sb_printf(E->o,
-			  "	if (lo[1] >= mkd_bucket_rows(p, T_%s, MK_WORLD, (int)lo[0])) {  // no tokens here\n"
-			  "		mkd_zero_tile(c, C.local[2], rows, cols);\n"
-			  "		return true;\n"
-			  "	}\n", p->tensors[rt].name);
+			  "\tif (lo[1] >= %s) {  // no tokens here\n"
+			  "\t\tmkd_zero_tile(c, C.local[2], rows, cols);\n"
+			  "\t\treturn true;\n"
+			  "\t}\n", rows_of);
 	if (mp.wgmma)
 		sb_printf(E->o,
 			  "#ifdef MKD_HAS_WGMMA\n"
@@ -829,6 +849,7 @@ static void stage_rdma(em *E, const ir_op *op)
 		  "\ti64 lo[3], hi[3];  // the box of %s written on rank dst\n"
 		  "\tmkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_%s], rank, t.lo, t.hi, lo, hi);\n"
 		  "\tconst mk_box s = mk_read_box(rank, t, 0);\n"
+		  "%s"
 		  "#if MK_MULTIPROC\n"
 		  "\t__shared__ int ok;\n"
 		  "\tif (threadIdx.x == 0) {\n"
@@ -855,7 +876,13 @@ static void stage_rdma(em *E, const ir_op *op)
 		  "\treturn true;\n"
 		  "#endif\n"
 		  "}\n\n",
-		  y->name, y->name, y->name, y->name, y->name, y->name, es, es, es);
+		  y->name, y->name,
+		  op->pack1 ? "\tif (hi[1] > lo[1] + 1) {  // MoE between nodes: the count (row 0, word 0) and its rows\n"
+			      "\t\tconst int n = *(const int *)mkd_at<MK_GPUS>(p, s.tensor, MK_T[s.tensor], s.rank, s.lo[0], s.lo[1], 0);\n"
+			      "\t\tif (hi[1] > lo[1] + 1 + n)\n"
+			      "\t\t\thi[1] = lo[1] + 1 + n;\n"
+			      "\t}\n" : "",
+		  y->name, y->name, y->name, y->name, es, es, es);
 }
 
 /* Does op i run any task through its stage function (RDMA tasks have their
@@ -864,9 +891,102 @@ static void stage_rdma(em *E, const ir_op *op)
 /* MoE dispatch (mkd/moe.cuh): W_ tasks build this rank's routing table;
  * the others fill one expert's bucket each from every rank's rows (reads
  * 2q: rank q's table, 2q + 1: rank q's tokens). */
+/* MoE dispatch between nodes (lower.c, moe_nodes): W_ tasks build this
+ * rank's routing table, W2_ tasks pack its rows for another node (one
+ * column block each), W3_ tasks route what a node sent; the others fill one
+ * expert's bucket from every source: reads 2q (a table) and 2q + 1 (its
+ * rows), source q = node offset * GPUS + the GPU that holds it. */
+static void stage_dispatch_nodes(em *E, const ir_op *op)
+{
+	const ir_prog *p = E->p;
+	const ir_tensor *x = &p->tensors[op->in[0]], *ix = &p->tensors[op->in[1]];
+	const ir_tensor *xe = &p->tensors[op->out];
+	const ir_tensor *pk = &p->tensors[op->pack1 - 1], *rk = &p->tensors[op->recv1 - 1];
+	const ir_tensor *rr = &p->tensors[op->rroute1 - 1];
+	const int i = (int)(op - p->ops);
+	int R = E->other_w[i];
+	if (R < 0 || E->other_w2[i] != op->pack1 - 1 || E->other_w3[i] != op->rroute1 - 1) {
+		fail(E, "a dispatch between nodes without its route, pack and received-route tasks",
+		     op->stage);
+		return;
+	}
+	const char *gate = NULL;
+	for (int j = i + 1; j < p->nops; j++)
+		if (p->ops[j].kind == OP_COMBINE && p->ops[j].in[1] == op->in[1])
+			gate = p->tensors[p->ops[j].in[2]].name;
+	const int es = ir_dtype_size(x->dtype);
+	const long long Tl = ix->local[0], k = ix->local[1], N = Tl * k;
+	const long long H = xe->shape[2], El = xe->local[0], W = pk->local[2];
+	const long long words = H * es / 4, len = rr->local[1];
+	const char *tx = ctype(x->dtype);
+	char gexp[200] = "0";  /* the gates travel with the rows (the combine's) */
+	if (gate)
+		snprintf(gexp, sizeof gexp, "(const float *)p.ranks[rank].buf[T_%s]", gate);
+	stage_head(E, op, "route, pack for the other nodes, route what they sent, or fill one "
+		   "expert's bucket");
+	sb_printf(E->o,
+		  "\tconst mkd_waiter w = {rank, cta, i, t.stage};\n"
+		  "\tif (t.stage == W_%s) {  // this rank's routing table\n"
+		  "\t\tconst int *idx = (const int *)p.ranks[rank].buf[T_%s];\n"
+		  "\t\treturn mkd_route(p, w, idx, %lld, %lld, (int *)p.ranks[rank].buf[T_%s], smem, MK_SMEM);\n"
+		  "\t}\n",
+		  op->stage, ix->name, N, (long long)xe->shape[0], p->tensors[R].name);
+	sb_printf(E->o,
+		  "\tif (t.stage == W2_%s) {  // rows for node +(t.lo[0] + 1), columns [t.lo[2], t.hi[2])\n"
+		  "\t\tconst int node = (rank / MK_GPUS + t.lo[0] + 1) %% MK_NODES;\n"
+		  "\t\tmkd_pack<%s>((const int *)p.ranks[rank].buf[T_%s], %lld, (const %s *)p.ranks[rank].buf[T_%s], %lld,\n"
+		  "\t\t\t%s, %lld, node * MK_GPUS * %lld, (node + 1) * MK_GPUS * %lld,\n"
+		  "\t\t\t(int *)p.ranks[rank].buf[T_%s] + (i64)t.lo[0] * %lld, %lld, %lld, t.lo[2], t.hi[2], smem);\n"
+		  "\t\treturn true;\n"
+		  "\t}\n",
+		  op->stage, tx, ix->name, k, tx, x->name, H,
+		  gexp, Tl, El, El, pk->name, (1 + Tl) * W, W, words);
+	sb_printf(E->o,
+		  "\tif (t.stage == W3_%s) {  // the routing table of what node +(t.lo[1] + 1) sent\n"
+		  "\t\tconst int *rk = (const int *)p.ranks[rank].buf[T_%s] + (i64)t.lo[1] * %lld;\n"
+		  "\t\treturn mkd_route_rows(p, w, rk + %lld, %lld, %lld, rk[0] * %lld, %lld, %lld,\n"
+		  "\t\t\t(int *)p.ranks[rank].buf[T_%s] + (i64)t.lo[1] * %lld, smem, MK_SMEM, false);\n"
+		  "\t}\n",
+		  op->stage, rk->name, (1 + Tl) * W, W + words, W, k, k, N, (long long)xe->shape[0],
+		  rr->name, len);
+	sb_printf(E->o,
+		  "\t__shared__ const int *route[MK_WORLD];\n"
+		  "\t__shared__ const %s *x[MK_WORLD];\n"
+		  "\t__shared__ i64 ldx[MK_WORLD];\n"
+		  "\tif (threadIdx.x < t.nread) {\n"
+		  "\t\tconst mk_box b = mk_read_box(rank, t, threadIdx.x);\n"
+		  "\t\tconst char *a = mkd_at<MK_GPUS>(p, b.tensor, MK_T[b.tensor], b.rank, b.lo[0], b.lo[1], b.lo[2]);\n"
+		  "\t\tconst int g = b.rank %% MK_GPUS;\n"
+		  "\t\tif (b.tensor == T_%s)\n"
+		  "\t\t\troute[g] = (const int *)a;\n"
+		  "\t\telse if (b.tensor == T_%s)\n"
+		  "\t\t\troute[(b.lo[1] + 1) * MK_GPUS + g] = (const int *)a;\n"
+		  "\t\telse if (b.tensor == T_%s) {\n"
+		  "\t\t\tx[(b.lo[0] + 1) * MK_GPUS + g] = (const %s *)(a + %lld);  // its first packed row\n"
+		  "\t\t\tldx[(b.lo[0] + 1) * MK_GPUS + g] = %lld;\n"
+		  "\t\t} else {\n"
+		  "\t\t\tx[g] = (const %s *)a;\n"
+		  "\t\t\tldx[g] = %lld;\n"
+		  "\t\t}\n"
+		  "\t}\n"
+		  "\t__syncthreads();\n"
+		  "\tfor (i64 e = lo[0]; e < hi[0]; e++)\n"
+		  "\t\tif (!mkd_dispatch<%s>(p, w, (int)e, %lld, %lld, %lld, %lld, %lld, route, x, MK_WORLD,\n"
+		  "\t\t\t\t(int)lo[1], (int)hi[1], (%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, e, lo[1], 0), ldx))\n"
+		  "\t\t\treturn false;\n"
+		  "\treturn true;\n}\n\n",
+		  tx, p->tensors[R].name, rr->name, rk->name, tx, W * 4, W * 4 / es, tx, H,
+		  tx, (long long)xe->shape[0], (long long)xe->shape[1], N, k, H, ctype(xe->dtype),
+		  xe->name, xe->name);
+}
+
 static void stage_dispatch(em *E, const ir_op *op)
 {
 	const ir_prog *p = E->p;
+	if (op->pack1) {
+		stage_dispatch_nodes(E, op);
+		return;
+	}
 	const ir_tensor *x = &p->tensors[op->in[0]], *ix = &p->tensors[op->in[1]];
 	const ir_tensor *xe = &p->tensors[op->out];
 	int R = E->other_w[op - p->ops];
@@ -906,9 +1026,101 @@ static void stage_dispatch(em *E, const ir_op *op)
 
 /* MoE combine (mkd/moe.cuh): one block of this rank's token rows; reads 0
  * and 1 are its indices and gates. */
+/* MoE combine between nodes (lower.c, moe_nodes).  W_ tasks: the partial
+ * sums over this node's experts of a block of the rows node +s sent (read
+ * 0: those rows; 1 .. WORLD: every source's table; then this node's expert
+ * outputs).  The others: a block of this rank's tokens (reads 0, 1: its ids
+ * and gates; GPUS route tables and GPUS expert outputs of this node; its
+ * packed rows; the sums the other nodes returned). */
+static void stage_combine_nodes(em *E, const ir_op *op)
+{
+	const ir_prog *p = E->p;
+	const ir_tensor *ye = &p->tensors[op->in[0]], *ix = &p->tensors[op->in[1]];
+	const ir_tensor *g = &p->tensors[op->in[2]], *y = &p->tensors[op->out];
+	const ir_tensor *pk = &p->tensors[op->pack1 - 1], *rk = &p->tensors[op->recv1 - 1];
+	const ir_tensor *rr = &p->tensors[op->rroute1 - 1], *part = &p->tensors[op->part1 - 1];
+	const ir_tensor *back = &p->tensors[op->back1 - 1];
+	const char *rname = p->tensors[op->route1 - 1].name;
+	if (E->other_w[op - p->ops] != op->part1 - 1) {
+		fail(E, "a combine between nodes without its partial sums", op->stage);
+		return;
+	}
+	const long long Tl = ix->local[0], k = ix->local[1], N = Tl * k;
+	const long long E_ = ye->shape[0], El = ye->local[0], C = ye->shape[1], H = ye->shape[2];
+	const long long W = pk->local[2], words = H * ir_dtype_size(ye->dtype) / 4;
+	const char *te = ctype(ye->dtype), *ty = ctype(y->dtype);
+	stage_head(E, op, "sums of a block of received rows over this node's experts, or a block "
+		   "of this rank's tokens");
+	sb_printf(E->o,
+		  "\t__shared__ const int *route[MK_WORLD];\n"
+		  "\t__shared__ const %s *ye[MK_GPUS];\n"
+		  "\tconst int node = rank / MK_GPUS, gi = rank %% MK_GPUS;\n"
+		  "\tif (t.stage == W_%s) {  // rows [t.lo[1] - 1, t.hi[1] - 1) of slice t.lo[0]\n"
+		  "\t\tif (threadIdx.x >= 1 && threadIdx.x < t.nread) {\n"
+		  "\t\t\tconst mk_box b = mk_read_box(rank, t, threadIdx.x);\n"
+		  "\t\t\tconst char *a = mkd_at<MK_GPUS>(p, b.tensor, MK_T[b.tensor], b.rank, b.lo[0], b.lo[1], b.lo[2]);\n"
+		  "\t\t\tconst int g = b.rank %% MK_GPUS;\n"
+		  "\t\t\tif (b.tensor == T_%s)\n"
+		  "\t\t\t\troute[g] = (const int *)a;\n"
+		  "\t\t\telse if (b.tensor == T_%s)\n"
+		  "\t\t\t\troute[(b.lo[1] + 1) * MK_GPUS + g] = (const int *)a;\n"
+		  "\t\t\telse\n"
+		  "\t\t\t\tye[g] = (const %s *)p.ranks[b.rank].buf[T_%s];\n"
+		  "\t\t}\n"
+		  "\t\t__syncthreads();\n"
+		  "\t\tconst int sl = t.lo[0], me = (sl + 1) * MK_GPUS + gi;\n"
+		  "\t\tconst int *rk = (const int *)p.ranks[rank].buf[T_%s] + (i64)sl * %lld;\n"
+		  "\t\tfloat *part = (float *)p.ranks[rank].buf[T_%s] + (i64)sl * %lld;\n"
+		  "\t\tconst int n = rk[0];\n"
+		  "\t\tif (t.lo[1] == 0 && threadIdx.x == 0)\n"
+		  "\t\t\t*(int *)part = n;  // the count, for the RDMA back\n"
+		  "\t\tconst int r0 = t.lo[1] > 1 ? t.lo[1] - 1 : 0, r1 = t.hi[1] - 1 < n ? t.hi[1] - 1 : n;\n"
+		  "\t\tif (r0 < r1)\n"
+		  "\t\t\tmkd_combine_nodes<%s, float>(me, %lld, %lld, MK_GPUS, node * MK_GPUS * %lld, %lld, %lld, %lld, %lld,\n"
+		  "\t\t\t\troute, ye, route[me] + %lld, rk + %lld, rk + %lld, %lld, r0, r1, part + (i64)(1 + r0) * %lld, %lld,\n"
+		  "\t\t\t\t0, 0, %lld, 0, 0, smem);\n"
+		  "\t\treturn true;\n"
+		  "\t}\n",
+		  te, op->stage, rname, rr->name, te, ye->name,
+		  rk->name, (1 + Tl) * W, part->name, (1 + Tl) * H,
+		  te, E_, El, El, C, N, k, H,
+		  E_ + 1 + N, W + words, W + words + k, W, H, H, W);
+	sb_printf(E->o,
+		  "\t__shared__ const int *pk[MK_NODES];\n"
+		  "\t__shared__ const float *bk[MK_NODES];\n"
+		  "\tif (threadIdx.x >= 2 && threadIdx.x < 2 + 2 * MK_GPUS) {\n"
+		  "\t\tconst mk_box b = mk_read_box(rank, t, threadIdx.x);\n"
+		  "\t\tif (b.tensor == T_%s)\n"
+		  "\t\t\troute[b.rank %% MK_GPUS] = (const int *)p.ranks[b.rank].buf[T_%s];\n"
+		  "\t\telse\n"
+		  "\t\t\tye[b.rank %% MK_GPUS] = (const %s *)p.ranks[b.rank].buf[T_%s];\n"
+		  "\t}\n"
+		  "\tif (threadIdx.x < MK_NODES - 1) {\n"
+		  "\t\tpk[threadIdx.x] = (const int *)p.ranks[rank].buf[T_%s] + (i64)threadIdx.x * %lld;\n"
+		  "\t\tbk[threadIdx.x] = (const float *)p.ranks[rank].buf[T_%s] + (i64)threadIdx.x * %lld;\n"
+		  "\t}\n"
+		  "\t__syncthreads();\n"
+		  "\tconst i64 t0 = lo[1] - mkd_base<MK_GPUS>(MK_T[T_%s], 1, rank);  // local token rows\n"
+		  "\tmkd_combine_nodes<%s, %s>(gi, %lld, %lld, MK_GPUS, node * MK_GPUS * %lld, %lld, %lld, %lld, %lld,\n"
+		  "\t\troute, ye, route[gi] + %lld, (const int *)p.ranks[rank].buf[T_%s],\n"
+		  "\t\t(const int *)p.ranks[rank].buf[T_%s], %lld, (int)t0, (int)(t0 + hi[1] - lo[1]),\n"
+		  "\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, lo[0], lo[1], lo[2]), MK_T[T_%s].local[2],\n"
+		  "\t\tMK_NODES - 1, pk, %lld, %lld, bk, smem);\n"
+		  "\treturn true;\n}\n\n",
+		  rname, rname, te, ye->name,
+		  pk->name, (1 + Tl) * W, back->name, (1 + Tl) * H,
+		  y->name, te, ty, E_, El, El, C, N, k, H,
+		  E_ + 1 + N, ix->name, g->name, k,
+		  ty, y->name, y->name, y->name, W, words + 2 * k);
+}
+
 static void stage_combine(em *E, const ir_op *op)
 {
 	const ir_prog *p = E->p;
+	if (op->pack1) {
+		stage_combine_nodes(E, op);
+		return;
+	}
 	const ir_tensor *ye = &p->tensors[op->in[0]], *ix = &p->tensors[op->in[1]];
 	const ir_tensor *g = &p->tensors[op->in[2]], *y = &p->tensors[op->out];
 	if (!op->route1) {
@@ -1003,6 +1215,12 @@ static void kernel(em *E, int per_stage)
 	for (int i = 0; i < p->nops; i++)
 		if (E->other_w[i] >= 0)
 			sb_puts(o, ", false");
+	for (int i = 0; i < p->nops; i++)
+		if (E->other_w2[i] >= 0)
+			sb_puts(o, ", false");
+	for (int i = 0; i < p->nops; i++)
+		if (E->other_w3[i] >= 0)
+			sb_puts(o, ", false");
 	sb_puts(o, "};\n\n");
 	sb_puts(o,
 		"// One task: wait on its flags (bounded), run its stage, signal.  All\n"
@@ -1043,6 +1261,14 @@ static void kernel(em *E, int per_stage)
 	for (int i = 0; i < p->nops; i++)
 		if (E->other_w[i] >= 0)
 			sb_printf(o, "\t\tcase W_%s: done = stage_%s(p, rank, cta, i, epoch, smem); break;\n",
+				  p->ops[i].stage, p->ops[i].stage);
+	for (int i = 0; i < p->nops; i++)
+		if (E->other_w2[i] >= 0)
+			sb_printf(o, "\t\tcase W2_%s: done = stage_%s(p, rank, cta, i, epoch, smem); break;\n",
+				  p->ops[i].stage, p->ops[i].stage);
+	for (int i = 0; i < p->nops; i++)
+		if (E->other_w3[i] >= 0)
+			sb_printf(o, "\t\tcase W3_%s: done = stage_%s(p, rank, cta, i, epoch, smem); break;\n",
 				  p->ops[i].stage, p->ops[i].stage);
 	sb_printf(o,
 		"\t\t}\n"
@@ -1228,7 +1454,7 @@ int cg_emit_cuda(const ir_sched *s, const cg_emit_opts *o, strbuf *out, char *er
 	}
 	E.rdst = calloc((size_t)E.rl.ndst + 1, sizeof(int));
 	E.rdma_op = calloc((size_t)s->prog->nops + 1, 1);
-	E.other_w = calloc((size_t)s->prog->nops + 1, sizeof(int));
+	E.other_w = calloc(3 * ((size_t)s->prog->nops + 1), sizeof(int));
 	if (!E.rdst || !E.rdma_op || !E.other_w) {
 		free(E.rdst);
 		free(E.rdma_op);
@@ -1236,8 +1462,10 @@ int cg_emit_cuda(const ir_sched *s, const cg_emit_opts *o, strbuf *out, char *er
 		fail(&E, "out of memory", NULL);
 		return -1;
 	}
+	E.other_w2 = E.other_w + s->prog->nops + 1;
+	E.other_w3 = E.other_w2 + s->prog->nops + 1;
 	cg_rdma_layout(s, &E.rl, E.rdst, E.rl.ndst);
-	for (int i = 0; i < s->prog->nops; i++)
+	for (int i = 0; i < 3 * (s->prog->nops + 1); i++)
 		E.other_w[i] = -1;
 	for (int i = 0; i < s->ntasks && !E.bad; i++) {
 		const ir_task *t = &s->tasks[i];
@@ -1246,11 +1474,29 @@ int cg_emit_cuda(const ir_sched *s, const cg_emit_opts *o, strbuf *out, char *er
 			E.rdma_op[t->op] = 1;
 		} else if (t->write.tensor != op->out) {
 			/* a reduction across nodes: its node-partials; a dispatch:
-			 * its routing table */
-			if ((t->kind != TASK_REDUCE && t->kind != TASK_ROUTE) ||
-			    (E.other_w[t->op] >= 0 && E.other_w[t->op] != t->write.tensor))
+			 * its routing table, between nodes also its packed rows and
+			 * the tables of the rows received; a combine between nodes:
+			 * its partial sums.  W_, W2_, W3_ by tensor number. */
+			const int w = t->write.tensor;
+			int *o3[3] = {&E.other_w[t->op], &E.other_w2[t->op], &E.other_w3[t->op]};
+			if (t->kind != TASK_REDUCE && t->kind != TASK_ROUTE && t->kind != TASK_PACK &&
+			    t->kind != TASK_COMBINE) {
 				fail(&E, "a stage whose tasks write several tensors", op->stage);
-			E.other_w[t->op] = t->write.tensor;
+				continue;
+			}
+			if (*o3[0] == w || *o3[1] == w || *o3[2] == w)
+				continue;
+			if (*o3[2] >= 0) {
+				fail(&E, "a stage whose tasks write more than four tensors", op->stage);
+				continue;
+			}
+			int at = *o3[0] < 0 ? 0 : *o3[1] < 0 ? 1 : 2;
+			*o3[at] = w;
+			for (int j = at; j > 0 && *o3[j] < *o3[j - 1]; j--) {
+				int x = *o3[j];
+				*o3[j] = *o3[j - 1];
+				*o3[j - 1] = x;
+			}
 		}
 	}
 	header(&E, sys);

@@ -163,6 +163,12 @@ typedef struct ir_op {
 	int64_t capacity;       /* dispatch: slots per expert C (upper bound) */
 	int route1;             /* dispatch, combine: 1 + the routing-table
 	                           tensor the lowering made for them, 0 none */
+	int pack1, recv1, rroute1; /* dispatch, combine between nodes: 1 + the
+	                           hidden tensors of packed rows sent to each
+	                           other node, those received, and the routing
+	                           tables of those received (lower.c); 0 none */
+	int part1, back1;       /* combine between nodes: 1 + the partial sums
+	                           of received rows, and those returned */
 	int epi;                /* matmul: 1 + the kind of a unary elementwise op
 	                           applied to the accumulator before the store
 	                           (fused by the lowering), 0 none */
@@ -257,6 +263,7 @@ typedef struct ir_flagref {
 	X(REDUCE, "reduce")  /* sum regions of several ranks */         \
 	X(ATTN, "attn")      /* attention block */                     \
 	X(ROUTE, "route")    /* MoE: a rank's routing table */          \
+	X(PACK, "pack")      /* MoE: rows routed to another node, packed */ \
 	X(DISPATCH, "dispatch") /* MoE: fill one expert's bucket */     \
 	X(COMBINE, "combine")   /* MoE: weighted sum of expert rows */
 

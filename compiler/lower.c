@@ -1216,15 +1216,17 @@ static void lower_sum(lower *L, int oi)
  * tokens' rank, the gate-weighted sum of the rows their experts' owners
  * computed (NVLink loads); it waits for every expert tile of every rank. */
 
-/* The ranks a dispatch reads from: one node, every rank (pulls by loads). */
+/* The ranks a dispatch reads from: every rank of its node (pulls by
+ * loads), and what the same GPU of each other node sent it. */
 static int moe_mesh_ok(lower *L, const ir_op *op, const ir_tensor *tok, const ir_tensor *ex)
 {
 	ir_prog *p = L->p;
 	if (p->world == 1)
 		return 1;
-	if (p->nodes > 1) {
-		diag_error(L->d, op->where, "'%s' between nodes is not lowered yet: MoE routing "
-			   "runs on one node (nodes = 1), over NVLink", ir_op_name(op->kind));
+	if (p->nodes > 1 && (tok->shape[tok->ndim - 1] * ir_dtype_size(tok->dtype)) % 16) {
+		diag_error(L->d, op->where, "'%s' between nodes sends rows of '%s' in 16-byte "
+			   "words; a row of %lld x %d bytes is not a multiple of 16", ir_op_name(op->kind), tok->name,
+			   (long long)tok->shape[tok->ndim - 1], ir_dtype_size(tok->dtype));
 		L->err = 1;
 		return 0;
 	}
@@ -1247,6 +1249,81 @@ static int dispatch_of(const ir_prog *p, int idx, int before)
 		if (p->ops[j].kind == OP_DISPATCH && p->ops[j].in[1] == idx)
 			return j;
 	return -1;
+}
+
+/* Between nodes (nodes > 1) a rank also packs, for each other node j, the
+ * rows of its tokens with a choice there (pack tasks), sends them by RDMA to
+ * the GPU of the same index on node j, and routes what it receives from
+ * each node (one more route task per node); the experts' owners then pull
+ * from every rank of their node both its own rows and what it received.
+ * The hidden tensors, per rank, J = nodes - 1 slices each:
+ *   X__pack  i32 [J, 1 + T, W]  slice j-1: rows for node +j: row 0 holds
+ *                               the count, then each row the token's
+ *                               data words, its k ids, k gates, its index
+ *   X__recv  i32 [J, 1 + T, W]  slice s-1: what node +s sent
+ *   idx__rroute [J, len]        slice s-1: the routing table of that
+ * The combine sums, on the experts' node, each received token's rows of
+ * that node's experts (combine tasks writing Y__part [J, 1 + T, H] f32),
+ * sends the sums back by RDMA (into the sender's Y__back), and each token's
+ * own combine adds its node's experts and the sums returned.
+ * Sources, the order every bucket fills in: node offset s (0: this node's
+ * own tokens) major, GPU minor. */
+typedef struct moe_nodes {
+	int pack, recv, rroute;   /* hidden tensors; -1 on one node */
+	int64_t words, width;     /* data words of a packed row; its width */
+} moe_nodes;
+
+/* The words of a packed row of H elements of `es` bytes and k choices. */
+static int64_t moe_width(int64_t H, int es, int64_t k, int64_t *words)
+{
+	*words = H * es / 4;
+	return (*words + 2 * k + 1 + 3) / 4 * 4;
+}
+
+/* Reads of every source's routing table (and with `rows`, its rows) in
+ * source order, on the ranks of this node. */
+static void moe_source_reads(lower *L, ir_task *t, int R, int X, const moe_nodes *mn, int rows)
+{
+	ir_prog *p = L->p;
+	for (int s = 0; s < p->nodes; s++)
+		for (int g = 0; g < p->gpus; g++) {
+			if (s == 0) {
+				add_read(L, t, full_region(p, R, g));
+				if (rows)
+					add_read(L, t, full_region(p, X, g));
+				continue;
+			}
+			ir_region a = full_region(p, mn->rroute, g);
+			a.lo[0] = s - 1;
+			a.hi[0] = s;
+			add_read(L, t, a);
+			if (rows) {
+				ir_region b = full_region(p, mn->recv, g);
+				b.lo[0] = s - 1;
+				b.hi[0] = s;
+				add_read(L, t, b);
+			}
+		}
+}
+
+static int moe_hidden(lower *L, int base, ir_dtype dt, int64_t d0, int64_t d1, int64_t d2,
+		      const char *suffix, int producer)
+{
+	ir_prog *p = L->p;
+	ir_tensor proto = p->tensors[base];
+	proto.dtype = dt;
+	proto.ndim = d2 ? 3 : 2;
+	proto.shape[0] = proto.local[0] = d0;
+	proto.shape[1] = proto.local[1] = d1;
+	proto.shape[2] = proto.local[2] = d2;
+	proto.place = (ir_place){PL_LOCAL, 0, GRP_WORLD};
+	int t = add_tensor(L, &proto, p->tensors[base].name, suffix);
+	if (t >= 0) {
+		p->tensors[t].producer = producer;
+		p->tensors[t].nwriters = 1;
+		p->tensors[t].peer_access = true;
+	}
+	return t;
 }
 
 static void lower_dispatch(lower *L, int oi)
@@ -1295,6 +1372,82 @@ static void lower_dispatch(lower *L, int oi)
 	t->bytes = (double)N * 4 * 4;
 	t->transport = TR_LOCAL;
 
+	moe_nodes mn = {-1, -1, -1, 0, 0};
+	if (p->nodes > 1) {
+		const int J = p->nodes - 1;
+		const int64_t Tl = ix->local[0], k = ix->local[1];
+		const int64_t W = moe_width(H, ir_dtype_size(xe->dtype), k, &mn.words);
+		mn.pack = moe_hidden(L, X, DT_I32, J, 1 + Tl, W, "pack", oi);
+		mn.recv = moe_hidden(L, X, DT_I32, J, 1 + Tl, W, "recv", oi);
+		mn.rroute = moe_hidden(L, I, DT_I32, J, len, 0, "rroute", oi);
+		if (mn.pack < 0 || mn.recv < 0 || mn.rroute < 0)
+			return;
+		mn.width = W;
+		p->ops[oi].pack1 = mn.pack + 1;
+		p->ops[oi].recv1 = mn.recv + 1;
+		p->ops[oi].rroute1 = mn.rroute + 1;
+		op = &p->ops[oi];
+		/* the gates travel with the rows: the combine's, when there is one */
+		int gate = -1;
+		for (int j = oi + 1; j < p->nops; j++)
+			if (p->ops[j].kind == OP_COMBINE && p->ops[j].in[1] == I)
+				gate = p->ops[j].in[2];
+		/* packing: per node, column blocks of 1024 words, each block
+		 * choosing the same rows */
+		const int64_t cb = 1024;
+		for (int j = 1; j <= J && !L->err; j++) {
+			for (int64_t c0 = 0; c0 < W; c0 += cb) {
+				t = new_task(L, TASK_PACK, oi);
+				if (!t)
+					return;
+				add_read(L, t, full_region(p, I, 0));
+				add_read(L, t, full_region(p, X, 0));
+				if (gate >= 0)
+					add_read(L, t, full_region(p, gate, 0));
+				ir_region w = full_region(p, mn.pack, 0);
+				w.lo[0] = j - 1;
+				w.hi[0] = j;
+				w.lo[2] = c0;
+				w.hi[2] = c0 + cb < W ? c0 + cb : W;
+				t->write = w;
+				t->bytes = (double)Tl * (double)(w.hi[2] - w.lo[2]) * 4 / p->nodes * 2 +
+					   (double)N * 4;
+				t->transport = TR_LOCAL;
+			}
+			/* the whole slice to node +j, the same GPU, where it is
+			 * slice (nodes - j) - 1: the count first, then only its rows */
+			t = new_task(L, TASK_RDMA, oi);
+			if (!t)
+				return;
+			ir_region src = full_region(p, mn.pack, 0);
+			src.lo[0] = j - 1;
+			src.hi[0] = j;
+			add_read(L, t, src);
+			ir_region dst = full_region(p, mn.recv, j * p->gpus);
+			dst.lo[0] = p->nodes - j - 1;
+			dst.hi[0] = p->nodes - j;
+			t->write = dst;
+			t->transport = TR_RDMA;
+			t->bytes = (double)Tl * (double)W * 4 / p->nodes;  /* uniform routing */
+		}
+		/* the routing table of what each node sent */
+		for (int s2 = 1; s2 <= J && !L->err; s2++) {
+			t = new_task(L, TASK_ROUTE, oi);
+			if (!t)
+				return;
+			ir_region a = full_region(p, mn.recv, 0);
+			a.lo[0] = s2 - 1;
+			a.hi[0] = s2;
+			add_read(L, t, a);
+			ir_region w = full_region(p, mn.rroute, 0);
+			w.lo[0] = s2 - 1;
+			w.hi[0] = s2;
+			t->write = w;
+			t->bytes = (double)N * 4 * 4;
+			t->transport = TR_LOCAL;
+		}
+	}
+
 	/* one task per expert and block of slots (a matmul tile's rows): the
 	 * expert's first tiles start while its last slots are filled */
 	double rows = (double)N * p->world / (double)E;  /* per expert, uniform routing */
@@ -1319,10 +1472,7 @@ static void lower_dispatch(lower *L, int oi)
 			t = new_task(L, TASK_DISPATCH, oi);
 			if (!t)
 				return;
-			for (int q = 0; q < p->world; q++) {
-				add_read(L, t, full_region(p, R, q));
-				add_read(L, t, full_region(p, X, q));
-			}
+			moe_source_reads(L, t, R, X, &mn, 1);
 			ir_region w = w0;
 			w.lo[0] = w0.lo[0] + e;
 			w.hi[0] = w.lo[0] + 1;
@@ -1334,6 +1484,103 @@ static void lower_dispatch(lower *L, int oi)
 				      : rows > (double)s0 ? rows - (double)s0 : 0;
 			t->bytes = (2 * full + ((double)(s1 - s0) - full)) * (double)H * es;
 		}
+}
+
+/* combine between nodes (see moe_nodes): partial sums of the received
+ * rows on the experts' node, sent back by RDMA, then each token block's own
+ * sum adds them. */
+static void lower_combine_nodes(lower *L, int oi, int D, int64_t step)
+{
+	ir_prog *p = L->p;
+	const ir_op *op = &p->ops[oi];
+	const ir_op *dop = &p->ops[D];
+	int Ye = op->in[0], I = op->in[1], G = op->in[2], Y = op->out, R = op->route1 - 1;
+	moe_nodes mn = {dop->pack1 - 1, dop->recv1 - 1, dop->rroute1 - 1, 0, 0};
+	if (mn.pack < 0 || mn.recv < 0 || mn.rroute < 0) {
+		diag_error(L->d, op->where, "internal: combine between nodes without its dispatch's "
+			   "packed rows");
+		L->err = 1;
+		return;
+	}
+	const int J = p->nodes - 1;
+	const int64_t Tl = p->tensors[I].local[0], k = p->tensors[I].local[1];
+	const int64_t H = p->tensors[Y].shape[p->tensors[Y].ndim - 1];
+	const int64_t F = p->tensors[Ye].shape[2];
+	int part = moe_hidden(L, Y, DT_F32, J, 1 + Tl, H, "part", oi);
+	int back = moe_hidden(L, Y, DT_F32, J, 1 + Tl, H, "back", oi);
+	if (part < 0 || back < 0)
+		return;
+	p->ops[oi].pack1 = mn.pack + 1;
+	p->ops[oi].recv1 = mn.recv + 1;
+	p->ops[oi].rroute1 = mn.rroute + 1;
+	p->ops[oi].part1 = part + 1;
+	p->ops[oi].back1 = back + 1;
+	const int es = ir_dtype_size(p->tensors[Ye].dtype);
+	/* (1) per received slice and block of its rows: the sums over this
+	 * node's experts (row 0, with the first block: the count) */
+	for (int s2 = 1; s2 <= J && !L->err; s2++)
+		for (int64_t b0 = 0; b0 < Tl; b0 += step) {
+			int64_t b1 = b0 + step < Tl ? b0 + step : Tl;
+			ir_task *t = new_task(L, TASK_COMBINE, oi);
+			if (!t)
+				return;
+			ir_region a = full_region(p, mn.recv, 0);
+			a.lo[0] = s2 - 1;
+			a.hi[0] = s2;
+			add_read(L, t, a);
+			moe_source_reads(L, t, R, -1, &mn, 0);
+			for (int g = 0; g < p->gpus; g++)
+				add_read(L, t, full_region(p, Ye, g));
+			ir_region w = full_region(p, part, 0);
+			w.lo[0] = s2 - 1;
+			w.hi[0] = s2;
+			w.lo[1] = b0 ? 1 + b0 : 0;
+			w.hi[1] = 1 + b1;
+			t->write = w;
+			t->transport = TR_NVLINK;
+			t->bytes = (double)(b1 - b0) / p->nodes * (double)(k * F * es + H * 4);
+		}
+	/* (2) each slice back to the node it came from: slice s - 1 goes to
+	 * node +s, the same GPU, where it is slice (nodes - s) - 1 */
+	for (int s2 = 1; s2 <= J && !L->err; s2++) {
+		ir_task *t = new_task(L, TASK_RDMA, oi);
+		if (!t)
+			return;
+		ir_region src = full_region(p, part, 0);
+		src.lo[0] = s2 - 1;
+		src.hi[0] = s2;
+		add_read(L, t, src);
+		ir_region dst = full_region(p, back, s2 * p->gpus);
+		dst.lo[0] = p->nodes - s2 - 1;
+		dst.hi[0] = p->nodes - s2;
+		t->write = dst;
+		t->transport = TR_RDMA;
+		t->bytes = (double)Tl * (double)H * 4 / p->nodes;
+	}
+	/* (3) per block of this rank's tokens: this node's experts, plus the
+	 * sums every other node returned */
+	ir_region yr = full_region(p, Y, 0), ir = full_region(p, I, 0), gr = full_region(p, G, 0);
+	for (int64_t t0 = 0; t0 < Tl && !L->err; t0 += step) {
+		int64_t t1 = t0 + step < Tl ? t0 + step : Tl;
+		ir_task *t = new_task(L, TASK_COMBINE, oi);
+		if (!t)
+			return;
+		ir_region a = ir, g = gr, w = yr;
+		a.lo[0] = g.lo[0] = w.lo[0] = yr.lo[0] + t0;
+		a.hi[0] = g.hi[0] = w.hi[0] = yr.lo[0] + t1;
+		add_read(L, t, a);
+		add_read(L, t, g);
+		for (int gg = 0; gg < p->gpus; gg++)
+			add_read(L, t, full_region(p, R, gg));
+		for (int gg = 0; gg < p->gpus; gg++)
+			add_read(L, t, full_region(p, Ye, gg));
+		add_read(L, t, full_region(p, mn.pack, 0));
+		add_read(L, t, full_region(p, back, 0));
+		t->write = w;
+		t->transport = TR_NVLINK;
+		t->bytes = (double)(t1 - t0) * (double)(k * F * es / p->nodes + H * 4 * J +
+							 H * ir_dtype_size(p->tensors[Y].dtype));
+	}
 }
 
 static void lower_combine(lower *L, int oi)
@@ -1369,6 +1616,10 @@ static void lower_combine(lower *L, int oi)
 	}
 	p->tensors[Ye].peer_access |= p->world > 1;
 	int64_t step = Tl >= 4096 ? 64 : 16;
+	if (p->nodes > 1) {
+		lower_combine_nodes(L, oi, D, step);
+		return;
+	}
 	ir_region yr = full_region(p, Y, 0), ir = full_region(p, I, 0), gr = full_region(p, G, 0);
 	for (int64_t t0 = 0; t0 < Tl; t0 += step) {
 		int64_t t1 = t0 + step < Tl ? t0 + step : Tl;

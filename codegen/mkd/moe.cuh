@@ -45,11 +45,15 @@ MKD_INLINE int mkd_warp_scan(int v)
 	return v;
 }
 
-/* The route table of one rank from its indices idx[N] (N = tokens * k),
- * by the whole CTA.  smem: nw * E + 1 ints for per-warp counts, nw chosen
- * to fit.  Returns false (after reporting) on a bad expert id. */
-MKD_INLINE bool mkd_route(const mkd_params &p, mkd_waiter w, const int *idx, int N, int E,
-			  int *route, char *smem, int smem_bytes)
+/* The route table of N entries whose ids are idx[(i / k) * ld + i % k]
+ * (rows of k ids, ld apart), laid out for up to NMAX entries, by the whole
+ * CTA.  smem: nw * E + 1 ints for per-warp counts, nw chosen to fit.
+ * Returns false (after reporting) on a bad expert id; with strict false
+ * (rows another rank packed, whose own route reports them) bad ids are
+ * left out instead. */
+MKD_INLINE bool mkd_route_rows(const mkd_params &p, mkd_waiter w, const int *idx, int ld, int k,
+			       int N, int NMAX, int E, int *route, char *smem, int smem_bytes,
+			       bool strict = true)
 {
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	int nw = (int)(blockDim.x >> 5);
@@ -58,7 +62,7 @@ MKD_INLINE bool mkd_route(const mkd_params &p, mkd_waiter w, const int *idx, int
 		nw = fit;
 	int *hist = (int *)smem;          /* [nw][E] */
 	int *bad = hist + nw * E;         /* one flag */
-	int *off = route, *order = route + E + 1, *pos = route + E + 1 + N;
+	int *off = route, *order = route + E + 1, *pos = route + E + 1 + NMAX;
 	for (int i = threadIdx.x; i < nw * E; i += blockDim.x)
 		hist[i] = 0;
 	if (threadIdx.x == 0)
@@ -68,10 +72,10 @@ MKD_INLINE bool mkd_route(const mkd_params &p, mkd_waiter w, const int *idx, int
 	const int a = warp * seg, b = min(N, a + seg);
 	if (warp < nw)
 		for (int i = a + lane; i < b; i += 32) {
-			const int e = idx[i];
+			const int e = idx[(i / k) * ld + i % k];
 			if (e >= 0 && e < E) {
 				atomicAdd(&hist[warp * E + e], 1);
-			} else if (atomicCAS(bad, 0, 1) == 0) {
+			} else if (strict && atomicCAS(bad, 0, 1) == 0) {
 				mkd_data_error(p, MKD_DATA_BAD_EXPERT, (u64)i, (u64)(unsigned)e, w);
 			}
 		}
@@ -113,12 +117,12 @@ MKD_INLINE bool mkd_route(const mkd_params &p, mkd_waiter w, const int *idx, int
 #pragma unroll
 			for (int u = 0; u < 8; u++) {
 				const int i = g0 + u * 32 + lane;
-				ev[u] = i < b ? idx[i] : -1;
+				ev[u] = i < b ? idx[(i / k) * ld + i % k] : -1;
 			}
 #pragma unroll
 			for (int u = 0; u < 8; u++) {
 				const int i = g0 + u * 32 + lane;
-				const bool in = i < b;
+				const bool in = i < b && ev[u] >= 0 && ev[u] < E;
 				const unsigned act = __ballot_sync(0xffffffffu, in);
 				if (in) {
 					const int e = ev[u];
@@ -136,6 +140,13 @@ MKD_INLINE bool mkd_route(const mkd_params &p, mkd_waiter w, const int *idx, int
 		}
 	__syncthreads();
 	return true;
+}
+
+/* The route table of one rank from its indices idx[N] (N = tokens * k). */
+MKD_INLINE bool mkd_route(const mkd_params &p, mkd_waiter w, const int *idx, int N, int E,
+			  int *route, char *smem, int smem_bytes)
+{
+	return mkd_route_rows(p, w, idx, 1, 1, N, N, E, route, smem, smem_bytes);
 }
 
 /* Copies `rows` rows of `cols` elements: warps take rows, lanes 16 bytes. */
@@ -185,7 +196,7 @@ MKD_INLINE void mkd_zero_row(T *dst, int cols)
 template <typename T>
 MKD_INLINE bool mkd_dispatch(const mkd_params &p, mkd_waiter w, int eg, int E, int C, int N,
 			     int k, int H, const int *const *route, const T *const *x, int nsrc,
-			     int s0, int s1, T *out)
+			     int s0, int s1, T *out, const i64 *ldx = 0)
 {
 	const int warp = threadIdx.x >> 5, nw = (int)(blockDim.x >> 5);
 	int total = 0;
@@ -210,7 +221,7 @@ MKD_INLINE bool mkd_dispatch(const mkd_params &p, mkd_waiter w, int eg, int E, i
 			b += n;
 		}
 		const int entry = route[q][E + 1 + route[q][eg] + (s - b)];
-		mkd_copy_row(dst, x[q] + (i64)(entry / k) * H, H);
+		mkd_copy_row(dst, x[q] + (i64)(entry / k) * (ldx ? ldx[q] : H), H);
 	}
 	return true;
 }
@@ -224,6 +235,24 @@ MKD_INLINE int mkd_bucket_rows(const mkd_params &p, int rt, int world, int e)
 	for (int q = 0; q < world; q++) {
 		const int *r = (const int *)p.ranks[q].buf[rt];
 		n += r[e + 1] - r[e];
+	}
+	return n;
+}
+
+/* The same between nodes: the sources are the ranks of this node, their
+ * own tokens (table rt) and what each other node sent them (tables rrt,
+ * slices of len ints). */
+template <int NODES, int GPUS>
+MKD_INLINE int mkd_bucket_rows_nodes(const mkd_params &p, int rt, int rrt, int len, int e, int rank)
+{
+	int n = 0;
+	const int first = rank - rank % GPUS;
+	for (int g = 0; g < GPUS; g++) {
+		const int *r = (const int *)p.ranks[first + g].buf[rt];
+		const int *rr = (const int *)p.ranks[first + g].buf[rrt];
+		n += r[e + 1] - r[e];
+		for (int s = 0; s < NODES - 1; s++)
+			n += rr[(i64)s * len + e + 1] - rr[(i64)s * len + e];
 	}
 	return n;
 }
@@ -322,6 +351,167 @@ MKD_INLINE void mkd_combine(int me, int E, int El, int C, int N, int k, int H,
 #pragma unroll
 					for (int v = 0; v < 8; v++)
 						acc[v] += g[u] * f[u][v];
+			}
+#pragma unroll
+			for (int v = 0; v < 8; v++)
+				if (c + v < H)
+					mkd_elem<TY>::st(yr + c + v, acc[v]);
+		}
+	}
+}
+
+/* ---- between nodes --------------------------------------------------------
+ * A packed row (ints, W of them): the token's data words [0, words), its k
+ * expert ids, its k gates (float bits), its index among the rank's tokens.
+ * Row 0 of a slice holds the count in word 0; rows 1 .. count the tokens,
+ * in token order. */
+
+/* Packs this rank's tokens with a choice in experts [elo, ehi) (another
+ * node's) into `out` (the slice: row 0 the count), columns [c0, c1) of
+ * each row: every column block's task picks the same rows.  smem: (warps +
+ * blockDim + 1) ints. */
+template <typename T>
+MKD_INLINE void mkd_pack(const int *idx, int k, const T *x, int H, const float *gate, int T0,
+			 int elo, int ehi, int *out, int W, int words, int c0, int c1, char *smem)
+{
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = (int)(blockDim.x >> 5);
+	int *wsum = (int *)smem;          /* [nw] */
+	int *list = wsum + nw;            /* [blockDim] the chunk's chosen tokens */
+	int *nl = list + blockDim.x;      /* their count */
+	int base = 0;
+	for (int a = 0; a < T0; a += blockDim.x) {
+		const int t = a + (int)threadIdx.x;
+		bool in = false;
+		if (t < T0)
+			for (int j = 0; j < k; j++) {
+				const int e = idx[(i64)t * k + j];
+				in |= e >= elo && e < ehi;
+			}
+		const unsigned bal = __ballot_sync(0xffffffffu, in);
+		if (lane == 0)
+			wsum[warp] = __popc(bal);
+		__syncthreads();
+		if (threadIdx.x == 0) {
+			int run = 0;
+			for (int v = 0; v < nw; v++) {
+				const int c = wsum[v];
+				wsum[v] = run;
+				run += c;
+			}
+			*nl = run;
+		}
+		__syncthreads();
+		if (in)
+			list[wsum[warp] + __popc(bal & ((1u << lane) - 1u))] = t;
+		__syncthreads();
+		/* a warp a row: its columns of [c0, c1) */
+		for (int r = warp; r < *nl; r += nw) {
+			const int tk = list[r];
+			int *row = out + (i64)(1 + base + r) * W;
+			const int *src = (const int *)(x + (i64)tk * H);
+			const int d1 = c1 < words ? c1 : words;
+			if (c0 < d1) {
+				if ((c0 & 3) == 0 && (d1 & 3) == 0)
+					for (int c = c0 + lane * 4; c < d1; c += 128)
+						*(int4 *)(row + c) = *(const int4 *)(src + c);
+				else
+					for (int c = c0 + lane; c < d1; c += 32)
+						row[c] = src[c];
+			}
+			for (int c = (c0 > words ? c0 : words) + lane; c < c1; c += 32) {
+				const int m = c - words;
+				row[c] = m < k ? idx[(i64)tk * k + m]
+					: m < 2 * k ? (gate ? __float_as_int(gate[(i64)tk * k + m - k]) : 0)
+					: m == 2 * k ? tk : 0;
+			}
+		}
+		base += *nl;
+		__syncthreads();
+	}
+	if (c0 == 0 && threadIdx.x == 0)
+		out[0] = base;
+}
+
+/* Token rows of one source (its packed rows, or this rank's own): for each
+ * row r in [r0, r1), y[r - r0] = the gate-weighted sum of its choices in
+ * experts [elo, elo + G * El) (this node's), whose rows lie in ye[(e - elo)
+ * / El] at slot base[e] + pos[entry]; base[e] counts the entries of the
+ * sources before `me` (route[0 .. me)).  ids and gates: idx[r * ld + j],
+ * gate[r * ld + j] (float bits when packed).  With nback > 0 (a token's own
+ * sum), adds for each other node j the sum it returned: row 1 + m of
+ * back[j] (ld H) where m is the token's row in pack[j] (found by its index,
+ * the rows ascending).  smem: E ints. */
+template <typename TE, typename TY>
+MKD_INLINE void mkd_combine_nodes(int me, int E, int El, int G, int elo, int C, int NMAX, int k,
+				  int H, const int *const *route, const TE *const *ye, const int *pos,
+				  const int *idx, const int *gate, int ld, int r0, int r1, TY *y,
+				  i64 ldy, int nback, const int *const *pack, int W, int tcol,
+				  const float *const *back, char *smem)
+{
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = (int)(blockDim.x >> 5);
+	const int ehi = elo + G * El;
+	int *base = (int *)smem;  /* [E]: slots of the sources before me */
+	for (int e = threadIdx.x; e < E; e += blockDim.x) {
+		int s = 0;
+		for (int q = 0; q < me; q++)
+			s += route[q][e + 1] - route[q][e];
+		base[e] = s;
+	}
+	__syncthreads();
+	for (int r = r0 + warp; r < r1; r += nw) {
+		TY *yr = y + (i64)(r - r0) * ldy;
+		const TE *mine = 0;
+		float gmine = 0.f;
+		if (lane < k) {
+			const int e = idx[(i64)r * ld + lane];
+			if (e >= elo && e < ehi) {
+				const int sl = base[e] + pos[r * k + lane];
+				if (sl < C) {
+					mine = ye[(e - elo) / El] + ((i64)(e % El) * C + sl) * H;
+					gmine = __int_as_float(gate[(i64)r * ld + lane]);
+				}
+			}
+		}
+		/* the rows the other nodes returned for this token (lanes 0 ..
+		 * nback-1 find one each) */
+		const float *ret = 0;
+		if (lane < nback) {
+			const int *pk = pack[lane];
+			int lo = 0, hi = pk[0];
+			while (lo < hi) {
+				const int mid = (lo + hi) >> 1;
+				if (pk[(i64)(1 + mid) * W + tcol] < r)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			if (lo < pk[0] && pk[(i64)(1 + lo) * W + tcol] == r)
+				ret = back[lane] + (i64)(1 + lo) * H;
+		}
+		for (int c0 = 0; c0 < H; c0 += 256) {
+			float acc[8];
+#pragma unroll
+			for (int v = 0; v < 8; v++)
+				acc[v] = 0.f;
+			const int c = c0 + lane * 8;
+			for (int j = 0; j < k; j++) {
+				const TE *row = (const TE *)__shfl_sync(0xffffffffu, (unsigned long long)mine, j);
+				const float g = __shfl_sync(0xffffffffu, gmine, j);
+				if (row && c < H) {
+					float f[8];
+					mkd_ld8(row + c, f, H - c);
+#pragma unroll
+					for (int v = 0; v < 8; v++)
+						acc[v] += g * f[v];
+				}
+			}
+			for (int j = 0; j < nback; j++) {
+				const float *br = (const float *)__shfl_sync(0xffffffffu, (unsigned long long)ret, j);
+				if (br && c < H)
+#pragma unroll
+					for (int v = 0; v < 8; v++)
+						if (c + v < H)
+							acc[v] += br[c + v];
 			}
 #pragma unroll
 			for (int v = 0; v < 8; v++)

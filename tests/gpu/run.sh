@@ -79,15 +79,32 @@ done
 # shellcheck disable=SC2086
 check "moe.skew.r4" "$MKRUN" samples/moe_dispatch_gemm.mk --ranks 4 $moe_sz -D C=1024 \
 	--inputs "$moe_dir/skew" --iters 3 --quiet
-moe_bad() {  # mode, expected text
+moe_bad() {  # mode, expected text, more mkrun arguments
+	m=$1 want=$2
+	shift 2
 	# shellcheck disable=SC2086
-	out=$("$MKRUN" samples/moe_dispatch_gemm.mk --ranks 4 $moe_sz --no-check --inputs "$moe_dir/$1" 2>&1)
+	out=$("$MKRUN" samples/moe_dispatch_gemm.mk --ranks 4 $moe_sz --no-check --inputs "$moe_dir/$m" "$@" 2>&1)
 	rc=$?
 	echo "$out" | tail -4
-	[ "$rc" != 0 ] && echo "$out" | grep -q "$2"
+	[ "$rc" != 0 ] && echo "$out" | grep -q "$want"
 }
 check "moe.over.r4" moe_bad over "expert 0 receives 8192 tokens, over its capacity 512"
 check "moe.bad.r4" moe_bad bad "routes to 32, not an expert in \\[0, 32)"
+# between nodes (virtual ranks: the RDMA writes become stores): rows packed
+# per node and sent to the same GPU there, sums sent back
+for mesh in 2x2 4x1; do
+	# shellcheck disable=SC2086
+	check "moe.$mesh.r4" "$MKRUN" samples/moe_dispatch_gemm.mk --ranks 4 -D nodes="${mesh%x*}" \
+		-D gpus="${mesh#*x}" $moe_sz --iters 3 --quiet
+done
+# shellcheck disable=SC2086
+check "moe.2x2.skew.r4" "$MKRUN" samples/moe_dispatch_gemm.mk --ranks 4 -D nodes=2 -D gpus=2 $moe_sz -D C=1024 \
+	--inputs "$moe_dir/skew" --iters 3 --quiet
+check "moe.2x2.over.r4" moe_bad over "expert 0 receives 8192 tokens, over its capacity 512" -D nodes=2 -D gpus=2
+check "moe.2x2.bad.r4" moe_bad bad "'idx' on rank 3: token 3 (of the rank's piece) choice 0 routes to 32" \
+	-D nodes=2 -D gpus=2
+# shellcheck disable=SC2086
+check "moe.2x8.r16" "$MKRUN" samples/moe_dispatch_gemm.mk --ranks 16 -D nodes=2 -D gpus=8 $moe_sz --iters 3 --quiet
 # attention tiles: ragged query tiles and key chunks (1000 = 7 x 128 + 104
 # rows, blocks of 500 and 250 keys), head dims 64 and 256 (the tensor-core
 # tile's two chunk widths), fp32 inputs (the CUDA-core tile)
@@ -170,6 +187,7 @@ ag_gemm -D M=1024 -D N=256 -D K=512
 gemm_ar -D M=1024 -D N=512 -D K=1024
 gemm_rs -D M=1024 -D N=512 -D K=1024
 ring_attention_causal -D S=1024 -D NH=2
+moe_dispatch_gemm -D T=1024 -D E=32 -D H=512 -D F=256
 EOF3
 check "ag_gemm.2x2.n4.resident" "$MKRUN" -n 4 samples/ag_gemm.mk -D nodes=2 -D gpus=2 -D M=1024 -D N=256 \
 	-D K=512 --resident --iters 20 --quiet

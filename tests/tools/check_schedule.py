@@ -63,6 +63,7 @@ TASK_KINDS = {
     "reduce": ({"compute", "reduce", "nvlink"}, "node"),
     "attn": ({"compute"}, "local"),
     "route": ({"compute"}, "local"),
+    "pack": ({"compute"}, "local"),
     "dispatch": ({"compute"}, "node"),
     "combine": ({"compute"}, "node"),
 }
