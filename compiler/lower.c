@@ -1486,6 +1486,26 @@ static void lower_dispatch(lower *L, int oi)
 		}
 }
 
+/* A combine task for this rank's tokens [t0, t1) (local rows): reads 0 and
+ * 1 their ids and gates, the write their rows of the output. */
+static ir_task *combine_block(lower *L, int oi, int64_t t0, int64_t t1)
+{
+	ir_prog *p = L->p;
+	const ir_op *op = &p->ops[oi];
+	ir_task *t = new_task(L, TASK_COMBINE, oi);
+	if (!t)
+		return NULL;
+	ir_region a = full_region(p, op->in[1], 0), g = full_region(p, op->in[2], 0);
+	ir_region w = full_region(p, op->out, 0);
+	const int64_t y0 = w.lo[0];
+	a.lo[0] = g.lo[0] = w.lo[0] = y0 + t0;
+	a.hi[0] = g.hi[0] = w.hi[0] = y0 + t1;
+	add_read(L, t, a);
+	add_read(L, t, g);
+	t->write = w;
+	return t;
+}
+
 /* combine between nodes (see moe_nodes): partial sums of the received
  * rows on the experts' node, sent back by RDMA, then each token block's own
  * sum adds them. */
@@ -1494,7 +1514,7 @@ static void lower_combine_nodes(lower *L, int oi, int D, int64_t step)
 	ir_prog *p = L->p;
 	const ir_op *op = &p->ops[oi];
 	const ir_op *dop = &p->ops[D];
-	int Ye = op->in[0], I = op->in[1], G = op->in[2], Y = op->out, R = op->route1 - 1;
+	int Ye = op->in[0], I = op->in[1], Y = op->out, R = op->route1 - 1;
 	moe_nodes mn = {dop->pack1 - 1, dop->recv1 - 1, dop->rroute1 - 1, 0, 0};
 	if (mn.pack < 0 || mn.recv < 0 || mn.rroute < 0) {
 		diag_error(L->d, op->where, "internal: combine between nodes without its dispatch's "
@@ -1559,24 +1579,17 @@ static void lower_combine_nodes(lower *L, int oi, int D, int64_t step)
 	}
 	/* (3) per block of this rank's tokens: this node's experts, plus the
 	 * sums every other node returned */
-	ir_region yr = full_region(p, Y, 0), ir = full_region(p, I, 0), gr = full_region(p, G, 0);
 	for (int64_t t0 = 0; t0 < Tl && !L->err; t0 += step) {
 		int64_t t1 = t0 + step < Tl ? t0 + step : Tl;
-		ir_task *t = new_task(L, TASK_COMBINE, oi);
+		ir_task *t = combine_block(L, oi, t0, t1);
 		if (!t)
 			return;
-		ir_region a = ir, g = gr, w = yr;
-		a.lo[0] = g.lo[0] = w.lo[0] = yr.lo[0] + t0;
-		a.hi[0] = g.hi[0] = w.hi[0] = yr.lo[0] + t1;
-		add_read(L, t, a);
-		add_read(L, t, g);
 		for (int gg = 0; gg < p->gpus; gg++)
 			add_read(L, t, full_region(p, R, gg));
 		for (int gg = 0; gg < p->gpus; gg++)
 			add_read(L, t, full_region(p, Ye, gg));
 		add_read(L, t, full_region(p, mn.pack, 0));
 		add_read(L, t, full_region(p, back, 0));
-		t->write = w;
 		t->transport = TR_NVLINK;
 		t->bytes = (double)(t1 - t0) * (double)(k * F * es / p->nodes + H * 4 * J +
 							 H * ir_dtype_size(p->tensors[Y].dtype));
@@ -1587,7 +1600,7 @@ static void lower_combine(lower *L, int oi)
 {
 	ir_prog *p = L->p;
 	const ir_op *op = &p->ops[oi];
-	int Ye = op->in[0], I = op->in[1], G = op->in[2], Y = op->out;
+	int Ye = op->in[0], I = op->in[1], Y = op->out;
 	int D = dispatch_of(p, I, oi);
 	int R = D >= 0 ? p->ops[D].route1 - 1 : -1;
 	if (R < 0) {
@@ -1620,21 +1633,14 @@ static void lower_combine(lower *L, int oi)
 		lower_combine_nodes(L, oi, D, step);
 		return;
 	}
-	ir_region yr = full_region(p, Y, 0), ir = full_region(p, I, 0), gr = full_region(p, G, 0);
 	for (int64_t t0 = 0; t0 < Tl; t0 += step) {
 		int64_t t1 = t0 + step < Tl ? t0 + step : Tl;
-		ir_task *t = new_task(L, TASK_COMBINE, oi);
+		ir_task *t = combine_block(L, oi, t0, t1);
 		if (!t)
 			return;
-		ir_region a = ir, g = gr, w = yr;
-		a.lo[0] = g.lo[0] = w.lo[0] = yr.lo[0] + t0;
-		a.hi[0] = g.hi[0] = w.hi[0] = yr.lo[0] + t1;
-		add_read(L, t, a);
-		add_read(L, t, g);
 		add_read(L, t, full_region(p, R, 0));
 		for (int q = 0; q < p->world; q++)
 			add_read(L, t, full_region(p, Ye, q));
-		t->write = w;
 		t->transport = p->world > 1 ? TR_NVLINK : TR_LOCAL;
 		t->bytes = (double)(t1 - t0) * (double)(k * F * ir_dtype_size(ye->dtype) +
 							 F * ir_dtype_size(p->tensors[Y].dtype));
