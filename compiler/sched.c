@@ -809,6 +809,8 @@ int sched_run(ir_sched *s, const compile_opts *o, diags *d, arena *a)
 			long long E = op->kind == OP_DISPATCH ? op->experts
 							      : S.p->tensors[op->in[0]].shape[0];
 			long long need = op->kind == OP_DISPATCH ? 4 * (4 * E + 2) : 4 * E;
+			if (op->pack1 && need < 4 * (32 + 1024 + 1))
+				need = 4 * (32 + 1024 + 1);  /* mkd_pack: warps + a chunk of tokens */
 			if (need > s->dev.smem_per_sm) {
 				diag_error(d, op->where, "%lld experts need %lld bytes of shared "
 					   "memory to route; an SM has %d", E, need, s->dev.smem_per_sm);
