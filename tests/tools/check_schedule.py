@@ -636,6 +636,29 @@ class Checker:
                 self.rdesc(a), self.rdesc(b), self.rdesc(w))
         return None
 
+    def check_df_pack(self, t, w):
+        """MoE between nodes: a pack chooses among all of the rank's tokens."""
+        if len(t["reads"]) < 2:
+            return "a pack reads %d regions (ids, rows[, gates])" % len(t["reads"])
+        for g in t["reads"]:
+            slo, shi = self.storage(g["tensor"], g["rank"])
+            if g["rank"] != t["rank"] or list(g["lo"]) != list(slo) or list(g["hi"]) != list(shi):
+                return "reads %s: not all that rank %d holds of %s" % (
+                    self.rdesc(g), t["rank"], g["tensor"])
+        return None
+
+    def check_df_dispatch(self, t, w):
+        """A bucket fills from every source: a table and rows each, one
+        source per rank (its own tokens, or what its node received from
+        one other node), all on the task's node."""
+        if len(t["reads"]) != 2 * self.world:
+            return "a dispatch reads %d regions; %d sources need %d" % (
+                len(t["reads"]), self.world, 2 * self.world)
+        node = t["rank"] // self.gpus
+        if any(g["rank"] // self.gpus != node for g in t["reads"]):
+            return "a dispatch reads another node's memory"
+        return None
+
     def check_rdma_once(self):
         """No bytes of one rank's memory go to one node twice over RDMA."""
         by = defaultdict(list)
