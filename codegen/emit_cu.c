@@ -891,6 +891,22 @@ static void stage_rdma(em *E, const ir_op *op)
 /* MoE dispatch (mkd/moe.cuh): W_ tasks build this rank's routing table;
  * the others fill one expert's bucket each from every rank's rows (reads
  * 2q: rank q's table, 2q + 1: rank q's tokens). */
+/* The start of a dispatch stage: its waiter, and W_ tasks build this
+ * rank's routing table (table R) from its indices. */
+static void route_branch(em *E, const ir_op *op, int R)
+{
+	const ir_prog *p = E->p;
+	const ir_tensor *ix = &p->tensors[op->in[1]];
+	sb_printf(E->o,
+		  "\tconst mkd_waiter w = {rank, cta, i, t.stage};\n"
+		  "\tif (t.stage == W_%s) {  // this rank's routing table\n"
+		  "\t\tconst int *idx = (const int *)p.ranks[rank].buf[T_%s];\n"
+		  "\t\treturn mkd_route(p, w, idx, %lld, %lld, (int *)p.ranks[rank].buf[T_%s], smem, MK_SMEM);\n"
+		  "\t}\n",
+		  op->stage, ix->name, (long long)(ix->local[0] * ix->local[1]),
+		  (long long)op->experts, p->tensors[R].name);
+}
+
 /* MoE dispatch between nodes (lower.c, moe_nodes): W_ tasks build this
  * rank's routing table, W2_ tasks pack its rows for another node (one
  * column block each), W3_ tasks route what a node sent; the others fill one
@@ -910,10 +926,8 @@ static void stage_dispatch_nodes(em *E, const ir_op *op)
 		     op->stage);
 		return;
 	}
-	const char *gate = NULL;
-	for (int j = i + 1; j < p->nops; j++)
-		if (p->ops[j].kind == OP_COMBINE && p->ops[j].in[1] == op->in[1])
-			gate = p->tensors[p->ops[j].in[2]].name;
+	const int gt = ir_moe_gate(p, i);
+	const char *gate = gt >= 0 ? p->tensors[gt].name : NULL;
 	const int es = ir_dtype_size(x->dtype);
 	const long long Tl = ix->local[0], k = ix->local[1], N = Tl * k;
 	const long long H = xe->shape[2], El = xe->local[0], W = pk->local[2];
@@ -924,13 +938,7 @@ static void stage_dispatch_nodes(em *E, const ir_op *op)
 		snprintf(gexp, sizeof gexp, "(const float *)p.ranks[rank].buf[T_%s]", gate);
 	stage_head(E, op, "route, pack for the other nodes, route what they sent, or fill one "
 		   "expert's bucket");
-	sb_printf(E->o,
-		  "\tconst mkd_waiter w = {rank, cta, i, t.stage};\n"
-		  "\tif (t.stage == W_%s) {  // this rank's routing table\n"
-		  "\t\tconst int *idx = (const int *)p.ranks[rank].buf[T_%s];\n"
-		  "\t\treturn mkd_route(p, w, idx, %lld, %lld, (int *)p.ranks[rank].buf[T_%s], smem, MK_SMEM);\n"
-		  "\t}\n",
-		  op->stage, ix->name, N, (long long)xe->shape[0], p->tensors[R].name);
+	route_branch(E, op, R);
 	sb_printf(E->o,
 		  "\tif (t.stage == W2_%s) {  // rows for node +(t.lo[0] + 1), columns [t.lo[2], t.hi[2])\n"
 		  "\t\tconst int node = (rank / MK_GPUS + t.lo[0] + 1) %% MK_NODES;\n"
@@ -996,12 +1004,8 @@ static void stage_dispatch(em *E, const ir_op *op)
 	}
 	long long N = (long long)(ix->local[0] * ix->local[1]);
 	stage_head(E, op, "route this rank's tokens, or fill one expert's bucket");
+	route_branch(E, op, R);
 	sb_printf(E->o,
-		  "\tconst mkd_waiter w = {rank, cta, i, t.stage};\n"
-		  "\tif (t.stage == W_%s) {  // this rank's routing table\n"
-		  "\t\tconst int *idx = (const int *)p.ranks[rank].buf[T_%s];\n"
-		  "\t\treturn mkd_route(p, w, idx, %lld, %lld, (int *)p.ranks[rank].buf[T_%s], smem, MK_SMEM);\n"
-		  "\t}\n"
 		  "\t__shared__ const int *route[MK_WORLD];\n"
 		  "\t__shared__ const %s *x[MK_WORLD];\n"
 		  "\tif (threadIdx.x < t.nread) {\n"
@@ -1017,7 +1021,6 @@ static void stage_dispatch(em *E, const ir_op *op)
 		  "\t\t\t\t(int)lo[1], (int)hi[1], (%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, e, lo[1], 0)))\n"
 		  "\t\t\treturn false;\n"
 		  "\treturn true;\n}\n\n",
-		  op->stage, ix->name, N, (long long)xe->shape[0], p->tensors[R].name,
 		  ctype(x->dtype), p->tensors[R].name, p->tensors[R].name, ctype(x->dtype), x->name,
 		  ctype(x->dtype), (long long)xe->shape[0], (long long)xe->shape[1], N,
 		  (long long)ix->local[1], (long long)xe->shape[2], ctype(xe->dtype), xe->name,

@@ -262,3 +262,12 @@ ir_attn_plan ir_attn_plan_of(const ir_prog *p, const ir_op *op)
 	}
 	return a;
 }
+
+int ir_moe_gate(const ir_prog *p, int dispatch)
+{
+	int gate = -1;
+	for (int j = dispatch + 1; j < p->nops; j++)
+		if (p->ops[j].kind == OP_COMBINE && p->ops[j].in[1] == p->ops[dispatch].in[1])
+			gate = p->ops[j].in[2];
+	return gate;
+}

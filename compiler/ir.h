@@ -394,6 +394,10 @@ typedef struct ir_attn_plan {
 
 ir_attn_plan ir_attn_plan_of(const ir_prog *p, const ir_op *op);
 
+/* The gates that travel with a dispatch's rows between nodes: those of the
+ * last combine after op `dispatch` that routes by the same indices; -1. */
+int ir_moe_gate(const ir_prog *p, int dispatch);
+
 /* sigma_r on the mesh: the rank that rank 0's view calls x, seen by rank r. */
 int ir_rank_shift(int x, int r, int nodes, int gpus);
 /* sigma_r on a region (uses the tensors' rot[]). */

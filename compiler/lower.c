@@ -1270,14 +1270,38 @@ static int dispatch_of(const ir_prog *p, int idx, int before)
  * own tokens) major, GPU minor. */
 typedef struct moe_nodes {
 	int pack, recv, rroute;   /* hidden tensors; -1 on one node */
-	int64_t words, width;     /* data words of a packed row; its width */
 } moe_nodes;
 
-/* The words of a packed row of H elements of `es` bytes and k choices. */
-static int64_t moe_width(int64_t H, int es, int64_t k, int64_t *words)
+/* Slice s (index along dim 0) of hidden tensor t on rank q. */
+static ir_region moe_slice(const ir_prog *p, int t, int q, int s)
 {
-	*words = H * es / 4;
-	return (*words + 2 * k + 1 + 3) / 4 * 4;
+	ir_region g = full_region(p, t, q);
+	g.lo[0] = s;
+	g.hi[0] = s + 1;
+	return g;
+}
+
+/* The RDMA write of slice j - 1 of `from` (what is meant for node +j) to
+ * the GPU of the same index on node +j, where it is slice (nodes - j) - 1
+ * of `to` (what came from node -j).  At run time only the count's rows go
+ * (row 0 holds the count: emit_cu.c, stage_rdma). */
+static void moe_rdma_slice(lower *L, int oi, int from, int to, int j, double bytes)
+{
+	ir_prog *p = L->p;
+	ir_task *t = new_task(L, TASK_RDMA, oi);
+	if (!t)
+		return;
+	add_read(L, t, moe_slice(p, from, 0, j - 1));
+	t->write = moe_slice(p, to, j * p->gpus, p->nodes - j - 1);
+	t->transport = TR_RDMA;
+	t->bytes = bytes;
+}
+
+/* The width in words of a packed row of H elements of `es` bytes and k
+ * choices (data, ids, gates, index; a multiple of 4 words). */
+static int64_t moe_width(int64_t H, int es, int64_t k)
+{
+	return (H * es / 4 + 2 * k + 1 + 3) / 4 * 4;
 }
 
 /* Reads of every source's routing table (and with `rows`, its rows) in
@@ -1293,16 +1317,9 @@ static void moe_source_reads(lower *L, ir_task *t, int R, int X, const moe_nodes
 					add_read(L, t, full_region(p, X, g));
 				continue;
 			}
-			ir_region a = full_region(p, mn->rroute, g);
-			a.lo[0] = s - 1;
-			a.hi[0] = s;
-			add_read(L, t, a);
-			if (rows) {
-				ir_region b = full_region(p, mn->recv, g);
-				b.lo[0] = s - 1;
-				b.hi[0] = s;
-				add_read(L, t, b);
-			}
+			add_read(L, t, moe_slice(p, mn->rroute, g, s - 1));
+			if (rows)
+				add_read(L, t, moe_slice(p, mn->recv, g, s - 1));
 		}
 }
 
@@ -1372,26 +1389,22 @@ static void lower_dispatch(lower *L, int oi)
 	t->bytes = (double)N * 4 * 4;
 	t->transport = TR_LOCAL;
 
-	moe_nodes mn = {-1, -1, -1, 0, 0};
+	moe_nodes mn = {-1, -1, -1};
 	if (p->nodes > 1) {
 		const int J = p->nodes - 1;
 		const int64_t Tl = ix->local[0], k = ix->local[1];
-		const int64_t W = moe_width(H, ir_dtype_size(xe->dtype), k, &mn.words);
+		const int64_t W = moe_width(H, ir_dtype_size(xe->dtype), k);
 		mn.pack = moe_hidden(L, X, DT_I32, J, 1 + Tl, W, "pack", oi);
 		mn.recv = moe_hidden(L, X, DT_I32, J, 1 + Tl, W, "recv", oi);
 		mn.rroute = moe_hidden(L, I, DT_I32, J, len, 0, "rroute", oi);
 		if (mn.pack < 0 || mn.recv < 0 || mn.rroute < 0)
 			return;
-		mn.width = W;
 		p->ops[oi].pack1 = mn.pack + 1;
 		p->ops[oi].recv1 = mn.recv + 1;
 		p->ops[oi].rroute1 = mn.rroute + 1;
 		op = &p->ops[oi];
 		/* the gates travel with the rows: the combine's, when there is one */
-		int gate = -1;
-		for (int j = oi + 1; j < p->nops; j++)
-			if (p->ops[j].kind == OP_COMBINE && p->ops[j].in[1] == I)
-				gate = p->ops[j].in[2];
+		const int gate = ir_moe_gate(p, oi);
 		/* packing: per node, column blocks of 1024 words, each block
 		 * choosing the same rows */
 		const int64_t cb = 1024;
@@ -1404,9 +1417,7 @@ static void lower_dispatch(lower *L, int oi)
 				add_read(L, t, full_region(p, X, 0));
 				if (gate >= 0)
 					add_read(L, t, full_region(p, gate, 0));
-				ir_region w = full_region(p, mn.pack, 0);
-				w.lo[0] = j - 1;
-				w.hi[0] = j;
+				ir_region w = moe_slice(p, mn.pack, 0, j - 1);
 				w.lo[2] = c0;
 				w.hi[2] = c0 + cb < W ? c0 + cb : W;
 				t->write = w;
@@ -1414,35 +1425,16 @@ static void lower_dispatch(lower *L, int oi)
 					   (double)N * 4;
 				t->transport = TR_LOCAL;
 			}
-			/* the whole slice to node +j, the same GPU, where it is
-			 * slice (nodes - j) - 1: the count first, then only its rows */
-			t = new_task(L, TASK_RDMA, oi);
-			if (!t)
-				return;
-			ir_region src = full_region(p, mn.pack, 0);
-			src.lo[0] = j - 1;
-			src.hi[0] = j;
-			add_read(L, t, src);
-			ir_region dst = full_region(p, mn.recv, j * p->gpus);
-			dst.lo[0] = p->nodes - j - 1;
-			dst.hi[0] = p->nodes - j;
-			t->write = dst;
-			t->transport = TR_RDMA;
-			t->bytes = (double)Tl * (double)W * 4 / p->nodes;  /* uniform routing */
+			/* uniform routing: a node's share of the rows */
+			moe_rdma_slice(L, oi, mn.pack, mn.recv, j, (double)Tl * (double)W * 4 / p->nodes);
 		}
 		/* the routing table of what each node sent */
 		for (int s2 = 1; s2 <= J && !L->err; s2++) {
 			t = new_task(L, TASK_ROUTE, oi);
 			if (!t)
 				return;
-			ir_region a = full_region(p, mn.recv, 0);
-			a.lo[0] = s2 - 1;
-			a.hi[0] = s2;
-			add_read(L, t, a);
-			ir_region w = full_region(p, mn.rroute, 0);
-			w.lo[0] = s2 - 1;
-			w.hi[0] = s2;
-			t->write = w;
+			add_read(L, t, moe_slice(p, mn.recv, 0, s2 - 1));
+			t->write = moe_slice(p, mn.rroute, 0, s2 - 1);
 			t->bytes = (double)N * 4 * 4;
 			t->transport = TR_LOCAL;
 		}
@@ -1515,7 +1507,7 @@ static void lower_combine_nodes(lower *L, int oi, int D, int64_t step)
 	const ir_op *op = &p->ops[oi];
 	const ir_op *dop = &p->ops[D];
 	int Ye = op->in[0], I = op->in[1], Y = op->out, R = op->route1 - 1;
-	moe_nodes mn = {dop->pack1 - 1, dop->recv1 - 1, dop->rroute1 - 1, 0, 0};
+	moe_nodes mn = {dop->pack1 - 1, dop->recv1 - 1, dop->rroute1 - 1};
 	if (mn.pack < 0 || mn.recv < 0 || mn.rroute < 0) {
 		diag_error(L->d, op->where, "internal: combine between nodes without its dispatch's "
 			   "packed rows");
@@ -1544,39 +1536,21 @@ static void lower_combine_nodes(lower *L, int oi, int D, int64_t step)
 			ir_task *t = new_task(L, TASK_COMBINE, oi);
 			if (!t)
 				return;
-			ir_region a = full_region(p, mn.recv, 0);
-			a.lo[0] = s2 - 1;
-			a.hi[0] = s2;
-			add_read(L, t, a);
+			add_read(L, t, moe_slice(p, mn.recv, 0, s2 - 1));
 			moe_source_reads(L, t, R, -1, &mn, 0);
 			for (int g = 0; g < p->gpus; g++)
 				add_read(L, t, full_region(p, Ye, g));
-			ir_region w = full_region(p, part, 0);
-			w.lo[0] = s2 - 1;
-			w.hi[0] = s2;
+			ir_region w = moe_slice(p, part, 0, s2 - 1);
 			w.lo[1] = b0 ? 1 + b0 : 0;
 			w.hi[1] = 1 + b1;
 			t->write = w;
 			t->transport = TR_NVLINK;
 			t->bytes = (double)(b1 - b0) / p->nodes * (double)(k * F * es + H * 4);
 		}
-	/* (2) each slice back to the node it came from: slice s - 1 goes to
-	 * node +s, the same GPU, where it is slice (nodes - s) - 1 */
-	for (int s2 = 1; s2 <= J && !L->err; s2++) {
-		ir_task *t = new_task(L, TASK_RDMA, oi);
-		if (!t)
-			return;
-		ir_region src = full_region(p, part, 0);
-		src.lo[0] = s2 - 1;
-		src.hi[0] = s2;
-		add_read(L, t, src);
-		ir_region dst = full_region(p, back, s2 * p->gpus);
-		dst.lo[0] = p->nodes - s2 - 1;
-		dst.hi[0] = p->nodes - s2;
-		t->write = dst;
-		t->transport = TR_RDMA;
-		t->bytes = (double)Tl * (double)H * 4 / p->nodes;
-	}
+	/* (2) each slice back to the node it came from (node +s sent slice
+	 * s - 1; it lands in that node's slice for node -s) */
+	for (int s2 = 1; s2 <= J && !L->err; s2++)
+		moe_rdma_slice(L, oi, part, back, s2, (double)Tl * (double)H * 4 / p->nodes);
 	/* (3) per block of this rank's tokens: this node's experts, plus the
 	 * sums every other node returned */
 	for (int64_t t0 = 0; t0 < Tl && !L->err; t0 += step) {

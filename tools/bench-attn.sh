@@ -10,48 +10,12 @@
 # ranks, one GPU each; only where nvidia-smi lists W GPUs, since NCCL
 # refuses two ranks on one GPU.  No GPU: one "skipped" line, exit 0.
 set -u
-W=1
-B=build
-while [ $# -gt 0 ]; do
-	case $1 in
-	-n) W=${2:?-n needs a rank count}; shift 2 ;;
-	*) B=$1; shift ;;
-	esac
-done
-cd "$(dirname "$0")/.." || exit 2
-D=128
+NAME=bench-attn
 ITERS=20
+D=128
+# shellcheck source=tools/bench-lib.sh
+. "$(dirname "$0")/bench-lib.sh"
 rc=0
-
-if [ "$W" -gt 1 ]; then
-	g=$(nvidia-smi -L 2>/dev/null | wc -l)
-	if [ "$g" -lt "$W" ]; then
-		echo "bench-attn: skipped: W=$W needs $W GPUs, nvidia-smi lists $g (NCCL refuses two ranks on one GPU)"
-		exit 0
-	fi
-fi
-
-fused() {	# SAMPLE -D ...: the mkrun summary line
-	if [ "$W" -gt 1 ]; then
-		"$B/mkrun" "$@" -n "$W" --no-check --iters "$ITERS" --quiet 2>&1
-	else
-		"$B/mkrun" "$@" --no-check --iters "$ITERS" --quiet 2>&1
-	fi
-}
-
-baseline() {	# ring_baseline.py arguments (long names: torchrun claims --s, --d);
-		# --check runs after the timed runs
-	if [ "$W" -gt 1 ]; then
-		python3 -m torch.distributed.run --standalone --nproc-per-node "$W" \
-			tests/gpu/ring_baseline.py "$@" --iters "$ITERS" 2>&1
-	else
-		python3 tests/gpu/ring_baseline.py "$@" --iters "$ITERS" 2>&1
-	fi
-}
-
-median() {	# PREFIX: the "median X us" of the line that starts with PREFIX
-	sed -n "s/^$1: .* median \([0-9.]*\) us.*/\1/p" | head -n 1
-}
 
 row() {		# causal|non-causal NH S
 	if [ "$1" = causal ]; then
@@ -70,7 +34,7 @@ row() {		# causal|non-causal NH S
 	fi
 	cf=--causal
 	[ "$1" = causal ] || cf=--no-causal
-	bo=$(baseline --heads "$2" --seq-len "$3" --head-dim $D $cf --check)
+	bo=$(baseline tests/gpu/ring_baseline.py --heads "$2" --seq-len "$3" --head-dim $D $cf --check)
 	br=$?
 	fm=$(echo "$fo" | median mkrun)
 	bm=$(echo "$bo" | median ring_baseline)
@@ -94,7 +58,6 @@ row() {		# causal|non-causal NH S
 	}'
 }
 
-[ -x "$B/mkrun" ] || { echo "bench-attn: no $B/mkrun (make first)" >&2; exit 2; }
 hdr=
 skip=
 row causal 8 32768

@@ -10,50 +10,15 @@
 # nvidia-smi lists W GPUs, since NCCL refuses two ranks on one GPU.  No GPU:
 # one "skipped" line, exit 0.
 set -u
-W=1
-B=build
-while [ $# -gt 0 ]; do
-	case $1 in
-	-n) W=${2:?-n needs a rank count}; shift 2 ;;
-	*) B=$1; shift ;;
-	esac
-done
-cd "$(dirname "$0")/.." || exit 2
+NAME=bench-moe
 ITERS=10
 TOPK=8
+# shellcheck source=tools/bench-lib.sh
+. "$(dirname "$0")/bench-lib.sh"
 rc=0
 
-if [ "$W" -gt 1 ]; then
-	g=$(nvidia-smi -L 2>/dev/null | wc -l)
-	if [ "$g" -lt "$W" ]; then
-		echo "bench-moe: skipped: W=$W needs $W GPUs, nvidia-smi lists $g (NCCL refuses two ranks on one GPU)"
-		exit 0
-	fi
-fi
-
-fused() {	# -D ...: the mkrun summary line
-	if [ "$W" -gt 1 ]; then
-		"$B/mkrun" samples/moe_dispatch_gemm.mk "$@" -n "$W" --no-check --iters "$ITERS" --quiet 2>&1
-	else
-		"$B/mkrun" samples/moe_dispatch_gemm.mk "$@" --no-check --iters "$ITERS" --quiet 2>&1
-	fi
-}
-
-baseline() {	# moe_baseline.py arguments; --check runs after the timed runs
-	if [ "$W" -gt 1 ]; then
-		python3 -m torch.distributed.run --standalone --nproc-per-node "$W" \
-			tests/gpu/moe_baseline.py "$@" --iters "$ITERS" 2>&1
-	else
-		python3 tests/gpu/moe_baseline.py "$@" --iters "$ITERS" 2>&1
-	fi
-}
-
-median() {	# PREFIX: the "median X us" of the line that starts with PREFIX
-	sed -n "s/^$1: .* median \([0-9.]*\) us.*/\1/p" | head -n 1
-}
-
 row() {		# T E H F
-	fo=$(fused -D T="$1" -D E="$2" -D H="$3" -D F="$4" -D topk=$TOPK)
+	fo=$(fused samples/moe_dispatch_gemm.mk -D T="$1" -D E="$2" -D H="$3" -D F="$4" -D topk=$TOPK)
 	case $fo in *"no GPU here"*)
 		echo "bench-moe: skipped: no GPU here"
 		exit 0 ;;
@@ -63,7 +28,7 @@ row() {		# T E H F
 		printf "%-30s %10s %12s %15s %14s\n" shape "fused us" "baseline us" "baseline/fused" "fused TFLOP/s"
 		hdr=1
 	fi
-	bo=$(baseline --tokens "$1" --experts "$2" --hidden "$3" --ffn "$4" --topk $TOPK --check)
+	bo=$(baseline tests/gpu/moe_baseline.py --tokens "$1" --experts "$2" --hidden "$3" --ffn "$4" --topk $TOPK --check)
 	br=$?
 	fm=$(echo "$fo" | median mkrun)
 	bm=$(echo "$bo" | median moe_baseline)
@@ -88,7 +53,6 @@ row() {		# T E H F
 	}'
 }
 
-[ -x "$B/mkrun" ] || { echo "bench-moe: no $B/mkrun (make first)" >&2; exit 2; }
 hdr=
 skip=
 how=

@@ -128,15 +128,11 @@ struct mkd_fa {
 			u32 a[MI][4];
 #pragma unroll
 			for (int i = 0; i < MI; i++)
-				asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-					     : "=r"(a[i][0]), "=r"(a[i][1]), "=r"(a[i][2]), "=r"(a[i][3])
-					     : "r"(qa + (u32)((i * 16 * LD + kk * 16) * 2)));
+				mkd_ldsm_x4(a[i], qa + (u32)((i * 16 * LD + kk * 16) * 2));
 #pragma unroll
 			for (int j = 0; j < BN / 8; j += 2) {
 				u32 b[4];
-				asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-					     : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
-					     : "r"(ka + (u32)((j * 8 * LD + kk * 16) * 2)));
+				mkd_ldsm_x4(b, ka + (u32)((j * 8 * LD + kk * 16) * 2));
 #pragma unroll
 				for (int i = 0; i < MI; i++) {
 					mkd_mma_op<T>::mma(s[i][j], a[i], b);
@@ -205,9 +201,7 @@ struct mkd_fa {
 #pragma unroll
 			for (int n = 0; n < D / 8; n += 2) {
 				u32 b[4];
-				asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-					     : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
-					     : "r"(va + (u32)((kk * 16 * LD + n * 8) * 2)));
+				mkd_ldsm_x4_t(b, va + (u32)((kk * 16 * LD + n * 8) * 2));
 #pragma unroll
 				for (int i = 0; i < MI; i++) {
 					mkd_mma_op<T>::mma(o[i][n], a[i], b);

@@ -28,6 +28,20 @@ template <int N> MKD_INLINE void mkd_cp_async_wait()
 	asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
 }
 
+/* Four 8 x 8 matrices of 16-bit elements from shared memory (each lane
+ * names a row: lanes 8m .. 8m+7 those of matrix m), as mma fragments;
+ * _t: transposed. */
+MKD_INLINE void mkd_ldsm_x4(u32 *r, u32 addr)
+{
+	asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+		     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+MKD_INLINE void mkd_ldsm_x4_t(u32 *r, u32 addr)
+{
+	asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+		     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+
 template <typename T> struct mkd_mma_op;
 template <> struct mkd_mma_op<mkd_bf16> {
 	static MKD_INLINE void mma(float *c, const u32 *a, const u32 *b)
@@ -162,9 +176,7 @@ struct mkd_mma_tile {
 				for (int i = 0; i < MI; i++) {
 					const T *p = a_s + (wm * WM + i * 16 + (lane & 15)) * AS +
 						     kk * 16 + (lane >> 4) * 8;
-					asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-						     : "=r"(af[i][0]), "=r"(af[i][1]), "=r"(af[i][2]), "=r"(af[i][3])
-						     : "r"(mkd_smem_addr(p)));
+					mkd_ldsm_x4(af[i], mkd_smem_addr(p));
 				}
 #pragma unroll
 				for (int j = 0; j < NI; j++) {

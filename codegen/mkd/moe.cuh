@@ -287,6 +287,22 @@ MKD_INLINE void mkd_ld8(const T *p, float *f, int n)
 		f[v] = v < n ? mkd_elem<T>::ld(p + v) : 0.f;
 }
 
+/* base[e] in smem (E ints): the entries the sources before `me` (tables
+ * route[0 .. me)) routed to expert e, where source me's slots in e's
+ * bucket begin.  The whole CTA; returns base. */
+MKD_INLINE const int *mkd_bucket_base(const int *const *route, int me, int E, char *smem)
+{
+	int *base = (int *)smem;
+	for (int e = threadIdx.x; e < E; e += blockDim.x) {
+		int s = 0;
+		for (int q = 0; q < me; q++)
+			s += route[q][e + 1] - route[q][e];
+		base[e] = s;
+	}
+	__syncthreads();
+	return base;
+}
+
 /* Token rows [t0, t1) of this rank (local numbering):
  *   y[t] = sum_j gate[t, j] * ye(expert idx[t, j])[slot(t, j)]
  * ye[q] is rank q's bucket array [El][C][H]; route[q] rank q's table
@@ -298,14 +314,7 @@ MKD_INLINE void mkd_combine(int me, int E, int El, int C, int N, int k, int H,
 			    char *smem)
 {
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = (int)(blockDim.x >> 5);
-	int *base = (int *)smem;  /* [E]: slots of ranks before me */
-	for (int e = threadIdx.x; e < E; e += blockDim.x) {
-		int s = 0;
-		for (int q = 0; q < me; q++)
-			s += route[q][e + 1] - route[q][e];
-		base[e] = s;
-	}
-	__syncthreads();
+	const int *base = mkd_bucket_base(route, me, E, smem);
 	const int *pos = route[me] + E + 1 + N;
 	for (int t = t0 + warp; t < t1; t += nw) {
 		TY *yr = y + (i64)(t - t0) * ldy;
@@ -440,7 +449,7 @@ MKD_INLINE void mkd_pack(const int *idx, int k, const T *x, int H, const float *
  * gate[r * ld + j] (float bits when packed).  With nback > 0 (a token's own
  * sum), adds for each other node j the sum it returned: row 1 + m of
  * back[j] (ld H) where m is the token's row in pack[j] (found by its index,
- * the rows ascending).  smem: E ints. */
+ * the rows ascending).  smem: E ints (mkd_bucket_base). */
 template <typename TE, typename TY>
 MKD_INLINE void mkd_combine_nodes(int me, int E, int El, int G, int elo, int C, int NMAX, int k,
 				  int H, const int *const *route, const TE *const *ye, const int *pos,
@@ -450,14 +459,7 @@ MKD_INLINE void mkd_combine_nodes(int me, int E, int El, int G, int elo, int C, 
 {
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = (int)(blockDim.x >> 5);
 	const int ehi = elo + G * El;
-	int *base = (int *)smem;  /* [E]: slots of the sources before me */
-	for (int e = threadIdx.x; e < E; e += blockDim.x) {
-		int s = 0;
-		for (int q = 0; q < me; q++)
-			s += route[q][e + 1] - route[q][e];
-		base[e] = s;
-	}
-	__syncthreads();
+	const int *base = mkd_bucket_base(route, me, E, smem);
 	for (int r = r0 + warp; r < r1; r += nw) {
 		TY *yr = y + (i64)(r - r0) * ldy;
 		const TE *mine = 0;

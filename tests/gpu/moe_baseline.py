@@ -42,24 +42,16 @@ functional only, for testing here.  Without torch it prints one "skipped"
 line and exits 0.
 """
 import argparse
-import os
 import sys
-import time
 
-os.environ["NCCL_NVLS_ENABLE"] = "0"  # never NVLink multicast (docs/bench.md)
-if os.environ.get("LOCAL_WORLD_SIZE", "1") == os.environ.get("WORLD_SIZE", "1"):
-    os.environ.setdefault("NCCL_SOCKET_IFNAME", "lo")  # one host, as bench_patterns
+from baseline_common import Job, median, skipped
 
 try:
     import torch
     import torch.distributed as dist
     import torch.nn.functional as fn
 except ImportError as e:
-    if os.environ.get("RANK", "0") == "0":
-        print("moe_baseline: skipped: no torch (%s)" % e)
-    sys.exit(0)
-
-TOL = 2e-2
+    skipped("moe_baseline", e)
 
 
 def inputs(a, rank, world, dev, dtype):
@@ -166,15 +158,8 @@ def main():
     if not 1 <= a.topk <= a.experts:
         ap.error("--topk must be between 1 and --experts")
 
-    cuda = torch.cuda.is_available()
-    dev = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0"))) if cuda else torch.device("cpu")
-    if cuda:
-        torch.cuda.set_device(dev)
-    distributed = "RANK" in os.environ  # started by torchrun
-    if distributed:
-        dist.init_process_group("nccl" if cuda else "gloo")
-    rank = dist.get_rank() if distributed else 0
-    world = dist.get_world_size() if distributed else 1
+    job = Job()
+    cuda, dev, distributed, rank, world = job.cuda, job.dev, job.distributed, job.rank, job.world
     if a.tokens % world or a.experts % world:
         if rank == 0:
             print("moe_baseline: T=%d and E=%d must be divisible by W=%d" % (a.tokens, a.experts, world),
@@ -182,14 +167,6 @@ def main():
         sys.exit(2)
     dtype = torch.bfloat16 if cuda else torch.float32
     x, idx, gate, w1, w2 = inputs(a, rank, world, dev, dtype)
-
-    def barrier():
-        if cuda:
-            torch.cuda.synchronize()
-        if distributed and cuda:
-            dist.barrier(device_ids=[dev.index])
-        elif distributed:
-            dist.barrier()
 
     # the grouped GEMM where this torch has it and takes these operands
     mlp = Grouped(False)
@@ -202,33 +179,11 @@ def main():
                 print("moe_baseline: torch._grouped_mm refused (%s); one GEMM per expert" %
                       str(e).splitlines()[0], file=sys.stderr)
             mlp = Grouped(False)
-    ok = torch.tensor([1 if mlp.use else 0], device=dev)
-    if distributed:
-        dist.all_reduce(ok, op=dist.ReduceOp.MIN)  # every rank the same way
-    if not ok.item():
+    if not job.reduce([1 if mlp.use else 0], "min")[0]:  # every rank the same way
         mlp = Grouped(False)
 
-    times = []
-    for it in range(a.warmup + a.iters):
-        barrier()
-        if cuda:
-            t0, t1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            t0.record()
-            y = layer(x, idx, gate, w1, w2, world, distributed, mlp)
-            t1.record()
-            t1.synchronize()
-            us = t0.elapsed_time(t1) * 1e3
-        else:
-            t = time.perf_counter()
-            y = layer(x, idx, gate, w1, w2, world, distributed, mlp)
-            us = (time.perf_counter() - t) * 1e6
-        if it >= a.warmup:
-            times.append(us)
-    t = torch.tensor(times, dtype=torch.float64, device=dev)
-    if distributed:
-        dist.all_reduce(t, op=dist.ReduceOp.MAX)  # a run lasts as long as its slowest rank
-    t = sorted(t.tolist())
-    med = t[len(t) // 2]  # as mkrun
+    t, y = job.time(lambda: layer(x, idx, gate, w1, w2, world, distributed, mlp), a.warmup, a.iters)
+    med = median(t)
     flops = 4.0 * (a.tokens // world) * a.topk * a.hidden * a.ffn
     if rank == 0:
         print("moe_baseline: W=%d T=%d E=%d H=%d F=%d topk=%d, %s%s: median %.1f us (min %.1f, max %.1f), "
@@ -240,7 +195,6 @@ def main():
     rc = 0
     if a.check:
         el = a.experts // world
-
         owners = {rank: (w1, w2)}
 
         def experts(e):
@@ -248,19 +202,8 @@ def main():
             if q not in owners:  # seeded: rebuild the owner's weights
                 owners[q] = tuple(inputs(a, q, world, dev, dtype)[3:])
             return owners[q][0][e % el], owners[q][1][e % el]
-        ref = reference(x, idx.long(), gate, experts)
-        d = (y.float() - ref).abs()
-        err = torch.tensor([d.max().item(), (d / ref.abs().clamp(min=1)).max().item()],
-                           dtype=torch.float64, device=dev)
-        if distributed:
-            dist.all_reduce(err, op=dist.ReduceOp.MAX)
-        rc = int(not err[1].item() <= TOL)
-        if rank == 0:
-            print("moe_baseline: check: max abs error %.3g, scaled %.3g over %d rank%s (tolerance %g): %s" %
-                  (err[0].item(), err[1].item(), world, "s" if world > 1 else "", TOL,
-                   "ok" if rc == 0 else "FAILED"))
-    if distributed:
-        dist.destroy_process_group()
+        rc = job.check("moe_baseline", y, reference(x, idx.long(), gate, experts))
+    job.close()
     sys.exit(rc)
 
 

@@ -37,23 +37,15 @@ attention: functional only, for testing here.  Without torch it prints one
 """
 import argparse
 import math
-import os
 import sys
-import time
 
-os.environ["NCCL_NVLS_ENABLE"] = "0"  # never NVLink multicast (docs/bench.md)
-if os.environ.get("LOCAL_WORLD_SIZE", "1") == os.environ.get("WORLD_SIZE", "1"):
-    os.environ.setdefault("NCCL_SOCKET_IFNAME", "lo")  # one host, as bench_patterns
+from baseline_common import Job, median, skipped
 
 try:
     import torch
     import torch.distributed as dist
 except ImportError as e:
-    if os.environ.get("RANK", "0") == "0":
-        print("ring_baseline: skipped: no torch (%s)" % e)
-    sys.exit(0)
-
-TOL = 2e-2
+    skipped("ring_baseline", e)
 
 
 def attn_block(q, k, v, causal, scale):
@@ -127,28 +119,13 @@ def main():
     if a.iters < 1:
         ap.error("--iters must be at least 1")
 
-    cuda = torch.cuda.is_available()
-    dev = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0"))) if cuda else torch.device("cpu")
-    if cuda:
-        torch.cuda.set_device(dev)
-    distributed = "RANK" in os.environ  # started by torchrun
-    if distributed:
-        dist.init_process_group("nccl" if cuda else "gloo")
-    rank = dist.get_rank() if distributed else 0
-    world = dist.get_world_size() if distributed else 1
+    job = Job()
+    dev, rank, world = job.dev, job.rank, job.world
     if a.s % world:
         if rank == 0:
             print("ring_baseline: S=%d is not divisible by W=%d" % (a.s, world), file=sys.stderr)
         sys.exit(2)
     L, scale = a.s // world, 1.0 / math.sqrt(a.d)
-
-    def barrier():
-        if cuda:
-            torch.cuda.synchronize()
-        if distributed and cuda:
-            dist.barrier(device_ids=[dev.index])
-        elif distributed:
-            dist.barrier()
 
     # the whole sequence, seeded, on every rank; this rank keeps its slice
     g = torch.Generator().manual_seed(1)
@@ -157,51 +134,20 @@ def main():
     kv = full[1:, :, rank * L:(rank + 1) * L].contiguous().to(dev)
     bufs = [torch.empty_like(kv), torch.empty_like(kv)]
 
-    times = []
-    for it in range(a.warmup + a.iters):
-        barrier()
-        if cuda:
-            t0, t1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            t0.record()
-            o = ring(q, kv, bufs, rank, world, a.causal, scale)
-            t1.record()
-            t1.synchronize()
-            us = t0.elapsed_time(t1) * 1e3
-        else:
-            t = time.perf_counter()
-            o = ring(q, kv, bufs, rank, world, a.causal, scale)
-            us = (time.perf_counter() - t) * 1e6
-        if it >= a.warmup:
-            times.append(us)
-    t = torch.tensor(times, dtype=torch.float64, device=dev)
-    if distributed:
-        dist.all_reduce(t, op=dist.ReduceOp.MAX)  # a run lasts as long as its slowest rank
-    t = sorted(t.tolist())
-    med = t[len(t) // 2]  # as mkrun
+    t, o = job.time(lambda: ring(q, kv, bufs, rank, world, a.causal, scale), a.warmup, a.iters)
+    med = median(t)
     flops = 4.0 * a.nh * L * a.s * a.d / (2 if a.causal else 1)
     if rank == 0:
         print("ring_baseline: W=%d NH=%d S=%d D=%d %s%s: median %.1f us (min %.1f, max %.1f), "
               "%.1f TFLOP/s per GPU" % (world, a.nh, a.s, a.d, "causal" if a.causal else "non-causal",
-                                        "" if cuda else " (CPU, functional)", med, t[0], t[-1],
+                                        "" if job.cuda else " (CPU, functional)", med, t[0], t[-1],
                                         flops / med * 1e-6))
 
     rc = 0
     if a.check:
         ref = reference(q, full[1].to(dev), full[2].to(dev), rank * L, a.causal, scale)
-        d = (o.float() - ref).abs()
-        # err = [max |o - ref|, max |o - ref| / max(1, |ref|)]: bf16 rounds
-        # outputs above 1 by up to |ref| / 256
-        err = torch.tensor([d.max().item(), (d / ref.abs().clamp(min=1)).max().item()],
-                           dtype=torch.float64, device=dev)
-        if distributed:
-            dist.all_reduce(err, op=dist.ReduceOp.MAX)
-        rc = int(not err[1].item() <= TOL)
-        if rank == 0:
-            print("ring_baseline: check: max abs error %.3g, scaled %.3g over %d rank%s (tolerance %g): %s" %
-                  (err[0].item(), err[1].item(), world, "s" if world > 1 else "", TOL,
-                   "MISMATCH" if rc else "ok"))
-    if distributed:
-        dist.destroy_process_group()
+        rc = job.check("ring_baseline", o, ref)
+    job.close()
     sys.exit(rc)
 
 
