@@ -30,7 +30,7 @@ override LDFLAGS += $(SAN)
 LDLIBS   += -ldl -lm -lpthread
 
 GEN_C    := $(B)/gen/lex.c $(B)/gen/parse.c $(B)/gen/mkd_embed.c
-LIB_SRC  := $(wildcard grammar/*.c) \
+LIB_SRC  := $(wildcard base/*.c) $(wildcard grammar/*.c) \
             $(filter-out compiler/main.c,$(wildcard compiler/*.c)) \
             $(wildcard codegen/*.c) \
             $(filter-out runtime/mkrun.c,$(wildcard runtime/*.c))
@@ -82,7 +82,7 @@ $(B)/tests/%: tests/gpu/%.c $(B)/libmk.a | $(B)/tests/.stamp
 %/.stamp:
 	@mkdir -p $(dir $@) && touch $@
 $(B)/.dirs:
-	@mkdir -p $(B)/grammar $(B)/compiler $(B)/codegen $(B)/runtime $(B)/gen && touch $@
+	@mkdir -p $(B)/base $(B)/grammar $(B)/compiler $(B)/codegen $(B)/runtime $(B)/gen && touch $@
 
 # ---- tests -----------------------------------------------------------------
 # test-once runs the suite against one build; test runs it twice, the second

@@ -12,7 +12,7 @@
 #include <stddef.h>
 
 #include "../compiler/ir.h"
-#include "../grammar/strbuf.h"
+#include "../base/strbuf.h"
 
 typedef struct cg_emit_opts {
 	int sys_scope;   /* 1: peers are other processes/GPUs (flags at .sys);

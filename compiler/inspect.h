@@ -3,7 +3,7 @@
 #ifndef MK_INSPECT_H
 #define MK_INSPECT_H
 
-#include "../grammar/strbuf.h"
+#include "../base/strbuf.h"
 #include "ir.h"
 
 void inspect_graph(const ir_sched *s, strbuf *out);

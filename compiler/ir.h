@@ -24,7 +24,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../grammar/arena.h"
+#include "../base/arena.h"
 #include "../grammar/diag.h"
 
 #define IR_MAXDIM 4

@@ -10,7 +10,7 @@
 #ifndef MK_SEMA_H
 #define MK_SEMA_H
 
-#include "../grammar/strbuf.h"
+#include "../base/strbuf.h"
 #include "ir.h"
 
 void sema_dump(const ir_prog *p, strbuf *out);

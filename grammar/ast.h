@@ -19,9 +19,9 @@
 
 #include <stdint.h>
 
-#include "arena.h"
+#include "../base/arena.h"
 #include "diag.h"
-#include "strbuf.h"
+#include "../base/strbuf.h"
 
 /* Deepest expression tree the parser builds (1 + 2 + ... counts too);
  * deeper ones are reported, so every later recursion is bounded. */

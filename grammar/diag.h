@@ -18,8 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "arena.h"
-#include "strbuf.h"
+#include "../base/arena.h"
+#include "../base/strbuf.h"
 
 typedef struct span {
 	int file;          /* index into the srcset; -1 = no location */
