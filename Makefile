@@ -31,9 +31,9 @@ LDLIBS   += -ldl -lm -lpthread
 
 GEN_C    := $(B)/gen/lex.c $(B)/gen/parse.c $(B)/gen/mkd_embed.c
 LIB_SRC  := $(wildcard base/*.c) $(wildcard grammar/*.c) \
-            $(filter-out compiler/main.c,$(wildcard compiler/*.c)) \
+            $(wildcard compiler/*.c) \
             $(wildcard codegen/*.c) \
-            $(filter-out runtime/mkrun.c,$(wildcard runtime/*.c))
+            $(wildcard runtime/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(B)/%.o) $(GEN_C:.c=.o)
 MKD_HDR  := $(sort $(wildcard codegen/mkd/*.cuh))
 UNIT_SRC := $(wildcard tests/unit/*.c)
@@ -68,9 +68,9 @@ $(B)/libmk.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 $(B)/libmk.so: $(LIB_OBJ)
 	$(CC) -shared -Wl,-soname,libmk.so.0 $(LDFLAGS) -o $@ $^ $(LDLIBS)
-$(B)/mkc: $(B)/compiler/main.o $(B)/libmk.a
+$(B)/mkc: $(B)/cmd/mkc.o $(B)/libmk.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
-$(B)/mkrun: $(B)/runtime/mkrun.o $(B)/libmk.a
+$(B)/mkrun: $(B)/cmd/mkrun.o $(B)/libmk.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 $(B)/embed: samples/embed.c $(B)/libmk.a
 	$(CC) $(CPPFLAGS) -Iruntime $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -82,7 +82,7 @@ $(B)/tests/%: tests/gpu/%.c $(B)/libmk.a | $(B)/tests/.stamp
 %/.stamp:
 	@mkdir -p $(dir $@) && touch $@
 $(B)/.dirs:
-	@mkdir -p $(B)/base $(B)/grammar $(B)/compiler $(B)/codegen $(B)/runtime $(B)/gen && touch $@
+	@mkdir -p $(B)/base $(B)/grammar $(B)/compiler $(B)/codegen $(B)/runtime $(B)/cmd $(B)/gen && touch $@
 
 # ---- tests -----------------------------------------------------------------
 # test-once runs the suite against one build; test runs it twice, the second

@@ -123,7 +123,7 @@ static void header(em *E, int sys)
 	/* setmaxnreg register trading pays with one engine instance; with
 	 * several inlined into one kernel ptxas spills, and 168 registers each
 	 * is enough for a 128 x 256 tile (154 used) */
-	int nwg = cg_tmaps(s, NULL, 0) / 2;
+	int nwg = p->ntmaps / 2;
 	sb_printf(o, "#define MKD_SYS_SCOPE %d\n%s#include \"mkd/mkd.cuh\"\n\n", sys,
 		  nwg > 1 ? "#define MKD_WG_TRADE 0  // several engine instances: no register trading\n" : "");
 	sb_printf(o, "#if MKD_ABI_VERSION != %d\n#error \"device library ABI mismatch\"\n#endif\n\n",
@@ -135,7 +135,7 @@ static void header(em *E, int sys)
 		  "#define MK_NTMAPS %d\n"
 		  "#define MK_MULTIPROC %d  // ranks are separate processes: READY/DONE protocol\n\n",
 		  p->nodes, p->gpus, p->world, s->ctas, s->threads, s->ntasks, s->nflags, s->smem,
-		  cg_tmaps(s, NULL, 0), sys);
+		  p->ntmaps, sys);
 	if (E->rl.tasks)
 		sb_printf(o, "// RDMA stages: flags 0 .. MK_NRFLAGS-1 are written (the epoch, by one RDMA\n"
 			  "// task each), in the RDMA flag area; then a READY word per rank rank 0\n"
@@ -469,12 +469,7 @@ static void stage_attention(em *E, const ir_op *op)
 	const ir_tensor *q = &p->tensors[op->in[0]], *k = &p->tensors[op->in[1]],
 			*o = &p->tensors[op->out];
 	int64_t D = q->shape[q->ndim - 1];
-	if (D % 32 || D > 256) {
-		fail(E, "attention needs a head dimension that is a multiple of 32, at most 256",
-		     op->stage);
-		return;
-	}
-	const int tc = ir_dtype_size(q->dtype) == 2;
+	const int tc = op->plan.attn.tensor_cores;  /* plan.c: D a multiple of 32, at most 256 */
 	const int causal = op->causal ? 1 : 0;
 	const char *tq = ctype(q->dtype), *tk = ctype(k->dtype), *to = ctype(o->dtype);
 	double scale = op->scalar != 0 ? op->scalar : 1.0 / __builtin_sqrt((double)D);
@@ -561,55 +556,16 @@ static int tmap_rows(const ir_tensor *x)
 int cg_tmaps(const ir_sched *s, cg_tmap *out, int max)
 {
 	const ir_prog *p = s->prog;
-	int n = 0;
 	for (int i = 0; i < p->nops; i++) {
-		ir_mm_plan mp;
-		if (p->ops[i].kind != OP_MATMUL || !ir_mm_plan_of(p, &p->ops[i], s->dev.smem_per_sm, &mp) ||
-		    !mp.wgmma)
+		const ir_op *op = &p->ops[i];
+		const int n = op->plan.mm.tmap;
+		if (op->kind != OP_MATMUL || !op->plan.mm.wgmma || !out || n + 2 > max)
 			continue;
-		const ir_tensor *a = &p->tensors[p->ops[i].in[0]], *b = &p->tensors[p->ops[i].in[1]];
-		if (out && n + 2 <= max) {
-			out[n] = (cg_tmap){p->ops[i].in[0], tmap_rows(a), a->local[a->ndim - 1], mp.bm, 64};
-			out[n + 1] = (cg_tmap){p->ops[i].in[1], tmap_rows(b), b->local[b->ndim - 1], 64, 64};
-		}
-		n += 2;
+		const ir_tensor *a = &p->tensors[op->in[0]], *b = &p->tensors[op->in[1]];
+		out[n] = (cg_tmap){op->in[0], tmap_rows(a), a->local[a->ndim - 1], op->plan.mm.bm, 64};
+		out[n + 1] = (cg_tmap){op->in[1], tmap_rows(b), b->local[b->ndim - 1], 64, 64};
 	}
-	return n;
-}
-
-/* The index in the tensor-map table of op's A map (B follows). */
-static int tmap_index(const em *E, const ir_op *op)
-{
-	const ir_prog *p = E->p;
-	int n = 0;
-	for (int i = 0; i < p->nops && &p->ops[i] != op; i++) {
-		ir_mm_plan mp;
-		if (p->ops[i].kind == OP_MATMUL &&
-		    ir_mm_plan_of(p, &p->ops[i], E->s->dev.smem_per_sm, &mp) && mp.wgmma)
-			n += 2;
-	}
-	return n;
-}
-
-/* The dispatch behind a tensor laid out as its buckets [E, C, ...]: the
- * dispatch's result, and what batched matmuls (rows of A) and elementwise
- * ops make of it row for row; -1 for other tensors. */
-static int bucket_dispatch(const ir_prog *p, int t)
-{
-	for (int depth = 0; depth < 64; depth++) {
-		const ir_tensor *x = &p->tensors[t];
-		if (x->producer < 0 || x->nwriters != 1 || x->ndim != 3)
-			return -1;
-		const ir_op *op = &p->ops[x->producer];
-		if (op->kind == OP_DISPATCH)
-			return op->route1 ? (int)(op - p->ops) : -1;
-		if (op->kind == OP_MATMUL || (ir_op_class(op->kind) == 'E' && op->kind != OP_ADD &&
-					       op->kind != OP_MUL))
-			t = op->in[0];
-		else
-			return -1;
-	}
-	return -1;
+	return p->ntmaps;
 }
 
 static const char *functor(em *E, const ir_op *op, char *buf, size_t n);
@@ -619,13 +575,7 @@ static void stage_matmul(em *E, const ir_op *op)
 	const ir_prog *p = E->p;
 	const ir_tensor *A = &p->tensors[op->in[0]], *B = &p->tensors[op->in[1]],
 			*C = &p->tensors[op->out];
-	if ((A->dtype != DT_BF16 && A->dtype != DT_F16) || B->dtype != A->dtype ||
-	    (C->dtype != DT_BF16 && C->dtype != DT_F16 && C->dtype != DT_F32)) {
-		fail(E, "matmul on the GPU takes bf16 or f16 operands", op->stage);
-		return;
-	}
-	ir_mm_plan mp;
-	ir_mm_plan_of(p, op, E->s->dev.smem_per_sm, &mp);
+	const ir_mm_plan mp = op->plan.mm;  /* plan.c */
 	char what[160];
 	if (mp.wgmma)
 		snprintf(what, sizeof what, "tile %d x %d x 64: TMA + wgmma, %d-stage ring on sm_90a; "
@@ -645,11 +595,11 @@ static void stage_matmul(em *E, const ir_op *op)
 	}
 	/* a task of several tiles walks them row tile by row tile, column
 	 * tile by column tile (lower.c: the `tasks` bound) */
-	const int walk = op->tiles_m * op->tiles_n > 1;
+	const int walk = mp.tiles_m * mp.tiles_n > 1;
 	if (walk) {
 		size_t n = strlen(what);
-		snprintf(what + n, sizeof what - n, "; up to %d x %d tiles a task", op->tiles_m,
-			 op->tiles_n);
+		snprintf(what + n, sizeof what - n, "; up to %d x %d tiles a task", mp.tiles_m,
+			 mp.tiles_n);
 	}
 	const char *R = walk ? "r0" : "lo[1]", *N = walk ? "n0" : "lo[2]";
 	/* inlined into the kernel: the engine's wgmma chain and setmaxnreg need it */
@@ -658,7 +608,7 @@ static void stage_matmul(em *E, const ir_op *op)
 		  "\tconst mkd_tensor &A = MK_T[T_%s], &B = MK_T[T_%s], &C = MK_T[T_%s];\n"
 		  "\tconst i64 k0 = mkd_base<MK_GPUS>(A, 2, rank), K = A.local[2];\n",
 		  A->name, B->name, C->name);
-	const int dop = C->ndim == 3 ? bucket_dispatch(p, op->in[0]) : -1;
+	const int dop = mp.bucket;
 	const int rt = dop >= 0 ? p->ops[dop].route1 - 1 : -1;
 	/* the rows of expert lo[0]'s bucket that hold tokens: every rank's
 	 * count, or between nodes every source's on this node */
@@ -712,7 +662,7 @@ static void stage_matmul(em *E, const ir_op *op)
 			  "\tmkd_wgmma_tile<%s, %s, %d, %d, 64, %d>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,\n"
 			  "\t\tc, C.local[2], rows, cols, smem, %s);\n"
 			  "#else\n",
-			  tmap_index(E, op), R, B->ndim == 3 ? "(lo[0] - mkd_base<MK_GPUS>(B, 0, rank))" : "0",
+			  mp.tmap, R, B->ndim == 3 ? "(lo[0] - mkd_base<MK_GPUS>(B, 0, rank))" : "0",
 			  N, ctype(A->dtype), ctype(C->dtype), mp.bm, mp.bn, mp.wg_stages, epi);
 	sb_printf(E->o,
 		  "\tconst %s *a = (const %s *)mkd_at<MK_GPUS>(p, T_%s, A, rank, lo[0], %s, k0);\n"
@@ -926,7 +876,7 @@ static void stage_dispatch_nodes(em *E, const ir_op *op)
 		     op->stage);
 		return;
 	}
-	const int gt = ir_moe_gate(p, i);
+	const int gt = op->gate1 - 1;
 	const char *gate = gt >= 0 ? p->tensors[gt].name : NULL;
 	const int es = ir_dtype_size(x->dtype);
 	const long long Tl = ix->local[0], k = ix->local[1], N = Tl * k;

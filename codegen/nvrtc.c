@@ -134,6 +134,7 @@ const char *cg_strerror(cg_status s)
 	case CG_ECOMPILE: return "CUDA compilation failed";
 	case CG_EIO: return "I/O error";
 	case CG_EINVAL: return "invalid argument";
+	case CG_EEMIT: return "cannot generate CUDA";
 	}
 	return "unknown status";
 }

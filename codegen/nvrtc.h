@@ -17,7 +17,8 @@ typedef enum cg_status {
 	CG_ENONVRTC,    /* NVRTC library not found or unusable */
 	CG_ECOMPILE,    /* NVRTC rejected the source; see log */
 	CG_EIO,         /* file error (writing -o, ...) */
-	CG_EINVAL       /* bad argument */
+	CG_EINVAL,      /* bad argument */
+	CG_EEMIT        /* the schedule cannot be generated as CUDA (yet) */
 } cg_status;
 
 typedef enum cg_output { CG_PTX, CG_CUBIN } cg_output;

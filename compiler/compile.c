@@ -1,18 +1,32 @@
-/* compile.c - the passes, in order, on one page.
+/* compile.c - the front half of the path, on one page.
  *
- *   text --parse_source--> AST --sema_check--> ir_prog --lower_run--> tile
- *   graph --sched_run--> schedule --verify_run--> verified schedule
+ *   text --parse--> AST --check--> ir_prog --expand--> ir_prog --plan-->
+ *   planned ir_prog --lower--> tile graph --schedule--> schedule --verify-->
+ *   verified schedule
  *
- * Each pass reports through the diagnostics and returns NULL / non-zero on
- * failure; compile_run stops at the first pass that fails or at `upto`.  A
- * verifier failure is the compiler's bug, not the user's: exit code 3.
+ * (The back half, schedule -> CUDA -> NVRTC -> cubin, is cg_build in
+ * codegen/build.c; the runtime loads and runs what it makes.)  Each pass
+ * reports through the diagnostics; compile_run stops at the first pass
+ * that fails or at `upto`.  A verifier failure or an exhausted arena is
+ * the compiler's failure, not the user's: exit code 3.
  */
 #include "compile.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "../grammar/ast.h"
+
+static const char *const pass_names[] = {
+	"parse", "check", "expand", "plan", "lower", "schedule", "verify",
+};
+_Static_assert(sizeof pass_names / sizeof *pass_names == PASS_COUNT, "a name per pass");
+
+const char *compile_pass_name(compile_pass k)
+{
+	return k >= 0 && k < PASS_COUNT ? pass_names[k] : "?";
+}
 
 static double now_ms(void)
 {
@@ -21,63 +35,52 @@ static double now_ms(void)
 	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
-/* the time since *t0 into pass slot k (when asked for); *t0 = now */
-static void lap(const compile_opts *o, int k, double *t0)
+/* After pass k: its time; 0 to go on, else compile_run's status. */
+static int done(compile_out *out, compile_pass k, double *t0, int failed, const diags *d,
+		const arena *a)
 {
 	double t = now_ms();
-	if (o->pass_ms)
-		o->pass_ms[k] = t - *t0;
+	out->pass_ms[k] = t - *t0;
 	*t0 = t;
+	if (a->failed)
+		return 3;
+	if (k == PASS_VERIFY && failed)
+		return 3;
+	return failed || diag_has_errors(d) ? 1 : 0;
 }
 
 int compile_run(srcset *src, int file, const compile_opts *o,
 		compile_pass upto, diags *d, arena *a, compile_out *out)
 {
 	memset(out, 0, sizeof *out);
-	compile_opts dflt = {0};
-	if (!o)
-		o = &dflt;
+	compile_opts opt = {0};
+	if (o)
+		opt = *o;
+	/* MK_NO_WGMMA=1: every matmul on the portable tile (diagnosis) */
+	const char *nw = getenv("MK_NO_WGMMA");
+	if (nw && *nw && strcmp(nw, "0"))
+		opt.no_wgmma = 1;
 
 	double t0 = now_ms();
-	if (o->pass_ms)
-		memset(o->pass_ms, 0, 5 * sizeof *o->pass_ms);
+	int rc;
 	out->ast = parse_source(src, file, d, a);
-	lap(o, 0, &t0);
-	if (a->failed)
-		return 3;
-	if (!out->ast || diag_has_errors(d))
-		return 1;
-	if (upto == PASS_PARSE)
-		return 0;
-
-	out->prog = sema_check(out->ast, o, d, a);
-	lap(o, 1, &t0);
-	if (a->failed)
-		return 3;
-	if (!out->prog || diag_has_errors(d))
-		return 1;
-	if (upto == PASS_CHECK)
-		return 0;
-
-	out->sched = lower_run(out->prog, o, d, a);
-	lap(o, 2, &t0);
-	if (a->failed)
-		return 3;
-	if (!out->sched || diag_has_errors(d))
-		return 1;
-	if (upto == PASS_LOWER)
-		return 0;
-
-	int sr = sched_run(out->sched, o, d, a);
-	lap(o, 3, &t0);
-	if (sr != 0 || diag_has_errors(d))
-		return a->failed ? 3 : 1;
-	if (upto == PASS_SCHEDULE)
-		return 0;
-
-	int vr = verify_run(out->sched, d, a);
-	lap(o, 4, &t0);
-	if (vr != 0)
-		return 3;
-	return 0;
+	if ((rc = done(out, PASS_PARSE, &t0, !out->ast, d, a)) || upto == PASS_PARSE)
+		return rc;
+	out->prog = sema_check(out->ast, &opt, d, a);
+	if ((rc = done(out, PASS_CHECK, &t0, !out->prog, d, a)) || upto == PASS_CHECK)
+		return rc;
+	rc = expand_run(out->prog, &opt, d, a);
+	if ((rc = done(out, PASS_EXPAND, &t0, rc, d, a)) || upto == PASS_EXPAND)
+		return rc;
+	rc = plan_run(out->prog, &opt, d, a);
+	if ((rc = done(out, PASS_PLAN, &t0, rc, d, a)) || upto == PASS_PLAN)
+		return rc;
+	out->sched = lower_run(out->prog, &opt, d, a);
+	if ((rc = done(out, PASS_LOWER, &t0, !out->sched, d, a)) || upto == PASS_LOWER)
+		return rc;
+	rc = sched_run(out->sched, &opt, d, a);
+	if ((rc = done(out, PASS_SCHEDULE, &t0, rc, d, a)) || upto == PASS_SCHEDULE)
+		return rc;
+	rc = verify_run(out->sched, d, a);
+	return done(out, PASS_VERIFY, &t0, rc, d, a);
 }

@@ -13,10 +13,6 @@ static const char *placement_name(ir_placekind k)
 	return k == PL_SPLIT ? "split" : k == PL_PARTIAL ? "partial" : "local";
 }
 
-static const char *group_name(ir_group g)
-{
-	return g == GRP_GPUS ? "gpus" : g == GRP_NODES ? "nodes" : "world";
-}
 
 static const char *kind_name(ir_tkind k)
 {
@@ -39,6 +35,54 @@ void inspect_region(const ir_prog *p, const ir_region *g, strbuf *out)
 	for (int d = 0; d < x->ndim; d++)
 		sb_printf(out, "%s%lld:%lld", d ? ", " : "", (long long)g->lo[d], (long long)g->hi[d]);
 	sb_putc(out, ']');
+}
+
+void inspect_plans(const ir_prog *p, strbuf *out)
+{
+	sb_printf(out, "kernel: %d threads a CTA, %d bytes of shared memory, %d tensor maps\n",
+		  p->threads, p->smem, p->ntmaps);
+	sb_printf(out, "plans (%d ops):\n", p->nops);
+	for (int i = 0; i < p->nops; i++) {
+		const ir_op *op = &p->ops[i];
+		const ir_plan *pl = &op->plan;
+		sb_printf(out, "  %-3d %-12s %-14s", i, op->stage, ir_op_name(op->kind));
+		switch (op->kind) {
+		case OP_MATMUL:
+			if (pl->mm.wgmma)
+				sb_printf(out, "tile %d x %d x 64, wgmma, %d-stage ring (mma.sync %d x %d x %d, "
+					  "%d stages, off sm_90a)", pl->mm.bm, pl->mm.bn, pl->mm.wg_stages,
+					  pl->mm.bm, pl->mm.bn, pl->mm.bk, pl->mm.stages);
+			else
+				sb_printf(out, "tile %d x %d x %d, mma.sync, %d-stage ring", pl->mm.bm,
+					  pl->mm.bn, pl->mm.bk, pl->mm.stages);
+			if (pl->mm.tiles_m * pl->mm.tiles_n > 1)
+				sb_printf(out, ", %d x %d tiles a task", pl->mm.tiles_m, pl->mm.tiles_n);
+			if (op->epi)
+				sb_printf(out, ", %s in the epilogue", ir_op_name((ir_opkind)(op->epi - 1)));
+			if (pl->mm.bucket >= 0)
+				sb_printf(out, ", rows bounded by %s's buckets", p->ops[pl->mm.bucket].stage);
+			break;
+		case OP_ATTENTION:
+			if (pl->attn.tensor_cores)
+				sb_printf(out, "%d query rows a task, tensor cores, %d keys a stage",
+					  pl->attn.rows, pl->attn.keys);
+			else
+				sb_printf(out, "%d query rows a task, fp32", pl->attn.rows);
+			break;
+		case OP_DISPATCH:
+			sb_printf(out, "%lld slots a task", (long long)pl->moe.block);
+			break;
+		case OP_COMBINE:
+			sb_printf(out, "%lld tokens a task", (long long)pl->moe.block);
+			break;
+		default:
+			sb_puts(out, "-");
+			break;
+		}
+		if (pl->smem)
+			sb_printf(out, "; smem %d", pl->smem);
+		sb_putc(out, '\n');
+	}
 }
 
 static void task_line(const ir_sched *s, const ir_task *t, strbuf *out)
@@ -73,7 +117,7 @@ void inspect_graph(const ir_sched *s, strbuf *out)
 		for (int d = 0; d < x->ndim; d++)
 			if (x->rot[d].unit > 0)
 				sb_printf(out, " dim %d (shards of %lld over %s)", d,
-					  (long long)x->rot[d].unit, group_name(x->rot[d].group));
+					  (long long)x->rot[d].unit, ir_group_name(x->rot[d].group));
 		sb_putc(out, '\n');
 	}
 	for (int i = 0; i < s->ntasks; i++) {
@@ -170,7 +214,7 @@ void inspect_json(const ir_sched *s, strbuf *out)
 		sb_printf(out, "], \"placement\": {\"kind\": \"%s\"", placement_name(x->place.kind));
 		if (x->place.kind == PL_SPLIT)
 			sb_printf(out, ", \"dim\": %d, \"group\": \"%s\"", x->place.dim,
-				  group_name(x->place.group));
+				  ir_group_name(x->place.group));
 		sb_printf(out, "}}%s\n", t + 1 < p->ntensors ? "," : "");
 	}
 	sb_puts(out, "  ],\n  \"roles\": [\n");

@@ -1,4 +1,5 @@
-/* ir.c - the tables of ir.h, and the rank-symmetry map sigma_r. */
+/* ir.c - the tables of ir.h, the rank-symmetry map sigma_r, and how a
+ * dimension is cut into pieces that never cross a shard. */
 #include "ir.h"
 
 #include <string.h>
@@ -75,6 +76,16 @@ int ir_find_tensor(const ir_prog *p, const char *name)
 		if (!strcmp(p->tensors[i].name, name))
 			return i;
 	return -1;
+}
+
+const char *ir_group_name(ir_group g)
+{
+	return g == GRP_GPUS ? "gpus" : g == GRP_NODES ? "nodes" : "world";
+}
+
+int ir_group_size(const ir_prog *p, ir_group g)
+{
+	return g == GRP_GPUS ? p->gpus : g == GRP_NODES ? p->nodes : p->world;
 }
 
 int64_t ir_tensor_elems(const ir_tensor *t)
@@ -165,109 +176,24 @@ ir_task ir_task_shift(const ir_sched *s, const ir_task *t, int r, ir_region *rea
 	return u;
 }
 
-/* mkd_mma_tile: padded A [BM][BK+8] and B [BK][BN+8] per stage, 16-bit */
-static int mma_smem(int bm, int bn, int bk, int stages)
+int ir_cut(const ir_tensor *x, int d, int64_t lo, int64_t hi, int64_t step, int64_t *cl,
+	   int64_t *ch, int max)
 {
-	return stages * (bm * (bk + 8) + bk * (bn + 8)) * 2;
-}
-
-/* mkd_wgmma_tile::SMEM: 1 KB of alignment slack, per stage an A box of
- * BM x 64 and BN/64 B boxes of 64 x 64 (16-bit), two mbarriers */
-static int wg_smem(int bm, int bn, int stages)
-{
-	return 1024 + stages * (bm * 64 * 2 + (bn / 64) * 64 * 64 * 2) + 2 * stages * 8;
-}
-
-static int wg_ok(const ir_prog *p, const ir_op *op)
-{
-	const ir_tensor *a = &p->tensors[op->in[0]], *b = &p->tensors[op->in[1]],
-			*c = &p->tensors[op->out];
-	if ((a->dtype != DT_BF16 && a->dtype != DT_F16) || b->dtype != a->dtype)
-		return 0;
-	if (c->dtype != DT_BF16 && c->dtype != DT_F16 && c->dtype != DT_F32)
-		return 0;
-	if (a->local[a->ndim - 1] % 8 || b->local[b->ndim - 1] % 8)  /* TMA: 16-byte rows */
-		return 0;
-	if ((op->hints.ntile >= 1 && op->hints.tile[0] != 128) ||
-	    (op->hints.ntile >= 3 && op->hints.tile[2] != 64))
-		return 0;
-	return 1;
-}
-
-/* Whether a matmul of p with a default 128 x 256 tile would make more
- * tasks than its bound, so that its tasks walk several tiles.  Then every
- * default-tiled matmul of the kernel takes 128 x 128: a loop over 128 x 256
- * tiles, or one beside a 128 x 256 engine, leaves too few registers (the
- * kernel spills, measured with ptxas); 128 x 128 fits. */
-static int walks_wide(const ir_prog *p)
-{
-	for (int i = 0; i < p->nops; i++) {
-		const ir_op *op = &p->ops[i];
-		if (op->kind != OP_MATMUL || op->hints.ntile >= 2 || !wg_ok(p, op))
-			continue;
-		const ir_tensor *c = &p->tensors[op->out];
-		const int64_t nb = c->ndim == 3 ? c->local[0] : 1, rows = c->local[c->ndim - 2];
-		const int64_t n = c->local[c->ndim - 1], bm = op->hints.ntile >= 1 ? op->hints.tile[0] : 128;
-		const int64_t cap = op->hints.tasks ? op->hints.tasks : IR_MM_TASKS;
-		if (n >= 256 && nb * ((rows + bm - 1) / bm) * ((n + 255) / 256) > cap)
-			return 1;
+	int64_t unit = x->rot[d].unit > 0 ? x->rot[d].unit : (hi - lo);
+	if (step <= 0)
+		step = hi - lo;
+	int n = 0;
+	for (int64_t s0 = lo; s0 < hi; s0 += unit) {
+		int64_t s1 = s0 + unit < hi ? s0 + unit : hi;
+		for (int64_t a = s0; a < s1; a += step) {
+			if (n == max)
+				return -1;
+			if (cl)
+				cl[n] = a;
+			if (ch)
+				ch[n] = a + step < s1 ? a + step : s1;
+			n++;
+		}
 	}
-	return 0;
-}
-
-int ir_mm_plan_of(const ir_prog *p, const ir_op *op, int smem_limit, ir_mm_plan *m)
-{
-	const ir_tensor *c = &p->tensors[op->out];
-	int64_t n = c->local[c->ndim - 1];
-	m->wgmma = wg_ok(p, op);
-	m->bm = op->hints.ntile >= 1 ? (int)op->hints.tile[0] : 128;
-	m->bn = op->hints.ntile >= 2 ? (int)op->hints.tile[1]
-				     : m->wgmma ? (n >= 256 ? 256 : n > 64 ? 128 : 64) : 128;
-	if (m->wgmma && op->hints.ntile < 2 && m->bn == 256 && walks_wide(p))
-		m->bn = 128;
-	m->bk = op->hints.ntile >= 3 ? (int)op->hints.tile[2] : 64;
-	if (m->wgmma && m->bn != 64 && m->bn != 128 && m->bn != 256)
-		m->wgmma = 0;
-	m->wg_stages = 0;
-	if (m->wgmma) {
-		for (m->wg_stages = 8; m->wg_stages > 2 && wg_smem(m->bm, m->bn, m->wg_stages) > smem_limit;
-		     m->wg_stages--)
-			;
-		if (wg_smem(m->bm, m->bn, m->wg_stages) > smem_limit)
-			m->wgmma = 0;
-	}
-	for (m->stages = 4; m->stages > 2 && mma_smem(m->bm, m->bn, m->bk, m->stages) > smem_limit;
-	     m->stages--)
-		;
-	m->smem = mma_smem(m->bm, m->bn, m->bk, m->stages);
-	if (m->wgmma && wg_smem(m->bm, m->bn, m->wg_stages) > m->smem)
-		m->smem = wg_smem(m->bm, m->bn, m->wg_stages);
-	return m->smem <= smem_limit;
-}
-
-ir_attn_plan ir_attn_plan_of(const ir_prog *p, const ir_op *op)
-{
-	const ir_tensor *q = &p->tensors[op->in[0]];
-	int D = (int)q->shape[q->ndim - 1];
-	ir_attn_plan a = {.tensor_cores = ir_dtype_size(q->dtype) == 2};
-	if (a.tensor_cores) {
-		/* keys per stage (mkd_fa's KEYS): two warpgroups of 32 keys up to
-		 * D = 64, one of 64 up to 128, one of 32 above */
-		int keys = D <= 128 ? 64 : 32;
-		a.rows = 128;
-		a.smem = (128 + 4 * keys) * (D + 8) * 2;
-	} else {
-		a.rows = 64;
-		a.smem = 16 + 64 * 2 * 4 + 64 * D * 2 * 4;
-	}
-	return a;
-}
-
-int ir_moe_gate(const ir_prog *p, int dispatch)
-{
-	int gate = -1;
-	for (int j = dispatch + 1; j < p->nops; j++)
-		if (p->ops[j].kind == OP_COMBINE && p->ops[j].in[1] == p->ops[dispatch].in[1])
-			gate = p->ops[j].in[2];
-	return gate;
+	return n;
 }

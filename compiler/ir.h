@@ -2,8 +2,12 @@
  *
  *   ir_prog   a checked pipeline: every name resolved, every shape a concrete
  *             integer for one binding of the parameters and the mesh, every
- *             tensor's placement known.  Made by sema (sema.c), read by the
- *             lowering, the CPU reference executor and the inspectors.
+ *             tensor's placement known.  Made by sema (sema.c), rewritten
+ *             by expand.c (collectives into their parts, identity
+ *             collectives folded, epilogues fused, hidden tensors, shard
+ *             rotations), given a kernel plan per op by plan.c; from then
+ *             on read-only: the lowering, the CPU reference executor, the
+ *             inspectors, codegen/ and the runtime read it.
  *
  *   ir_sched  the schedule: the roles and CTA split of one rank, each CTA's
  *             ordered task list, and the flags that order tasks.  Made by
@@ -93,6 +97,8 @@ typedef enum ir_placekind { PL_LOCAL, PL_SPLIT, PL_PARTIAL } ir_placekind;
  * gpu index, the same on every node), or the nodes (shard = node index). */
 typedef enum ir_group { GRP_WORLD, GRP_GPUS, GRP_NODES } ir_group;
 
+const char *ir_group_name(ir_group g);   /* "world", "gpus", "nodes" */
+
 typedef struct ir_place {
 	ir_placekind kind;
 	int dim;          /* PL_SPLIT: the split dimension */
@@ -104,7 +110,7 @@ typedef enum ir_tkind { TK_IN, TK_OUT, TK_TEMP } ir_tkind;
 
 /* A coordinate of dimension d is tied to a rank's shard when rot[d].unit > 0:
  * element x lies in shard x / unit of group rot[d].group, and sigma_r moves
- * it to shard sigma_r(shard), same offset.  Set by the lowering. */
+ * it to shard sigma_r(shard), same offset.  Set by the expansion. */
 typedef struct ir_rot {
 	int64_t unit;
 	ir_group group;
@@ -122,9 +128,8 @@ typedef struct ir_tensor {
 	int producer;               /* first op writing it; -1 for inputs */
 	int nwriters;               /* ops writing it (explicit stages may share) */
 	int nuses;                  /* ops reading it */
-	bool peer_access;           /* read or written by other ranks */
 	bool folded;                /* an identity collective's end that the
-	                               lowering removed: no op reads or writes
+	                               expansion removed: no op reads or writes
 	                               it, and it has no storage */
 	ir_rot rot[IR_MAXDIM];
 } ir_tensor;
@@ -148,6 +153,59 @@ typedef struct ir_hints {
 	span tasks_where;
 } ir_hints;
 
+/* ---- kernel plans (plan.c) ------------------------------------------------
+ * How each op's tasks run on the device: decided once per op by the plan
+ * pass against the device model in use, stored on the op, and read by the
+ * lowering, the scheduler, the verifier, codegen/ and the runtime, which
+ * never re-derive it.  Every limit of a plan is reported there, at the op.
+ *
+ * Matmul.  The output is cut into bm x bn boxes.  On sm_90a the Hopper
+ * engine (mkd/wgmma.cuh: TMA + wgmma, 3 warpgroups) takes ops with 16-bit
+ * operands, 16-byte rows and a 128 x {64, 128, 256} x 64 tile; everything
+ * else, and every op on other archs, uses the portable mma.sync tile
+ * (mkd/mma.cuh) with the same boxes.  The plan's smem is the larger need. */
+typedef struct ir_mm_plan {
+	int bm, bn, bk;     /* output box, and the mma.sync tile's k step */
+	int wgmma;          /* the Hopper engine takes it */
+	int wg_stages;      /* its ring depth */
+	int stages;         /* the mma.sync tile's ring depth */
+	int tiles_m, tiles_n; /* row and column tiles one task walks (1 x 1
+	                       unless the op's task bound asks for more) */
+	int tmap;           /* wgmma: index of its A tensor map (B's follows) */
+	int bucket;         /* A is laid out as the buckets of this dispatch
+	                       op (rows past an expert's tokens are zero
+	                       tiles); -1 */
+} ir_mm_plan;
+
+/* Attention (mkd/attn.cuh): 16-bit inputs take the tensor-core tile of 128
+ * query rows (Q and two stages of K and V chunks of `keys` keys in shared
+ * memory), fp32 the CUDA-core tile of 64 rows (q, acc, max and sum in
+ * fp32). */
+typedef struct ir_attn_plan {
+	int rows;           /* query rows per task */
+	int keys;           /* keys per K/V stage (tensor cores) */
+	int tensor_cores;
+} ir_attn_plan;
+
+/* MoE (mkd/moe.cuh): dispatch fills a bucket in blocks of slots, as many
+ * as one task of the expert matmul reading it takes; combine sums blocks
+ * of token rows. */
+typedef struct ir_moe_plan {
+	int64_t block;      /* dispatch: slots per task; combine: token rows */
+} ir_moe_plan;
+
+typedef struct ir_plan {
+	int smem;           /* dynamic shared memory its tasks need, bytes */
+	int threads;        /* threads of the CTA its tasks need */
+	ir_mm_plan mm;      /* OP_MATMUL */
+	ir_attn_plan attn;  /* OP_ATTENTION */
+	ir_moe_plan moe;    /* OP_DISPATCH, OP_COMBINE */
+} ir_plan;
+
+/* The most tasks one matmul makes without a `tasks` hint: past it a task
+ * walks several tiles (the task tables are compiled into the kernel). */
+#define IR_MM_TASKS 8192
+
 typedef struct ir_op {
 	ir_opkind kind;
 	span where;
@@ -161,23 +219,28 @@ typedef struct ir_op {
 	int causal;             /* attention */
 	int64_t experts;        /* dispatch: number of experts E */
 	int64_t capacity;       /* dispatch: slots per expert C (upper bound) */
+	/* set by the expansion (expand.c) */
 	int route1;             /* dispatch, combine: 1 + the routing-table
-	                           tensor the lowering made for them, 0 none */
+	                           tensor made for them, 0 none */
+	int gate1;              /* dispatch between nodes: 1 + the gates that
+	                           travel with its rows (the last combine's that
+	                           routes by the same indices), 0 none */
 	int pack1, recv1, rroute1; /* dispatch, combine between nodes: 1 + the
 	                           hidden tensors of packed rows sent to each
 	                           other node, those received, and the routing
-	                           tables of those received (lower.c); 0 none */
+	                           tables of those received; 0 none */
 	int part1, back1;       /* combine between nodes: 1 + the partial sums
 	                           of received rows, and those returned */
+	int stage1, stage2;     /* reduce_scatter between nodes: 1 + the
+	                           node-partials and the received slots */
 	int epi;                /* matmul: 1 + the kind of a unary elementwise op
 	                           applied to the accumulator before the store
-	                           (fused by the lowering), 0 none */
+	                           (fused), 0 none */
 	double epi_scalar;      /* its scale factor (epi = 1 + OP_SCALE) */
-	int tiles_m, tiles_n;   /* matmul: row and column tiles one task walks
-	                           (lower; 0 or 1: one tile a task) */
 	ir_transport transport; /* explicit stages; TR_AUTO otherwise */
 	ir_peers peers;         /* explicit stages: `for p in node|remote|world` */
 	ir_hints hints;
+	ir_plan plan;           /* set by the plan (plan.c) */
 } ir_op;
 
 typedef struct ir_param {
@@ -223,9 +286,30 @@ typedef struct ir_prog {
 	ir_role_hint *roles;    /* the `roles` hint, if any */
 	int nroles;
 	span roles_where;
+	/* the kernel as a whole (plan.c): every CTA runs every kind of task */
+	int threads;            /* threads of every CTA */
+	int smem;               /* dynamic shared memory of every CTA, bytes */
+	int ntmaps;             /* TMA tensor maps of the wgmma matmuls */
 } ir_prog;
 
 int ir_find_tensor(const ir_prog *p, const char *name);
+int ir_group_size(const ir_prog *p, ir_group g);   /* ranks in one group */
+
+/* ---- editing a program (ir_edit.c; the expansion's tools) ---------------
+ * Arrays grow in the arena; -1 when it is out of memory (a->failed). */
+/* A temporary like *proto named BASE__SUFFIX (a C identifier no user name
+ * can take), with no writers, readers or rotations yet; its index. */
+int ir_add_tensor(ir_prog *p, arena *a, const ir_tensor *proto, const char *base,
+		  const char *suffix);
+/* Inserts op before index `at`; producer indices from there shift up. */
+int ir_insert_op(ir_prog *p, arena *a, int at, ir_op op);
+/* Removes op `at`; producer indices after it shift down. */
+void ir_remove_op(ir_prog *p, int at);
+/* A tensor no op reads or writes any more: no storage (ir_tensor.folded). */
+void ir_fold_tensor(ir_tensor *t);
+/* Fills every tensor's rot[] (rotate.c): which dimensions move with the
+ * ranks' shards under sigma_r.  0, or 1 with the conflict reported. */
+int ir_rotate(ir_prog *p, diags *d, arena *a);
 
 /* ---- the schedule --------------------------------------------------------
  * A region is a half-open box in the logical coordinates of a tensor, on one
@@ -362,41 +446,14 @@ typedef struct ir_sched {
 	double compute_us, comm_us;
 } ir_sched;
 
-/* How a matmul op is computed.  The output is cut into bm x bn boxes.  On
- * sm_90a the Hopper engine (mkd/wgmma.cuh: TMA + wgmma, 3 warpgroups) takes
- * ops with 16-bit operands, 16-byte rows and a 128 x {64, 128, 256} x 64
- * tile; everything else, and every op on other archs, uses the portable
- * mma.sync tile (mkd/mma.cuh) with the same boxes.  smem: the larger need. */
-typedef struct ir_mm_plan {
-	int bm, bn;
-	int wgmma;          /* the engine can take it */
-	int wg_stages;      /* its ring depth */
-	int bk, stages;     /* the mma.sync tile's k step and ring depth */
-	int smem;           /* bytes of dynamic shared memory the op needs */
-} ir_mm_plan;
-
-int ir_mm_plan_of(const ir_prog *p, const ir_op *op, int smem_limit, ir_mm_plan *out);
-
-/* The most tasks one matmul makes without a `tasks` hint: past it a task
- * walks several tiles (lower.c; the task tables are compiled into the
- * kernel). */
-#define IR_MM_TASKS 8192
-
-/* How an attention op is computed (mkd/attn.cuh): 16-bit inputs take the
- * tensor-core tile of 128 query rows (Q and two stages of K and V chunks in
- * shared memory), fp32 the CUDA-core tile of 64 rows (q, acc, max and sum
- * in fp32). */
-typedef struct ir_attn_plan {
-	int rows;           /* query rows per task */
-	int tensor_cores;
-	int smem;           /* bytes of dynamic shared memory */
-} ir_attn_plan;
-
-ir_attn_plan ir_attn_plan_of(const ir_prog *p, const ir_op *op);
-
-/* The gates that travel with a dispatch's rows between nodes: those of the
- * last combine after op `dispatch` that routes by the same indices; -1. */
-int ir_moe_gate(const ir_prog *p, int dispatch);
+/* Cuts [lo, hi) of dimension d of tensor x into pieces of at most `step`
+ * (all of it when step <= 0), never across a shard boundary of a rotated
+ * dimension (x->rot[d]).  The pieces go to cl[i], ch[i] (either may be
+ * NULL); returns their number, or -1 past `max`. */
+int ir_cut(const ir_tensor *x, int d, int64_t lo, int64_t hi, int64_t step, int64_t *cl,
+	   int64_t *ch, int max);
+/* The most pieces the lowering cuts one op's dimension into. */
+#define IR_MAXCUTS 65536
 
 /* sigma_r on the mesh: the rank that rank 0's view calls x, seen by rank r. */
 int ir_rank_shift(int x, int r, int nodes, int gpus);

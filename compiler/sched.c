@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compile.h"
+#include "pass.h"
 #include "costmodel.h"
 
 typedef struct dep {
@@ -779,47 +779,9 @@ int sched_run(ir_sched *s, const compile_opts *o, diags *d, arena *a)
 {
 	sched S = {.s = s, .p = s->prog, .d = d, .a = a};
 	s->ctas = s->dev.sms / s->ranks_per_gpu;
-	s->threads = 256;
-	s->smem = 0;
-	for (int i = 0; i < S.p->nops; i++)
-		if (S.p->ops[i].kind == OP_MATMUL) {
-			ir_mm_plan mp;
-			const ir_op *op = &S.p->ops[i];
-			if (!ir_mm_plan_of(S.p, op, s->dev.smem_per_sm, &mp)) {
-				diag_error(d, op->hints.ntile ? op->hints.tile_where : op->where,
-					   "a %dx%dx%d matmul tile needs %d bytes of shared memory; "
-					   "an SM has %d", mp.bm, mp.bn, mp.bk, mp.smem, s->dev.smem_per_sm);
-				return 1;
-			}
-			if (mp.wgmma)
-				s->threads = 384;  /* producer + two consumer warpgroups */
-			if (mp.smem > s->smem)
-				s->smem = mp.smem;
-		}
-	for (int i = 0; i < S.p->nops; i++)
-		if (S.p->ops[i].kind == OP_ATTENTION) {
-			int sm = ir_attn_plan_of(S.p, &S.p->ops[i]).smem;
-			if (sm > s->smem)
-				s->smem = sm;
-		}
-	for (int i = 0; i < S.p->nops; i++)
-		if (S.p->ops[i].kind == OP_DISPATCH || S.p->ops[i].kind == OP_COMBINE) {
-			/* route: per-warp counts of 4 warps or more; combine: E ints */
-			const ir_op *op = &S.p->ops[i];
-			long long E = op->kind == OP_DISPATCH ? op->experts
-							      : S.p->tensors[op->in[0]].shape[0];
-			long long need = op->kind == OP_DISPATCH ? 4 * (4 * E + 2) : 4 * E;
-			if (op->pack1 && need < 4 * (32 + 1024 + 1))
-				need = 4 * (32 + 1024 + 1);  /* mkd_pack: warps + a chunk of tokens */
-			if (need > s->dev.smem_per_sm) {
-				diag_error(d, op->where, "%lld experts need %lld bytes of shared "
-					   "memory to route; an SM has %d", E, need, s->dev.smem_per_sm);
-				return 1;
-			}
-			int sm = (int)need;
-			if (sm > s->smem)
-				s->smem = sm;
-		}
+	/* every CTA can run every task: the plan's threads and shared memory */
+	s->threads = S.p->threads;
+	s->smem = S.p->smem;
 	if (s->ctas < 2) {
 		diag_error(d, S.p->where, "%d ranks per GPU leave %d CTA per rank; need at least 2",
 			   s->ranks_per_gpu, s->ctas);

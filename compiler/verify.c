@@ -25,7 +25,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "compile.h"
+#include "pass.h"
 
 typedef struct vtask {
 	ir_task t;

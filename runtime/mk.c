@@ -16,8 +16,7 @@
 #include <unistd.h>
 
 #include "../codegen/mkd/abi.cuh"
-#include "../codegen/emit.h"
-#include "../codegen/nvrtc.h"
+#include "../codegen/build.h"
 #include "../compiler/costmodel.h"
 #include "../compiler/cpuref.h"
 #include "../compiler/inspect.h"
@@ -267,7 +266,9 @@ static mk_status compile_for(const mk_ctx *c, srcset *src, int file, const mk_pa
 		return MK_ERR_INVALID;
 	}
 	ir_device dev = device_model(c);
-	compile_opts o = {.defs = defs, .ndefs = nd, .ranks_per_gpu = ranks, .dev = &dev};
+	/* no context, or a CPU one: only the CPU reference runs it */
+	compile_opts o = {.defs = defs, .ndefs = nd, .ranks_per_gpu = ranks, .dev = &dev,
+			  .cpu = !c || c->cpu};
 	diags d;
 	diag_init(&d, src, a);
 	int rc = compile_run(src, file, &o, PASS_VERIFY, &d, a, out);
@@ -625,21 +626,28 @@ static mk_status load(mk_ctx *c, int file, mk_pipeline *p, const mk_load_opts *o
 			     p->nt, MKD_MAX_TENSORS);
 	inspect_schedule(p->s, &p->sched_txt);
 
-	strbuf cuda;
-	sb_init(&cuda);
-	char err[256];
-	cg_emit_opts eo = {.sys_scope = p->comm != NULL, .per_stage = mk_bench_per_stage};
-	if (cg_emit_cuda(p->s, &eo, &cuda, err, sizeof err) != 0) {
-		sb_free(&cuda);
-		if (!c->cpu)
-			return cfail(c, MK_ERR_UNSUPPORTED, "cannot generate CUDA: %s", err);
+	/* the back half: CUDA (and on a GPU, the cubin) from the schedule */
+	char arch[32];
+	cg_arch(c->major, c->minor, arch, sizeof arch);
+	cg_build_opts bo = {.arch = arch, .use_cache = !c->no_cache, .cache_dir = c->cache_dir,
+			    .emit = {.sys_scope = p->comm != NULL, .per_stage = mk_bench_per_stage}};
+	cg_build_out b;
+	cg_status cs = cg_build(p->s, c->cpu ? CG_TO_CUDA : CG_TO_CUBIN, &bo, &b);
+	if (cs == CG_EEMIT && c->cpu) {
 		/* the CPU executor runs what the GPU cannot yet: say so, go on */
-		sb_printf(&c->log, "mk: note: no CUDA for this pipeline yet: %s\n", err);
-	}
-	if (cuda.oom)
+		sb_printf(&c->log, "mk: note: no CUDA for this pipeline yet: %s\n", b.err);
+	} else if (cs == CG_EEMIT) {
+		cfail(c, MK_ERR_UNSUPPORTED, "cannot generate CUDA: %s", b.err);
+		cg_build_free(&b);
+		return MK_ERR_UNSUPPORTED;
+	} else if (cs == CG_ENOMEM && !b.cuda) {
+		cg_build_free(&b);
 		return cfail(c, MK_ERR_NOMEM, "out of memory generating CUDA");
-	p->cu_src = sb_take(&cuda);
+	}
+	p->cu_src = b.cuda;
+	b.cuda = NULL;
 	if (c->cpu) {  /* host buffers in the CPU reference executor's layout */
+		cg_build_free(&b);
 		p->host = calloc((size_t)p->nt * p->world, sizeof *p->host);
 		if (!p->host)
 			return MK_ERR_NOMEM;
@@ -651,30 +659,17 @@ static mk_status load(mk_ctx *c, int file, mk_pipeline *p, const mk_load_opts *o
 			}
 		return MK_OK;
 	}
-
-	char arch[32];
-	snprintf(arch, sizeof arch, "sm_%d%d%s", c->major, c->minor, c->major == 9 ? "a" : "");
-	/* MK_NO_WGMMA=1: the portable mma.sync tile on Hopper too (diagnosis) */
-	static const char *const no_wg[] = {"-DMKD_NO_WGMMA=1"};
-	const char *nw = getenv("MK_NO_WGMMA");
-	int use_nw = nw && *nw && strcmp(nw, "0");
-	cg_compile_opts co = {.arch = arch, .use_cache = !c->no_cache, .cache_dir = c->cache_dir,
-			      .extra = use_nw ? no_wg : NULL, .nextra = use_nw};
-	cg_binary bin;
-	char name[160];
-	snprintf(name, sizeof name, "%s.cu", p->p->name);
-	cg_status cs = cg_compile(p->cu_src, name, &co, CG_CUBIN, &bin);
-	if (bin.note)
-		sb_printf(&c->log, "mk: note: %s\n", bin.note);
-	if (bin.log && *bin.log)
-		sb_puts(&c->log, bin.log);
+	if (b.bin.note)
+		sb_printf(&c->log, "mk: note: %s\n", b.bin.note);
+	if (b.bin.log && *b.bin.log)
+		sb_puts(&c->log, b.bin.log);
 	if (cs != CG_OK) {
-		cg_binary_free(&bin);
+		cg_build_free(&b);
 		return cfail(c, cs == CG_ENONVRTC ? MK_ERR_UNSUPPORTED : cs == CG_ENOMEM ? MK_ERR_NOMEM
 				  : MK_ERR_NVRTC, "NVRTC: %s", cg_strerror(cs));
 	}
-	CUresult r = cu->cuModuleLoadData(&p->mod, bin.data);
-	cg_binary_free(&bin);
+	CUresult r = cu->cuModuleLoadData(&p->mod, b.bin.data);
+	cg_build_free(&b);
 	if (r != CUDA_SUCCESS)
 		return cfail(c, MK_ERR_CUDA, "loading the module: %s", cudrv_errstr(r));
 	char kname[160];

@@ -238,7 +238,6 @@ static void check_prog(const ir_prog *p, const char *what)
 			      t->name, d);
 			CHECK(t->rot[d].unit == 0, "%s: rot set by sema", what);
 		}
-		CHECK(!t->peer_access, "%s: peer_access set by sema", what);
 	}
 	free(writers);
 	free(uses);

@@ -28,10 +28,10 @@
 #include <unistd.h>
 
 #include "../compiler/cpuref.h"
-#include "mk.h"
-#include "mk_int.h"
-#include "cudrv.h"
-#include "npy.h"
+#include "../runtime/cudrv.h"
+#include "../runtime/mk.h"
+#include "../runtime/mk_int.h"
+#include "../runtime/npy.h"
 
 typedef struct opts {
 	const char *path, *inputs, *save, *trace;

@@ -1,6 +1,6 @@
-/* main.c - the mkc command: read one .mk file, run the passes up to what
- * --emit asks for, print it.  The only file of compiler/ that reaches up into
- * codegen/ (to emit CUDA and run NVRTC); see DESIGN.md section 3.
+/* mkc.c - the mkc command: read one .mk file, run the passes up to what
+ * --emit asks for (compile_run, then cg_build for CUDA, PTX and cubins),
+ * print it.  A driver: it sits above every floor it calls.
  *
  * Exit status: 0 success, 1 errors in the input, 2 bad command line,
  * 3 internal error.
@@ -12,18 +12,19 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../codegen/emit.h"
-#include "../codegen/nvrtc.h"
+#include "../codegen/build.h"
+#include "../compiler/compile.h"
+#include "../compiler/costmodel.h"
+#include "../compiler/inspect.h"
+#include "../compiler/sema.h"
 #include "../grammar/ast.h"
-#include "compile.h"
-#include "costmodel.h"
-#include "inspect.h"
-#include "sema.h"
 
 /* X(id, name, last pass, what) */
 #define EMITS(X)                                                            \
 	X(AST, "ast", PASS_PARSE, "the syntax tree")                        \
 	X(CHECK, "check", PASS_CHECK, "what mkc understood: tensors, placements, ops") \
+	X(EXPAND, "expand", PASS_EXPAND, "the program after the rewrites (expand.c)") \
+	X(PLAN, "plan", PASS_PLAN, "each op's kernel plan: tiles, engines, shared memory") \
 	X(GRAPH, "graph", PASS_LOWER, "the tile graph as text")             \
 	X(SCHEDULE, "schedule", PASS_VERIFY, "roles, CTAs and task lists, with predicted times") \
 	X(JSON, "json", PASS_VERIFY, "the schedule for tools (docs/schedule.md)") \
@@ -105,51 +106,47 @@ static int write_out(const char *path, const void *data, size_t n)
 	return 0;
 }
 
-static int nvrtc_emit(const ir_sched *s, enum emit e, const char *arch,
-		      int use_cache, const char *outpath)
+/* --emit=cu|ptx|cubin: the back half (codegen/build.c), then the output */
+static int build(const ir_sched *s, enum emit e, const char *arch, int use_cache,
+		 const char *outpath)
 {
-	strbuf cu;
-	sb_init(&cu);
-	char err[256];
-	if (cg_emit_cuda(s, NULL, &cu, err, sizeof err) != 0) {
-		fprintf(stderr, "mkc: cannot generate CUDA: %s\n", err);
-		sb_free(&cu);
-		return 1;
-	}
-	if (cu.oom) {
-		fprintf(stderr, "mkc: out of memory\n");
-		return 3;
-	}
-	cg_compile_opts co = {.arch = arch, .use_cache = use_cache};
-	cg_binary bin;
-	char name[160];
-	snprintf(name, sizeof name, "%s.cu", s->prog->name);
-	cg_status st = cg_compile(sb_str(&cu), name, &co, e == EMIT_PTX ? CG_PTX : CG_CUBIN, &bin);
-	sb_free(&cu);
-	if (bin.note)
-		fprintf(stderr, "mkc: note: %s\n", bin.note);
+	cg_build_opts bo = {.arch = arch, .use_cache = use_cache, .emit = {.sys_scope = -1}};
+	cg_build_out b;
+	cg_stage upto = e == EMIT_CU ? CG_TO_CUDA : e == EMIT_PTX ? CG_TO_PTX : CG_TO_CUBIN;
+	cg_status st = cg_build(s, upto, &bo, &b);
 	int rc = 0;
-	if (st != CG_OK) {
-		fprintf(stderr, "mkc: NVRTC: %s\n%s", cg_strerror(st),
-			bin.log ? bin.log : "");
+	if (st == CG_EEMIT) {
+		fprintf(stderr, "mkc: cannot generate CUDA: %s\n", b.err);
+		rc = 1;
+	} else if (st == CG_ENOMEM) {
+		fprintf(stderr, "mkc: out of memory\n");
 		rc = 3;
+	} else if (upto == CG_TO_CUDA) {
+		rc = write_out(outpath, b.cuda, strlen(b.cuda));
 	} else {
-		/* NVRTC's warnings (ptxas's among them) are worth seeing */
-		for (const char *l = bin.log ? bin.log : ""; *l;) {
-			const char *nl = strchr(l, '\n');
-			size_t n = nl ? (size_t)(nl - l) : strlen(l);
-			if (memmem(l, n, "warning", 7))
-				fprintf(stderr, "%.*s\n", (int)n, l);
-			l += n + (nl != NULL);
+		if (b.bin.note)
+			fprintf(stderr, "mkc: note: %s\n", b.bin.note);
+		if (st != CG_OK) {
+			fprintf(stderr, "mkc: NVRTC: %s\n%s", cg_strerror(st),
+				b.bin.log ? b.bin.log : "");
+			rc = 3;
+		} else {
+			/* NVRTC's warnings (ptxas's among them) are worth seeing */
+			for (const char *l = b.bin.log ? b.bin.log : ""; *l;) {
+				const char *nl = strchr(l, '\n');
+				size_t n = nl ? (size_t)(nl - l) : strlen(l);
+				if (memmem(l, n, "warning", 7))
+					fprintf(stderr, "%.*s\n", (int)n, l);
+				l += n + (nl != NULL);
+			}
+			fprintf(stderr,
+				"mkc: %s: %d registers, %d bytes stack, %d/%d bytes spilled (stores/loads)%s\n",
+				b.arch, b.bin.regs, b.bin.stack_bytes, b.bin.spill_stores,
+				b.bin.spill_loads, b.bin.from_cache ? ", from cache" : "");
+			rc = write_out(outpath, b.bin.data, b.bin.size);
 		}
-		fprintf(stderr,
-			"mkc: %s: %d registers, %d bytes stack, %d/%d bytes spilled (stores/loads)%s\n",
-			arch ? arch : "sm_90a", bin.regs, bin.stack_bytes,
-			bin.spill_stores, bin.spill_loads,
-			bin.from_cache ? ", from cache" : "");
-		rc = write_out(outpath, bin.data, bin.size);
 	}
-	cg_binary_free(&bin);
+	cg_build_free(&b);
 	return rc;
 }
 
@@ -261,14 +258,16 @@ int main(int argc, char **argv)
 	diags d;
 	diag_init(&d, &src, &a);
 	d.werror = werror;
-	double pass_ms[5];
-	compile_opts o = {.defs = defs, .ndefs = ndefs, .ranks_per_gpu = rpg, .dev = &dev,
-			  .pass_ms = time_passes ? pass_ms : NULL};
+	compile_opts o = {.defs = defs, .ndefs = ndefs, .ranks_per_gpu = rpg, .dev = &dev};
 	compile_out out;
 	int rc = compile_run(&src, file, &o, emits[emit].pass, &d, &a, &out);
-	if (time_passes)
-		fprintf(stderr, "mkc: passes (ms): parse %.1f, check %.1f, lower %.1f, schedule %.1f, "
-			"verify %.1f\n", pass_ms[0], pass_ms[1], pass_ms[2], pass_ms[3], pass_ms[4]);
+	if (time_passes) {
+		fputs("mkc: passes (ms):", stderr);
+		for (int k = 0; k <= (int)emits[emit].pass; k++)
+			fprintf(stderr, "%s %s %.1f", k ? "," : "", compile_pass_name((compile_pass)k),
+				out.pass_ms[k]);
+		fputc('\n', stderr);
+	}
 
 	strbuf msg;
 	sb_init(&msg);
@@ -282,27 +281,23 @@ int main(int argc, char **argv)
 		int binary = 0;
 		switch (emit) {
 		case EMIT_AST: ast_dump(out.ast, &src, &o2); break;
-		case EMIT_CHECK: sema_dump(out.prog, &o2); break;
+		case EMIT_CHECK:
+		case EMIT_EXPAND: sema_dump(out.prog, &o2); break;
+		case EMIT_PLAN:
+			sema_dump(out.prog, &o2);
+			sb_putc(&o2, '\n');
+			inspect_plans(out.prog, &o2);
+			break;
 		case EMIT_GRAPH: inspect_graph(out.sched, &o2); break;
 		case EMIT_SCHEDULE: inspect_schedule(out.sched, &o2); break;
 		case EMIT_JSON: inspect_json(out.sched, &o2); break;
 		case EMIT_DOT: inspect_dot(out.sched, &o2); break;
 		case EMIT_SVG: inspect_svg(out.sched, &o2); break;
-		case EMIT_CU: {
-			char why[256];
-			if (cg_emit_cuda(out.sched, NULL, &o2, why, sizeof why) != 0) {
-				fprintf(stderr, "mkc: cannot generate CUDA: %s\n", why);
-				sb_free(&o2);
-				arena_free(&a);
-				src_free(&src);
-				return 1;
-			}
-			break;
-		}
+		case EMIT_CU:
 		case EMIT_PTX:
 		case EMIT_CUBIN:
 			binary = 1;
-			rc = nvrtc_emit(out.sched, emit, arch, use_cache, outpath);
+			rc = build(out.sched, emit, arch, use_cache, outpath);
 			break;
 		default: break;
 		}

@@ -1,0 +1,57 @@
+/* pass.h - what the passes of the compiler share: the options of one
+ * compile and the entry point of each pass, one file each.  The driver
+ * (compile.h, compile.c) runs them in order; a pass includes this header,
+ * never the driver's.
+ *
+ *   grammar/ast.h  parse_source()   text -> AST
+ *   sema.c         sema_check()     AST -> ir_prog (checked)
+ *   expand.c       expand_run()     ir_prog rewritten: collectives into
+ *                                   their parts, identity collectives
+ *                                   folded, epilogues fused, hidden
+ *                                   tensors, shard rotations
+ *   plan.c         plan_run()       a kernel plan on every op
+ *   lower.c        lower_run()      ir_prog (read-only) -> tile graph
+ *                                   (ir_sched: tasks, regions, costs)
+ *   sched.c        sched_run()      roles, CTAs, order, flags
+ *   verify.c       verify_run()     static proofs
+ *
+ * Each returns NULL / non-zero on failure, with the reasons in the
+ * diagnostics, and allocates in the compile's arena.
+ */
+#ifndef MK_PASS_H
+#define MK_PASS_H
+
+#include <stdint.h>
+
+#include "../grammar/diag.h"
+#include "ir.h"
+
+struct ast_pipeline;
+
+/* -D NAME=VALUE: a parameter, or the mesh built-ins `nodes` and `gpus`. */
+typedef struct mk_define {
+	const char *name;
+	int64_t value;
+} mk_define;
+
+typedef struct compile_opts {
+	const mk_define *defs;
+	int ndefs;
+	int ranks_per_gpu;      /* virtual ranks sharing one GPU (>= 1) */
+	const ir_device *dev;   /* NULL: the H200 defaults of costmodel.c */
+	int cpu;                /* for the CPU reference executor only: the
+	                           plan's GPU limits do not apply */
+	int no_wgmma;           /* plan every matmul on the portable mma.sync
+	                           tile (the driver also reads MK_NO_WGMMA=1) */
+} compile_opts;
+
+ir_prog *sema_check(const struct ast_pipeline *ast, const compile_opts *o,
+		    diags *d, arena *a);
+int expand_run(ir_prog *p, const compile_opts *o, diags *d, arena *a);
+int plan_run(ir_prog *p, const compile_opts *o, diags *d, arena *a);
+ir_sched *lower_run(const ir_prog *p, const compile_opts *o, diags *d,
+		    arena *a);
+int sched_run(ir_sched *s, const compile_opts *o, diags *d, arena *a);
+int verify_run(const ir_sched *s, diags *d, arena *a);
+
+#endif

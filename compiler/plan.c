@@ -1,0 +1,496 @@
+/* plan.c - each op's kernel plan, decided once against the device model.
+ *
+ * The plan says how an op's tasks run on the device: a matmul's tile, its
+ * engine (the Hopper TMA + wgmma engine or the portable mma.sync tile), the
+ * depth of its shared-memory ring, how many tiles one task walks, its TMA
+ * descriptors; an attention op's tile; the shared memory MoE routing needs
+ * and the blocks it works in; and, for the kernel as a whole, the threads
+ * and shared memory of every CTA.  It is stored on the op (ir_op.plan) and
+ * on the program (threads, smem, ntmaps), and read by the lowering, the
+ * scheduler, the verifier, codegen/ and the runtime, which never derive it
+ * again.  Every limit a plan runs into is reported here, at the op (or its
+ * hint) in the source: shared memory, element types and head dimensions
+ * the GPU code takes, tile and task counts, reduction fan-in, MoE meshes.
+ *
+ * Runs after the expansion (epilogues fused, hidden tensors made, shard
+ * rotations known) and before the lowering.  Matmuls are planned first: a
+ * dispatch sizes its blocks by the matmul that reads its buckets.
+ */
+#include "plan.h"
+
+#include <string.h>
+
+#include "costmodel.h"
+
+typedef struct planner {
+	ir_prog *p;
+	const compile_opts *o;
+	diags *d;
+	ir_device dev;
+	int gpu;            /* GPU code will be generated (not the CPU reference) */
+	int64_t *cut_lo;    /* scratch: a matmul's row cuts */
+	int err;
+} planner;
+
+/* ---- matmul ----------------------------------------------------------------- */
+
+/* mkd_mma_tile: padded A [BM][BK+8] and B [BK][BN+8] per stage, 16-bit;
+ * -1 past 2^62 */
+static int64_t mma_smem(int64_t bm, int64_t bn, int64_t bk, int stages)
+{
+	int64_t a, b, s;
+	if (__builtin_mul_overflow(bm, bk + 8, &a) || __builtin_mul_overflow(bk, bn + 8, &b) ||
+	    __builtin_add_overflow(a, b, &s) || __builtin_mul_overflow(s, (int64_t)stages * 2, &s))
+		return -1;
+	return s;
+}
+
+/* mkd_wgmma_tile::SMEM: 1 KB of alignment slack, per stage an A box of
+ * BM x 64 and BN/64 B boxes of 64 x 64 (16-bit), two mbarriers */
+static int64_t wg_smem(int64_t bm, int64_t bn, int stages)
+{
+	return 1024 + stages * (bm * 64 * 2 + (bn / 64) * 64 * 64 * 2) + 2 * stages * 8;
+}
+
+/* Whether the Hopper engine can take op: 16-bit operands, 16-byte rows for
+ * TMA, a 128-row tile with k step 64 when the hint gives them. */
+static int wg_ok(const planner *P, const ir_op *op)
+{
+	const ir_prog *p = P->p;
+	const ir_tensor *a = &p->tensors[op->in[0]], *b = &p->tensors[op->in[1]],
+			*c = &p->tensors[op->out];
+	if (P->o->no_wgmma)
+		return 0;
+	if ((a->dtype != DT_BF16 && a->dtype != DT_F16) || b->dtype != a->dtype)
+		return 0;
+	if (c->dtype != DT_BF16 && c->dtype != DT_F16 && c->dtype != DT_F32)
+		return 0;
+	if (a->local[a->ndim - 1] % 8 || b->local[b->ndim - 1] % 8)
+		return 0;
+	if ((op->hints.ntile >= 1 && op->hints.tile[0] != 128) ||
+	    (op->hints.ntile >= 3 && op->hints.tile[2] != 64))
+		return 0;
+	return 1;
+}
+
+/* Whether a matmul of p with a default 128 x 256 tile would make more
+ * tasks than its bound, so that its tasks walk several tiles.  Then every
+ * default-tiled matmul of the kernel takes 128 x 128: a loop over 128 x 256
+ * tiles, or one beside a 128 x 256 engine, leaves too few registers (the
+ * kernel spills, measured with ptxas); 128 x 128 fits. */
+static int walks_wide(const planner *P)
+{
+	const ir_prog *p = P->p;
+	for (int i = 0; i < p->nops; i++) {
+		const ir_op *op = &p->ops[i];
+		if (op->kind != OP_MATMUL || op->hints.ntile >= 2 || !wg_ok(P, op))
+			continue;
+		const ir_tensor *c = &p->tensors[op->out];
+		const int64_t nb = c->ndim == 3 ? c->local[0] : 1, rows = c->local[c->ndim - 2];
+		const int64_t n = c->local[c->ndim - 1], bm = op->hints.ntile >= 1 ? op->hints.tile[0] : 128;
+		const int64_t cap = op->hints.tasks ? op->hints.tasks : IR_MM_TASKS;
+		if (n >= 256 && nb * ((rows + bm - 1) / bm) * ((n + 255) / 256) > cap)
+			return 1;
+	}
+	return 0;
+}
+
+/* Tiles per task of a matmul with nb x nm x nn tiles (batch, rows,
+ * columns) and at most cap tasks: cw column tiles first, then rb row
+ * tiles. */
+static void mm_group(int64_t cap, int64_t nb, int64_t nm, int64_t nn, int64_t *rb, int64_t *cw)
+{
+	*rb = *cw = 1;
+	if (nb * nm * nn <= cap)
+		return;
+	int64_t c = (nb * nm * nn + cap - 1) / cap;
+	*cw = c < nn ? c : nn;
+	int64_t left = nb * nm * ((nn + *cw - 1) / *cw);
+	if (left > cap) {
+		int64_t r = (left + cap - 1) / cap;
+		*rb = r < nm ? r : nm;
+	}
+}
+
+int plan_mm_order(const ir_op *op, const int64_t *ml, int nm, int nn, int64_t lo, int64_t unit,
+		  int *order)
+{
+	enum { GROUP = 8 };
+	const int rb = op->plan.mm.tiles_m, cw = op->plan.mm.tiles_n;
+	const int group = rb > GROUP ? rb : GROUP;
+	int n = 0;
+	for (int i0 = 0; i0 < nm;) {
+		int i1 = i0;
+		while (i1 < nm && i1 - i0 < group && (ml[i1] - lo) / unit == (ml[i0] - lo) / unit)
+			i1++;
+		for (int j = 0; j < nn; j += cw)
+			for (int i = i0; i < i1; i += rb) {
+				if (order) {
+					order[2 * n] = i * nn + j;
+					order[2 * n + 1] = i + rb < i1 ? i + rb : i1;
+				}
+				n++;
+			}
+		i0 = i1;
+	}
+	return n;
+}
+
+/* The dispatch behind a tensor laid out as its buckets [E, C, ...]: the
+ * dispatch's result, and what batched matmuls (rows of A) and elementwise
+ * ops make of it row for row; -1 for other tensors. */
+static int bucket_dispatch(const ir_prog *p, int t)
+{
+	for (int depth = 0; depth < 64; depth++) {
+		const ir_tensor *x = &p->tensors[t];
+		if (x->producer < 0 || x->nwriters != 1 || x->ndim != 3)
+			return -1;
+		const ir_op *op = &p->ops[x->producer];
+		if (op->kind == OP_DISPATCH)
+			return op->route1 ? (int)(op - p->ops) : -1;
+		if (op->kind == OP_MATMUL || (ir_op_class(op->kind) == 'E' && op->kind != OP_ADD &&
+					       op->kind != OP_MUL))
+			t = op->in[0];
+		else
+			return -1;
+	}
+	return -1;
+}
+
+/* The tile grid: tiles, the tasks they group into, and the bound. */
+static void mm_grid(planner *P, ir_op *op)
+{
+	const ir_prog *p = P->p;
+	const ir_tensor *C = &p->tensors[op->out];
+	ir_mm_plan *m = &op->plan.mm;
+	const int b = C->ndim == 3;
+	const int64_t nb = b ? C->local[0] : 1;
+	const int nm = ir_cut(C, b, 0, C->local[b], m->bm, P->cut_lo, NULL, IR_MAXCUTS / 2);
+	const int nn = ir_cut(C, b + 1, 0, C->local[b + 1], m->bn, NULL, NULL, IR_MAXCUTS / 2);
+	if (nm < 0 || nn < 0) {
+		diag_error(P->d, op->where, "matmul '%s' has too many tiles; use a larger tile",
+			   op->stage);
+		P->err = 1;
+		return;
+	}
+	if ((int64_t)nm * nn > (1 << 22)) {
+		diag_error(P->d, op->where, "matmul '%s' has %lld tiles; use a larger tile", op->stage,
+			   (long long)nm * nn);
+		P->err = 1;
+		return;
+	}
+	/* A task covers rb row tiles by cw column tiles when the op would
+	 * otherwise make more tasks than its `tasks` hint allows (default
+	 * IR_MM_TASKS: the task tables are compiled into the kernel): whole rows
+	 * of column tiles first, then several row tiles. */
+	const int64_t cap = op->hints.tasks ? op->hints.tasks : IR_MM_TASKS;
+	int64_t rb, cw;
+	mm_group(cap, nb, nm, nn, &rb, &cw);
+	m->tiles_m = (int)rb;
+	m->tiles_n = (int)cw;
+	const int64_t unit = C->rot[b].unit > 0 ? C->rot[b].unit : INT64_MAX;
+	const int ntask = plan_mm_order(op, P->cut_lo, nm, nn, 0, unit, NULL);
+	if (nb * ntask > cap) {
+		diag_error(P->d, op->hints.tasks ? op->hints.tasks_where : op->where,
+			   "matmul '%s' needs at least %lld tasks (one per row band%s), over "
+			   "its bound of %lld", op->stage, (long long)(nb * ntask),
+			   b ? " and batch entry" : "", (long long)cap);
+		P->err = 1;
+	}
+}
+
+static void plan_matmul(planner *P, ir_op *op, int wide)
+{
+	const ir_prog *p = P->p;
+	const ir_tensor *A = &p->tensors[op->in[0]], *B = &p->tensors[op->in[1]],
+			*C = &p->tensors[op->out];
+	ir_mm_plan *m = &op->plan.mm;
+	if (C->ndim > 3) {
+		diag_error(P->d, op->where, "matmul of more than 3 dimensions is not supported");
+		P->err = 1;
+		return;
+	}
+	if (P->gpu && ((A->dtype != DT_BF16 && A->dtype != DT_F16) || B->dtype != A->dtype ||
+		       (C->dtype != DT_BF16 && C->dtype != DT_F16 && C->dtype != DT_F32))) {
+		diag_error(P->d, op->where, "matmul on the GPU takes bf16 or f16 operands of one type "
+			   "and writes bf16, f16 or f32; here %s x %s -> %s (the CPU reference, "
+			   "mkrun --cpu, runs it)", ir_dtype_name(A->dtype), ir_dtype_name(B->dtype),
+			   ir_dtype_name(C->dtype));
+		P->err = 1;
+		return;
+	}
+	const int64_t n = C->local[C->ndim - 1];
+	const int64_t limit = P->dev.smem_per_sm;
+	m->wgmma = wg_ok(P, op);
+	m->bm = op->hints.ntile >= 1 ? (int)op->hints.tile[0] : 128;
+	m->bn = op->hints.ntile >= 2 ? (int)op->hints.tile[1]
+				     : m->wgmma ? (n >= 256 ? 256 : n > 64 ? 128 : 64) : 128;
+	if (m->wgmma && op->hints.ntile < 2 && m->bn == 256 && wide)
+		m->bn = 128;
+	m->bk = op->hints.ntile >= 3 ? (int)op->hints.tile[2] : 64;
+	if (m->wgmma && m->bn != 64 && m->bn != 128 && m->bn != 256)
+		m->wgmma = 0;
+	m->wg_stages = 0;
+	if (m->wgmma) {
+		for (m->wg_stages = 8; m->wg_stages > 2 && wg_smem(m->bm, m->bn, m->wg_stages) > limit;
+		     m->wg_stages--)
+			;
+		if (wg_smem(m->bm, m->bn, m->wg_stages) > limit)
+			m->wgmma = 0;
+	}
+	for (m->stages = 4; m->stages > 2; m->stages--) {
+		int64_t s = mma_smem(m->bm, m->bn, m->bk, m->stages);
+		if (s >= 0 && s <= limit)
+			break;
+	}
+	int64_t smem = mma_smem(m->bm, m->bn, m->bk, m->stages);
+	if (smem < 0 || smem > limit) {
+		diag_error(P->d, op->hints.ntile ? op->hints.tile_where : op->where,
+			   "tile %d x %d x %d needs %s bytes of shared memory for %d stages; %lld fit",
+			   m->bm, m->bn, m->bk,
+			   smem < 0 ? "more than 2^62" : arena_printf(P->d->a, "%lld", (long long)smem),
+			   m->stages, (long long)limit);
+		P->err = 1;
+		return;
+	}
+	if (m->wgmma && wg_smem(m->bm, m->bn, m->wg_stages) > smem)
+		smem = wg_smem(m->bm, m->bn, m->wg_stages);
+	op->plan.smem = (int)smem;
+	op->plan.threads = m->wgmma ? 384 : 256;  /* producer + two consumer warpgroups */
+	m->tmap = -1;
+	m->bucket = C->ndim == 3 ? bucket_dispatch(p, op->in[0]) : -1;
+	mm_grid(P, op);
+}
+
+/* ---- attention -------------------------------------------------------------- */
+
+static void plan_attention(planner *P, ir_op *op)
+{
+	const ir_tensor *q = &P->p->tensors[op->in[0]];
+	const int64_t D = q->shape[q->ndim - 1];
+	if (P->gpu && (D % 32 || D > 256)) {
+		diag_error(P->d, op->where, "attention on the GPU needs a head dimension that is a "
+			   "multiple of 32, at most 256; '%s' has %lld", q->name, (long long)D);
+		P->err = 1;
+		return;
+	}
+	ir_attn_plan *a = &op->plan.attn;
+	a->tensor_cores = ir_dtype_size(q->dtype) == 2;
+	a->rows = a->tensor_cores ? 128 : 64;
+	const int sd = q->ndim - 2;
+	if (ir_cut(q, sd, 0, q->local[sd], a->rows, NULL, NULL, IR_MAXCUTS) < 0) {
+		diag_error(P->d, op->where, "attention '%s' has more than %d query tiles of %d rows",
+			   op->stage, IR_MAXCUTS, a->rows);
+		P->err = 1;
+		return;
+	}
+	int64_t smem;
+	if (a->tensor_cores) {
+		/* keys per stage (mkd_fa's KEYS): two warpgroups of 32 keys up to
+		 * D = 64, one of 64 up to 128, one of 32 above */
+		a->keys = D <= 128 ? 64 : 32;
+		smem = (128 + 4 * (int64_t)a->keys) * (D + 8) * 2;
+	} else {
+		smem = 16 + 64 * 2 * 4 + 64 * D * 2 * 4;
+	}
+	if (smem > P->dev.smem_per_sm) {
+		diag_error(P->d, op->where, "attention with head dimension %lld needs %lld bytes of "
+			   "shared memory; %d fit", (long long)D, (long long)smem, P->dev.smem_per_sm);
+		P->err = 1;
+		return;
+	}
+	op->plan.smem = (int)smem;
+	op->plan.threads = 256;
+}
+
+/* ---- row sums ---------------------------------------------------------------- */
+
+static void plan_sum(planner *P, ir_op *op)
+{
+	const ir_tensor *x = &P->p->tensors[op->in[0]];
+	if (op->dim != x->ndim - 1) {
+		diag_error(P->d, op->where, "sum over dimension %d is not lowered yet; only the last "
+			   "dimension (%d)", op->dim, x->ndim - 1);
+		P->err = 1;
+	}
+	op->plan.threads = 256;
+}
+
+/* ---- exchange --------------------------------------------------------------- */
+
+/* A reduction sums at most IR_MAXREDUCE sources in one task (the generated
+ * stage holds them in a fixed array). */
+static void plan_reduce(planner *P, ir_op *op)
+{
+	const ir_prog *p = P->p;
+	const ir_tensor *ty = &p->tensors[op->out];
+	ir_group g = ty->place.kind == PL_SPLIT ? ty->place.group : GRP_WORLD;
+	if (p->nodes == 1 || g != GRP_WORLD) {
+		const int G = ir_group_size(p, g);
+		if (G > IR_MAXREDUCE) {
+			diag_error(P->d, op->where, "reduce over %d ranks at once is not supported "
+				   "(at most %d)", G, IR_MAXREDUCE);
+			P->err = 1;
+		}
+	} else if (p->nodes > IR_MAXREDUCE || p->gpus > IR_MAXREDUCE) {
+		diag_error(P->d, op->where, "reduce over %d nodes of %d GPUs is not supported "
+			   "(at most %d of each)", p->nodes, p->gpus, IR_MAXREDUCE);
+		P->err = 1;
+	}
+	op->plan.threads = 256;
+}
+
+/* ---- MoE -------------------------------------------------------------------- */
+
+/* The meshes dispatch and combine run on: every rank of a node pulls rows
+ * by loads; between nodes rows travel packed in 16-byte words. */
+static int moe_mesh_ok(planner *P, const ir_op *op, const ir_tensor *tok, const ir_tensor *ex)
+{
+	const ir_prog *p = P->p;
+	if (p->world == 1)
+		return 1;
+	if (p->nodes > 1 && (tok->shape[tok->ndim - 1] * ir_dtype_size(tok->dtype)) % 16) {
+		diag_error(P->d, op->where, "'%s' between nodes sends rows of '%s' in 16-byte "
+			   "words; a row of %lld x %d bytes is not a multiple of 16", ir_op_name(op->kind),
+			   tok->name, (long long)tok->shape[tok->ndim - 1], ir_dtype_size(tok->dtype));
+		P->err = 1;
+		return 0;
+	}
+	const ir_tensor *t2[2] = {tok, ex};
+	for (int k = 0; k < 2; k++)
+		if (t2[k]->place.kind != PL_SPLIT || t2[k]->place.dim != 0 ||
+		    ir_group_size(p, t2[k]->place.group) != p->world) {
+			diag_error(P->d, op->where, "'%s' needs '%s' split(0) over all %d ranks",
+				   ir_op_name(op->kind), t2[k]->name, p->world);
+			P->err = 1;
+			return 0;
+		}
+	return 1;
+}
+
+/* The shared memory of routing (mkd_route: per-warp counts of 4 warps or
+ * more; mkd_combine: E ints; between nodes mkd_pack: warps + a chunk of
+ * tokens). */
+static int moe_smem(planner *P, ir_op *op, int64_t E, int64_t need)
+{
+	if (op->pack1 && need < 4 * (32 + 1024 + 1))
+		need = 4 * (32 + 1024 + 1);
+	if (need > P->dev.smem_per_sm) {
+		diag_error(P->d, op->where, "%lld experts need %lld bytes of shared memory to route; "
+			   "an SM has %d", (long long)E, (long long)need, P->dev.smem_per_sm);
+		P->err = 1;
+		return 0;
+	}
+	op->plan.smem = (int)need;
+	op->plan.threads = 256;
+	return 1;
+}
+
+static void plan_dispatch(planner *P, ir_op *op)
+{
+	const ir_prog *p = P->p;
+	const ir_tensor *ix = &p->tensors[op->in[1]], *xe = &p->tensors[op->out];
+	if (!moe_mesh_ok(P, op, &p->tensors[op->in[0]], xe))
+		return;
+	const int64_t E = xe->shape[0], C = xe->shape[1], H = xe->shape[2];
+	const int64_t N = ix->local[0] * ix->local[1], len = E + 1 + 2 * N;
+	if (len >= INT32_MAX / 2 || C * H >= INT32_MAX) {
+		diag_error(P->d, op->where, "dispatch of %lld entries into %lld x %lld slots is too "
+			   "large for 32-bit routing tables", (long long)N, (long long)E, (long long)C);
+		P->err = 1;
+		return;
+	}
+	if (!moe_smem(P, op, op->experts, 4 * (4 * op->experts + 2)))
+		return;
+	/* one task per expert and block of slots, as many rows as one task of
+	 * the matmul reading the buckets takes: the expert's first tiles start
+	 * while its last slots are filled */
+	op->plan.moe.block = 128;
+	for (int j = 0; j < p->nops; j++) {
+		const ir_op *mm = &p->ops[j];
+		if (mm->kind == OP_MATMUL && mm->in[0] == op->out && mm->plan.mm.bm > 0)
+			op->plan.moe.block = (int64_t)mm->plan.mm.bm * mm->plan.mm.tiles_m;
+	}
+}
+
+static void plan_combine(planner *P, ir_op *op)
+{
+	const ir_prog *p = P->p;
+	const ir_tensor *ye = &p->tensors[op->in[0]], *ix = &p->tensors[op->in[1]];
+	if (!moe_mesh_ok(P, op, &p->tensors[op->out], ye))
+		return;
+	const int64_t k = ix->local[1], Tl = ix->local[0];
+	if (k > 32) {
+		diag_error(P->d, op->where, "combine of more than 32 choices per token is not lowered "
+			   "yet ('%s' has %lld)", ix->name, (long long)k);
+		P->err = 1;
+		return;
+	}
+	if (!moe_smem(P, op, ye->shape[0], 4 * ye->shape[0]))
+		return;
+	op->plan.moe.block = Tl >= 4096 ? 64 : 16;
+}
+
+/* ---- the pass ---------------------------------------------------------------- */
+
+/* Limits of the generated code that are not one op's: tensors it lays out
+ * in three dimensions at most. */
+static void plan_tensors(planner *P)
+{
+	for (int t = 0; t < P->p->ntensors && P->gpu; t++) {
+		const ir_tensor *x = &P->p->tensors[t];
+		if (x->ndim > 3 && !x->folded) {
+			diag_error(P->d, x->where, "tensors of more than 3 dimensions cannot be generated "
+				   "for the GPU yet ('%s' has %d)", x->name, x->ndim);
+			P->err = 1;
+		}
+	}
+}
+
+int plan_run(ir_prog *p, const compile_opts *o, diags *d, arena *a)
+{
+	static const compile_opts none;
+	planner P = {.p = p, .o = o ? o : &none, .d = d};
+	P.dev = P.o->dev ? *P.o->dev : costmodel_h200();
+	P.gpu = !P.o->cpu;
+	P.cut_lo = arena_alloc(a, IR_MAXCUTS / 2 * sizeof(int64_t));
+	if (!P.cut_lo)
+		return 1;
+	plan_tensors(&P);
+	const int wide = walks_wide(&P);
+	for (int i = 0; i < p->nops; i++) {
+		memset(&p->ops[i].plan, 0, sizeof p->ops[i].plan);
+		p->ops[i].plan.mm.tmap = p->ops[i].plan.mm.bucket = -1;
+		if (p->ops[i].kind == OP_MATMUL)
+			plan_matmul(&P, &p->ops[i], wide);
+	}
+	for (int i = 0; i < p->nops; i++) {
+		ir_op *op = &p->ops[i];
+		switch (op->kind) {
+		case OP_ATTENTION: plan_attention(&P, op); break;
+		case OP_REDUCE_SCATTER:
+		case OP_ALLREDUCE: plan_reduce(&P, op); break;
+		case OP_DISPATCH: plan_dispatch(&P, op); break;
+		case OP_COMBINE: plan_combine(&P, op); break;
+		case OP_SUM: plan_sum(&P, op); break;
+		case OP_MATMUL: break;
+		default: op->plan.threads = 256; break;
+		}
+	}
+	/* the kernel: every CTA can run every task */
+	p->threads = 256;
+	p->smem = 0;
+	p->ntmaps = 0;
+	for (int i = 0; i < p->nops; i++) {
+		ir_op *op = &p->ops[i];
+		if (op->plan.threads > p->threads)
+			p->threads = op->plan.threads;
+		if (op->plan.smem > p->smem)
+			p->smem = op->plan.smem;
+		if (op->kind == OP_MATMUL && op->plan.mm.wgmma) {
+			op->plan.mm.tmap = p->ntmaps;
+			p->ntmaps += 2;
+		}
+	}
+	return P.err || a->failed ? 1 : 0;
+}

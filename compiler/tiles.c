@@ -1,0 +1,132 @@
+/* tiles.c - the helpers of tiles.h: tasks, their regions, and the boxes a
+ * tensor is cut into. */
+#include "tiles.h"
+
+#include <string.h>
+
+ir_task *lower_task(lower *L, ir_taskkind k, int op)
+{
+	ir_sched *s = L->s;
+	if (s->ntasks == L->cap) {
+		int nc = L->cap ? L->cap * 2 : 256;
+		ir_task *nt = arena_alloc(L->a, (size_t)nc * sizeof *nt);
+		if (!nt) {
+			L->err = 1;
+			return NULL;
+		}
+		if (s->ntasks)
+			memcpy(nt, s->tasks, (size_t)s->ntasks * sizeof *nt);
+		s->tasks = nt;
+		L->cap = nc;
+	}
+	ir_task *t = &s->tasks[s->ntasks];
+	memset(t, 0, sizeof *t);
+	t->id = s->ntasks++;
+	t->kind = k;
+	t->op = op;
+	t->role = -1;
+	t->cta = -1;
+	t->write.tensor = -1;
+	return t;
+}
+
+ir_region lower_full(const ir_prog *p, int t, int rank)
+{
+	const ir_tensor *x = &p->tensors[t];
+	ir_region g = {.tensor = t, .rank = rank};
+	for (int d = 0; d < x->ndim; d++) {
+		g.lo[d] = ir_shard_base(x, d, rank, p->nodes, p->gpus);
+		g.hi[d] = g.lo[d] + x->local[d];
+	}
+	return g;
+}
+
+void lower_read(lower *L, ir_task *t, ir_region g)
+{
+	if (t->nreads == t->maxreads) {
+		int nc = t->maxreads ? 2 * t->maxreads : 4;
+		ir_region *r = arena_alloc(L->a, (size_t)nc * sizeof *r);
+		int *w = arena_alloc(L->a, (size_t)nc * sizeof *w);
+		if (!r || !w) {
+			L->err = 1;
+			return;
+		}
+		if (t->nreads) {
+			memcpy(r, t->reads, (size_t)t->nreads * sizeof *r);
+			memcpy(w, t->read_wait, (size_t)t->nreads * sizeof *w);
+		}
+		t->reads = r;
+		t->read_wait = w;
+		t->maxreads = nc;
+	}
+	t->read_wait[t->nreads] = -1;
+	t->reads[t->nreads++] = g;
+}
+
+ir_region lower_retarget(ir_region g, int tensor)
+{
+	g.tensor = tensor;
+	return g;
+}
+
+int lower_shard_owner(const ir_prog *p, ir_group g, int s)
+{
+	return g == GRP_NODES ? s * p->gpus : s;
+}
+
+double lower_volume(const ir_region *g, int ndim)
+{
+	double v = 1;
+	for (int d = 0; d < ndim; d++)
+		v *= (double)(g->hi[d] - g->lo[d]);
+	return v;
+}
+
+int lower_producer_boxes(lower *L, int t, ir_region *out, int max)
+{
+	int n = 0;
+	for (int i = 0; i < L->s->ntasks; i++) {
+		const ir_task *k = &L->s->tasks[i];
+		if (k->write.tensor == t && k->write.rank == 0 &&
+		    (k->kind == TASK_MATMUL || k->kind == TASK_EW)) {
+			if (n == max)
+				return -1;
+			out[n++] = k->write;
+		}
+	}
+	return n;
+}
+
+int lower_row_boxes(lower *L, int t, int64_t bytes, int64_t minrows, ir_region *out, int max)
+{
+	const ir_prog *p = L->p;
+	const ir_tensor *x = &p->tensors[t];
+	ir_region full = lower_full(p, t, 0);
+	int rd = x->ndim >= 2 ? x->ndim - 2 : 0;   /* the row dimension */
+	int64_t rowb = ir_dtype_size(x->dtype);
+	for (int d = rd + 1; d < x->ndim; d++)
+		rowb *= x->local[d];
+	int64_t rows = bytes / (rowb ? rowb : 1);
+	if (rows < minrows)
+		rows = minrows;
+	int64_t outer = 1;
+	for (int d = 0; d < rd; d++)
+		outer *= x->local[d];
+	int n = 0;
+	for (int64_t e = 0; e < outer; e++) {
+		int k = ir_cut(x, rd, full.lo[rd], full.hi[rd], rows, L->cut_lo, L->cut_hi, IR_MAXCUTS);
+		if (k < 0 || n + k > max)
+			return -1;
+		for (int i = 0; i < k; i++) {
+			ir_region g = full;
+			if (rd == 1) {
+				g.lo[0] = full.lo[0] + e;
+				g.hi[0] = g.lo[0] + 1;
+			}
+			g.lo[rd] = L->cut_lo[i];
+			g.hi[rd] = L->cut_hi[i];
+			out[n++] = g;
+		}
+	}
+	return n;
+}
