@@ -16,7 +16,6 @@
 #include "../compiler/compile.h"
 #include "../compiler/costmodel.h"
 #include "../compiler/inspect.h"
-#include "../compiler/sema.h"
 #include "../grammar/ast.h"
 
 /* X(id, name, last pass, what) */
@@ -282,9 +281,9 @@ int main(int argc, char **argv)
 		switch (emit) {
 		case EMIT_AST: ast_dump(out.ast, &src, &o2); break;
 		case EMIT_CHECK:
-		case EMIT_EXPAND: sema_dump(out.prog, &o2); break;
+		case EMIT_EXPAND: inspect_program(out.prog, &o2); break;
 		case EMIT_PLAN:
-			sema_dump(out.prog, &o2);
+			inspect_program(out.prog, &o2);
 			sb_putc(&o2, '\n');
 			inspect_plans(out.prog, &o2);
 			break;

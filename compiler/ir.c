@@ -2,6 +2,7 @@
  * dimension is cut into pieces that never cross a shard. */
 #include "ir.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const struct { const char *name; int size; } dtypes[] = {
@@ -81,6 +82,21 @@ int ir_find_tensor(const ir_prog *p, const char *name)
 const char *ir_group_name(ir_group g)
 {
 	return g == GRP_GPUS ? "gpus" : g == GRP_NODES ? "nodes" : "world";
+}
+
+const char *ir_place_name(ir_place pl, char *buf, int n)
+{
+	switch (pl.kind) {
+	case PL_LOCAL: snprintf(buf, (size_t)n, "local"); break;
+	case PL_PARTIAL: snprintf(buf, (size_t)n, "partial"); break;
+	case PL_SPLIT:
+		if (pl.group == GRP_WORLD)
+			snprintf(buf, (size_t)n, "split(%d)", pl.dim);
+		else
+			snprintf(buf, (size_t)n, "split(%d, %s)", pl.dim, ir_group_name(pl.group));
+		break;
+	}
+	return buf;
 }
 
 int ir_group_size(const ir_prog *p, ir_group g)

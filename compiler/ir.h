@@ -105,6 +105,9 @@ typedef struct ir_place {
 	ir_group group;   /* PL_SPLIT: over which ranks */
 } ir_place;
 
+/* "local", "partial", "split(0)", "split(1, gpus)" */
+const char *ir_place_name(ir_place pl, char *buf, int n);
+
 /* ---- tensors ------------------------------------------------------------ */
 typedef enum ir_tkind { TK_IN, TK_OUT, TK_TEMP } ir_tkind;
 

@@ -222,12 +222,34 @@ static void plan_matmul(planner *P, ir_op *op, int wide)
 	const int64_t n = C->local[C->ndim - 1];
 	const int64_t limit = P->dev.smem_per_sm;
 	m->wgmma = wg_ok(P, op);
-	m->bm = op->hints.ntile >= 1 ? (int)op->hints.tile[0] : 128;
-	m->bn = op->hints.ntile >= 2 ? (int)op->hints.tile[1]
-				     : m->wgmma ? (n >= 256 ? 256 : n > 64 ? 128 : 64) : 128;
-	if (m->wgmma && op->hints.ntile < 2 && m->bn == 256 && wide)
-		m->bn = 128;
-	m->bk = op->hints.ntile >= 3 ? (int)op->hints.tile[2] : 64;
+	/* the hint's sizes (sema: positive multiples of 64, 16, 16; m and n
+	 * within the output, n at most 256), else the defaults */
+	const int64_t bm = op->hints.ntile >= 1 ? op->hints.tile[0] : 128;
+	int64_t bn = op->hints.ntile >= 2 ? op->hints.tile[1]
+					  : m->wgmma ? (n >= 256 ? 256 : n > 64 ? 128 : 64) : 128;
+	if (m->wgmma && op->hints.ntile < 2 && bn == 256 && wide)
+		bn = 128;
+	const int64_t bk = op->hints.ntile >= 3 ? op->hints.tile[2] : 64;
+	int stages;
+	for (stages = 4; stages > 2; stages--) {
+		int64_t s = mma_smem(bm, bn, bk, stages);
+		if (s >= 0 && s <= limit)
+			break;
+	}
+	int64_t smem = mma_smem(bm, bn, bk, stages);
+	if (smem < 0 || smem > limit) {
+		diag_error(P->d, op->hints.ntile ? op->hints.tile_where : op->where,
+			   "tile %lld x %lld x %lld needs %s bytes of shared memory for %d stages; %lld fit",
+			   (long long)bm, (long long)bn, (long long)bk,
+			   smem < 0 ? "more than 2^63" : arena_printf(P->d->a, "%lld", (long long)smem),
+			   stages, (long long)limit);
+		P->err = 1;
+		return;
+	}
+	m->bm = (int)bm;  /* they fit in shared memory: small */
+	m->bn = (int)bn;
+	m->bk = (int)bk;
+	m->stages = stages;
 	if (m->wgmma && m->bn != 64 && m->bn != 128 && m->bn != 256)
 		m->wgmma = 0;
 	m->wg_stages = 0;
@@ -237,21 +259,6 @@ static void plan_matmul(planner *P, ir_op *op, int wide)
 			;
 		if (wg_smem(m->bm, m->bn, m->wg_stages) > limit)
 			m->wgmma = 0;
-	}
-	for (m->stages = 4; m->stages > 2; m->stages--) {
-		int64_t s = mma_smem(m->bm, m->bn, m->bk, m->stages);
-		if (s >= 0 && s <= limit)
-			break;
-	}
-	int64_t smem = mma_smem(m->bm, m->bn, m->bk, m->stages);
-	if (smem < 0 || smem > limit) {
-		diag_error(P->d, op->hints.ntile ? op->hints.tile_where : op->where,
-			   "tile %d x %d x %d needs %s bytes of shared memory for %d stages; %lld fit",
-			   m->bm, m->bn, m->bk,
-			   smem < 0 ? "more than 2^62" : arena_printf(P->d->a, "%lld", (long long)smem),
-			   m->stages, (long long)limit);
-		P->err = 1;
-		return;
 	}
 	if (m->wgmma && wg_smem(m->bm, m->bn, m->wg_stages) > smem)
 		smem = wg_smem(m->bm, m->bn, m->wg_stages);

@@ -26,7 +26,8 @@
  * Beneath them sema_names.c keeps the symbol table, the "did you mean"
  * guesses and the reserved names, and sema_eval.c evaluates constant
  * expressions and writes values, shapes and placements for messages.
- * sema_dump.c is the --emit=check listing.  sema_int.h is what they share.
+ * The --emit=check listing is inspect_program (inspect.c).  sema_int.h is
+ * what the pieces share.
  *
  * Cascades are avoided by marking a tensor or op `bad` once something about
  * it is reported: later checks that would only repeat the news stay quiet.

@@ -148,7 +148,7 @@ void sema_check_decl(sema *s, tinfo *ti)
 		int64_t gs = sema_group_size(s, g);
 		if (ok && t->shape[d] % gs != 0) {
 			diag_error(s->d, at->where, "%s is not divisible by %s (= %lld)",
-				   sema_valued(s, dims->v[d], t->shape[d]), sema_group_name[g],
+				   sema_valued(s, dims->v[d], t->shape[d]), ir_group_name(g),
 				   (long long)gs);
 			ok = 0;
 		}

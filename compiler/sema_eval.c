@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *const sema_group_name[] = {"world", "gpus", "nodes"};
 
 /* ---- placements, and values in messages ----------------------------------- */
 
@@ -18,26 +17,10 @@ int64_t sema_group_size(const sema *s, ir_group g)
 	return g == GRP_GPUS ? s->gpus : g == GRP_NODES ? s->nodes : s->world;
 }
 
-const char *sema_place_name(ir_place pl, char *buf, int n)
-{
-	switch (pl.kind) {
-	case PL_LOCAL: snprintf(buf, (size_t)n, "local"); break;
-	case PL_PARTIAL: snprintf(buf, (size_t)n, "partial"); break;
-	case PL_SPLIT:
-		if (pl.group == GRP_WORLD)
-			snprintf(buf, (size_t)n, "split(%d)", pl.dim);
-		else
-			snprintf(buf, (size_t)n, "split(%d, %s)", pl.dim,
-				 sema_group_name[pl.group]);
-		break;
-	}
-	return buf;
-}
-
 const char *sema_pname(sema *s, ir_place pl)
 {
 	char b[32];
-	return arena_strdup(s->a, sema_place_name(pl, b, sizeof b));
+	return arena_strdup(s->a, ir_place_name(pl, b, sizeof b));
 }
 
 ir_place sema_mkplace(ir_placekind k, int dim, ir_group g)
@@ -270,7 +253,7 @@ int sema_eval_group(sema *s, const ast_expr *e, ir_group *g)
 	*g = GRP_WORLD;
 	if (e->kind == AST_E_NAME) {
 		for (int i = 0; i < 3; i++)
-			if (!strcmp(e->name, sema_group_name[i])) {
+			if (!strcmp(e->name, ir_group_name(i))) {
 				*g = (ir_group)i;
 				return 0;
 			}

@@ -9,8 +9,6 @@
 #include <string.h>
 
 #define SMS_DEFAULT 132                 /* H200 */
-#define SMEM_LIMIT (227 * 1024)         /* dynamic shared memory per CTA */
-#define TILE_STAGES 2
 
 /* ---- an op's hints ----------------------------------------------------- */
 
@@ -122,23 +120,6 @@ void sema_check_hints(sema *s, opinfo *oi)
 						   (long long)v[j],
 						   (long long)o->local[o->ndim - 2 + j],
 						   j ? "columns" : "rows");
-					bad = 1;
-				}
-			}
-			if (!bad && h->args.n == 3) {
-				int64_t es = ir_dtype_size(s->t[op->in[0]].t.dtype), a1, a2, sum;
-				/* the portable tile's ring (mkd/mma.cuh): rows padded by 8
-				 * elements against bank conflicts; compiler/ir.c's rule */
-				int ovf = __builtin_mul_overflow(v[0], v[2] + 8, &a1) ||
-					  __builtin_mul_overflow(v[2], v[1] + 8, &a2) ||
-					  __builtin_add_overflow(a1, a2, &sum) ||
-					  __builtin_mul_overflow(sum, es * TILE_STAGES, &sum);
-				if (ovf || sum > SMEM_LIMIT) {
-					diag_error(s->d, h->where, "tile %lld x %lld x %lld needs "
-						   "%s bytes of shared memory for %d stages; %d fit",
-						   (long long)v[0], (long long)v[1], (long long)v[2],
-						   ovf ? "more than 2^63" : arena_printf(s->a, "%lld", (long long)sum),
-						   TILE_STAGES, SMEM_LIMIT);
 					bad = 1;
 				}
 			}

@@ -12,8 +12,7 @@
 #include <stdint.h>
 
 #include "../grammar/ast.h"
-#include "compile.h"
-#include "sema.h"
+#include "pass.h"
 
 enum { SYM_BUILTIN = 1, SYM_PARAM, SYM_TENSOR };
 enum { B_NODES, B_GPUS, B_WORLD };
@@ -91,7 +90,6 @@ typedef struct guess {
 
 enum { WANT_INT = 1, WANT_TENSOR = 2 };
 
-extern const char *const sema_group_name[];   /* by ir_group */
 
 /* sema_names.c */
 sym *sema_tab_find(sym *tab, int cap, const char *name);

@@ -98,7 +98,7 @@ static int produce(sema *s, opinfo *oi, const result *r)
 		diag_error(s->d, oi->s->u.op.call.where,
 			   "dimension %d of '%s' (= %lld) is not divisible by %s (= %lld)",
 			   t->place.dim, t->name, (long long)t->shape[t->place.dim],
-			   sema_group_name[t->place.group],
+			   ir_group_name(t->place.group),
 			   (long long)sema_group_size(s, t->place.group));
 		ti->bad = 1;
 		return -1;
@@ -256,7 +256,7 @@ static int check_matmul(sema *s, opinfo *oi, result *r)
 	ir_group ga = a->place.group, gb = b->place.group;
 	if (ra != LOC && rb != LOC && ga != gb) {
 		diag_error(s->d, call_span(oi), "'%s' is split over %s but '%s' over %s",
-			   a->name, sema_group_name[ga], b->name, sema_group_name[gb]);
+			   a->name, ir_group_name(ga), b->name, ir_group_name(gb));
 		return -1;
 	}
 	if (ra == LOC && rb == LOC) {
@@ -422,7 +422,7 @@ static int check_dispatch(sema *s, opinfo *oi, result *r)
 		if (e % sema_group_size(s, g)) {
 			diag_error(s->d, a->v[2]->where, "%s experts cannot be spread evenly "
 				   "over %s (= %lld)", sema_valued(s, a->v[2], e),
-				   sema_group_name[g], (long long)sema_group_size(s, g));
+				   ir_group_name(g), (long long)sema_group_size(s, g));
 			return -1;
 		}
 		r->place = sema_mkplace(PL_SPLIT, 0, g);
@@ -516,7 +516,7 @@ static int check_collective(sema *s, opinfo *oi, result *r)
 		if (x->shape[d] % gs) {
 			diag_error(s->d, call_span(oi), "dimension %d of '%s' (= %lld) is not "
 				   "divisible by %s (= %lld)", d, x->name,
-				   (long long)x->shape[d], sema_group_name[g], (long long)gs);
+				   (long long)x->shape[d], ir_group_name(g), (long long)gs);
 			return -1;
 		}
 		r->place = sema_mkplace(PL_SPLIT, d, g);

@@ -24,7 +24,7 @@ $CC -std=c11 -g -O1 -D_GNU_SOURCE -I. -I"$B/gen" \
 	grammar/ast.c grammar/diag.c base/arena.c base/strbuf.c \
 	compiler/sema.c compiler/sema_names.c compiler/sema_eval.c \
 	compiler/sema_decl.c compiler/sema_order.c compiler/sema_ops.c \
-	compiler/sema_hints.c compiler/sema_dump.c \
+	compiler/sema_hints.c compiler/inspect.c \
 	compiler/ir.c "$B/gen/lex.c" "$B/gen/parse.c" -lm
 
 corpus=$(mktemp -d)

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "compiler/compile.h"
-#include "compiler/sema.h"
+#include "compiler/inspect.h"
 #include "grammar/ast.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -51,7 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		compile_opts o = {.defs = binds[i].defs, .ndefs = binds[i].n,
 				  .ranks_per_gpu = 1};
 		ir_prog *prog = sema_check(p, &o, &d2, &a);
-		sema_dump(prog, &out);
+		inspect_program(prog, &out);
 		diag_render(&d2, &out, i == 1);
 		if (prog && diag_has_errors(&d2))
 			__builtin_trap();   /* a program is only made when all is well */

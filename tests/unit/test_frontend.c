@@ -22,7 +22,7 @@
 #include <time.h>
 
 #include "compiler/compile.h"
-#include "compiler/sema.h"
+#include "compiler/inspect.h"
 #include "grammar/ast.h"
 
 static int failures;
@@ -318,8 +318,8 @@ static void test_samples(void)
 		fe_text(&f2, path, text, len, NULL, 0);
 		ast_dump(f1.ast, &f1.src, &a1);
 		ast_dump(f2.ast, &f2.src, &a2);
-		sema_dump(f1.prog, &c1);
-		sema_dump(f2.prog, &c2);
+		inspect_program(f1.prog, &c1);
+		inspect_program(f2.prog, &c2);
 		CHECK(a1.len > 0 && !strcmp(sb_str(&a1), sb_str(&a2)), "%s: ast listing", path);
 		CHECK(c1.len > 0 && !strcmp(sb_str(&c1), sb_str(&c2)), "%s: check listing", path);
 		sb_free(&a1), sb_free(&a2), sb_free(&c1), sb_free(&c2);
