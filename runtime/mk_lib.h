@@ -1,0 +1,113 @@
+/* mk_lib.h - libmk's own: the context and pipeline structures, and what
+ * its files share.  mk.c makes contexts and loads pipelines (the compiler,
+ * then cg_build, then the module); mk_mem.c lays out every rank's memory
+ * and moves tensors in and out; mk_run.c launches, runs resident, and turns
+ * the device's reports into stall reports and traces.  Not for mkrun or the
+ * tests: they see mk.h and mk_int.h.
+ */
+#ifndef MK_LIB_H
+#define MK_LIB_H
+
+#include "../base/strbuf.h"
+#include "../codegen/build.h"
+#include "../codegen/mkd/abi.cuh"
+#include "cudrv.h"
+#include "mk_int.h"
+#include "peers.h"
+#include "rdma.h"
+
+struct mk_ctx {
+	const cudrv *cu;
+	CUdevice dev;
+	CUcontext cc;
+	int have_ctx;
+	int sms, smem_optin, major, minor;
+	char desc[320];
+	char err[1024];
+	strbuf log;
+	char *cache_dir;
+	int no_cache;
+	int cpu;                 /* CPU reference executor, no GPU */
+};
+
+struct mk_pipeline {
+	mk_ctx *c;
+	arena a;
+	srcset src;
+	compile_out co;
+	ir_sched *s;
+	ir_prog *p;
+	char *cu_src;
+	strbuf sched_txt;
+	CUmodule mod;
+	CUfunction fn;
+	int ranks, nt;           /* ranks served here; tensors */
+	int first, world;        /* first global rank served here; all ranks */
+	mk_comm *comm;           /* one process per rank, or NULL */
+	CUdeviceptr *buf;        /* [ranks * nt] */
+	unsigned char *owned;    /* allocated by us */
+	CUdeviceptr flags;       /* [ranks][nflags + 2] u64 */
+	int nfl;                 /* flags per rank: nflags + READY + DONE */
+	mk_vmm *vmm;             /* process mode: my tensors, my flags, my RDMA flags */
+	int nvmm;                /* nt + 1, + 1 with RDMA stages */
+	int npeers;              /* process mode: ranks of my node but me */
+	int *peer;               /* their global ranks */
+	mk_vmm *peer_vmm;        /* [npeers][nvmm] mapped from them */
+	cg_rdma rl;              /* RDMA stages (rl.tasks > 0): flag area, tensors */
+	int *rdst;               /* [rl.ndst] ranks rank 0 writes to (READY words) */
+	CUdeviceptr rflags;      /* virtual ranks: [ranks][rl.area] u64 */
+	rdma *rd;                /* process mode with RDMA stages: transport, proxy */
+	int rd_host;             /* RDMA-facing memory in host windows */
+	int rd_live;             /* started: closing flushes and meets the peers */
+	mkd_proxy_ring ring;     /* the proxy FIFO, as the kernel sees it */
+	CUdeviceptr table;       /* [ranks] mkd_rank_entry */
+	CUdeviceptr report;      /* mkd_report */
+	CUdeviceptr trace;       /* [world][ntasks] mkd_trace_rec, or 0 */
+	CUdeviceptr tmaps;       /* [ranks][ntm] TMA tensor maps, 128 bytes each */
+	int ntm;
+	mkd_control *ctl;        /* resident: host-mapped */
+	CUdeviceptr ctl_dev;
+	CUdeviceptr gate;        /* resident: 2 words of device memory */
+	CUstream stream;
+	CUevent ev0, ev1;
+	CUfunction *stage_fn;     /* benchmarks: one kernel per stage */
+	CUgraph graph;
+	CUgraphExec graph_exec;
+	unsigned long long epoch;
+	unsigned long long resident_runs;
+	unsigned timeout_ms;
+	int resident, broken, table_dirty;
+	strbuf stall;
+	float **host;            /* CPU context: [nt * world], cpuref's layout */
+};
+
+/* c->err = the message; returns st. */
+mk_status mk_fail(mk_ctx *c, mk_status st, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* "what: the CUDA error", on p's context; returns st. */
+mk_status mk_cufail(mk_pipeline *p, mk_status st, const char *what, CUresult r);
+
+/* A driver call that must succeed: its failure returns from the caller. */
+#define CU(c, call, what)                                                          \
+	do {                                                                       \
+		CUresult r_ = (call);                                              \
+		if (r_ != CUDA_SUCCESS)                                            \
+			return mk_fail((c), r_ == CUDA_ERROR_OUT_OF_MEMORY ? MK_ERR_NOMEM \
+					  : MK_ERR_CUDA, "%s: %s", (what), cudrv_errstr(r_)); \
+	} while (0)
+
+#define PCU(p, call, what)                                                         \
+	do {                                                                       \
+		CUresult r_ = (call);                                              \
+		if (r_ != CUDA_SUCCESS)                                            \
+			return mk_cufail((p), r_ == CUDA_ERROR_OUT_OF_MEMORY ? MK_ERR_NOMEM \
+				     : MK_ERR_CUDA, (what), r_);                   \
+	} while (0)
+
+/* mk_mem.c: every buffer of a loaded pipeline (tensors, flags, RDMA
+ * areas, rank table, report, trace); the rank table uploaded again after a
+ * bind. */
+mk_status mk_alloc_all(mk_pipeline *p, int trace);
+mk_status mk_upload_table(mk_pipeline *p);
+
+#endif
