@@ -47,9 +47,9 @@ all: $(B)/mkc $(B)/mkrun $(B)/libmk.a $(B)/libmk.so $(B)/embed $(UNIT_BIN) $(GPU
 deps:
 	@sh tools/deps.sh
 
-$(B)/gen/lex.c $(B)/gen/lex.h: grammar/lex.l | $(B)/gen/.stamp
+$(B)/gen/lex.c $(B)/gen/lex.h &: grammar/lex.l | $(B)/gen/.stamp
 	flex --outfile=$(B)/gen/lex.c --header-file=$(B)/gen/lex.h $<
-$(B)/gen/parse.c $(B)/gen/parse.h: grammar/parse.y | $(B)/gen/.stamp
+$(B)/gen/parse.c $(B)/gen/parse.h &: grammar/parse.y | $(B)/gen/.stamp
 	bison -Wall -Werror --defines=$(B)/gen/parse.h -o $(B)/gen/parse.c $<
 $(B)/gen/mkd_embed.c: $(MKD_HDR) $(B)/tools/embed | $(B)/gen/.stamp
 	$(B)/tools/embed $(MKD_HDR) > $@.tmp && mv $@.tmp $@
