@@ -1,6 +1,7 @@
 /* mk_lib.h - libmk's own: the context and pipeline structures, and what
- * its files share.  mk.c makes contexts and loads pipelines (the compiler,
- * then cg_build, then the module); mk_mem.c lays out every rank's memory
+ * its files share (mk_lib.c: status names, mk_fail).  mk_load.c makes
+ * contexts and loads pipelines (the compiler, then cg_build, then the
+ * module); mk_mem.c lays out every rank's memory
  * and moves tensors in and out; mk_run.c launches, runs resident, and turns
  * the device's reports into stall reports and traces.  Not for mkrun or the
  * tests: they see mk.h and mk_int.h.

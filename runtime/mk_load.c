@@ -1,4 +1,4 @@
-/* mk.c - libmk: status names, contexts, and loading a pipeline.
+/* mk_load.c - libmk: contexts, and loading a pipeline.
  *
  * Loading runs the front half in-process (compile_run: parse ... verify),
  * then the back half (cg_build: CUDA, NVRTC, the JIT cache), loads the
@@ -16,44 +16,6 @@
 #include "../compiler/costmodel.h"
 #include "../compiler/inspect.h"
 #include "mk_lib.h"
-
-static const struct {
-	const char *name, *msg;
-} statuses[] = {
-#define X(name, value, msg) [value] = {#name, msg},
-	MK_STATUS_LIST(X)
-#undef X
-};
-
-const char *mk_strerror(mk_status s)
-{
-	if ((unsigned)s >= sizeof statuses / sizeof statuses[0] || !statuses[s].msg)
-		return "unknown status";
-	return statuses[s].msg;
-}
-
-const char *mk_status_name(mk_status s)
-{
-	if ((unsigned)s >= sizeof statuses / sizeof statuses[0] || !statuses[s].name)
-		return "MK_UNKNOWN";
-	return statuses[s].name;
-}
-
-const char *mk_version(void) { return MK_VERSION; }
-
-mk_status mk_fail(mk_ctx *c, mk_status st, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(c->err, sizeof c->err, fmt, ap);
-	va_end(ap);
-	return st;
-}
-
-mk_status mk_cufail(mk_pipeline *p, mk_status st, const char *what, CUresult r)
-{
-	return mk_fail(p->c, st, "%s: %s", what, cudrv_errstr(r));
-}
 
 mk_status mk_ctx_create(const mk_ctx_opts *o, mk_ctx **out)
 {
