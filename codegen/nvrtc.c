@@ -27,6 +27,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/le.h"
+
 /* ---- loading NVRTC ------------------------------------------------------- */
 
 typedef void *nvprog;  /* nvrtcProgram: an opaque pointer */
@@ -195,10 +197,8 @@ static void parse_resources(const char *log, cg_binary *b)
 static void hash_field(sha256_ctx *c, const void *p, size_t n)
 {
 	unsigned char len[8];
-	int i;
 
-	for (i = 0; i < 8; i++)
-		len[i] = (unsigned char)((uint64_t)n >> (8 * i));
+	le_put64(len, (uint64_t)n);
 	sha256_update(c, len, 8);
 	sha256_update(c, p, n);
 }
@@ -240,22 +240,6 @@ static void make_key(const char *src, const char *name, const char *const *opts,
 
 /* ---- cache payload: binary, log, trailer --------------------------------- */
 
-static void put_u64(unsigned char *p, uint64_t v)
-{
-	int i;
-	for (i = 0; i < 8; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint64_t get_u64(const unsigned char *p)
-{
-	uint64_t v = 0;
-	int i;
-	for (i = 0; i < 8; i++)
-		v |= (uint64_t)p[i] << (8 * i);
-	return v;
-}
-
 /* Splits a cached payload into out->data and out->log; 0 on success. */
 static int unpack(unsigned char *pay, size_t n, cg_binary *out)
 {
@@ -263,8 +247,8 @@ static int unpack(unsigned char *pay, size_t n, cg_binary *out)
 
 	if (n < 16)
 		return -1;
-	bin = get_u64(pay + n - 16);
-	log = get_u64(pay + n - 8);
+	bin = le_get64(pay + n - 16);
+	log = le_get64(pay + n - 8);
 	if (bin > n - 16 || log != n - 16 - bin)
 		return -1;
 	out->log = malloc((size_t)log + 1);
@@ -289,8 +273,8 @@ static cg_status store(const char *dir, const char *key, const cg_binary *b)
 		return CG_ENOMEM;
 	memcpy(pay, b->data, b->size);
 	memcpy(pay + b->size, b->log, loglen);
-	put_u64(pay + n - 16, b->size);
-	put_u64(pay + n - 8, loglen);
+	le_put64(pay + n - 16, b->size);
+	le_put64(pay + n - 8, loglen);
 	s = cg_cache_put(dir, key, pay, n);
 	free(pay);
 	return s;
