@@ -1,10 +1,11 @@
 /* nvrtc.c - CUDA C to PTX or cubin through NVRTC, with the disk cache.
  *
- * NVRTC is opened with dlopen once per process; every compile then builds
- * its option list, hashes everything that can change the output into the
- * cache key, and either returns a verified cache entry or runs NVRTC and
- * stores the result.  The cache is an optimisation only: when it cannot be
- * used the compile still happens and `note` says why, once per compile.
+ * NVRTC is opened with dlopen once per process (base/dynlib); every compile
+ * then builds its option list, hashes everything that can change the output
+ * into the cache key, and either returns a verified cache entry or runs
+ * NVRTC and stores the result.  The cache is an optimisation only: when it
+ * cannot be used the compile still happens and `note` says why, once per
+ * compile.
  *
  * A cache entry's payload is the binary followed by NVRTC's log and a
  * 16-byte trailer {u64 binary size, u64 log size}: the binary starts right
@@ -17,7 +18,6 @@
 #include "nvrtc.h"
 #include "cache.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -27,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/dynlib.h"
 #include "base/le.h"
 
 /* ---- loading NVRTC ------------------------------------------------------- */
@@ -57,45 +58,43 @@ static struct {
 } nv;
 static pthread_once_t nv_once = PTHREAD_ONCE_INIT;
 
-static void *open_nvrtc(void)
+#define X(name, ret, params) #name,
+static const char *const nv_syms[] = {NVRTC_FUNCS(X) NULL};
+#undef X
+static void *nv_fns[sizeof nv_syms / sizeof nv_syms[0]];
+
+/* The sonames, then each in $CUDA_HOME/lib64 and /usr/local/cuda/lib64. */
+static void nv_load(void)
 {
 	static const char *const sonames[] = { "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so" };
 	const char *dirs[2] = { getenv("CUDA_HOME"), "/usr/local/cuda" };
-	char path[PATH_MAX], first[256] = "";
-	void *h;
-	int i, j;
+	static char paths[6][PATH_MAX];
+	static const char *names[10];
+	static dynlib lib = {.names = names, .syms = nv_syms, .table = nv_fns};
+	int i, j, k = 0, n = 0;
 
-	for (i = 0; i < 3; i++) {
-		if ((h = dlopen(sonames[i], RTLD_NOW | RTLD_LOCAL)) != NULL)
-			return h;
-		if (!first[0])
-			snprintf(first, sizeof first, "%s", dlerror());
-	}
+	for (i = 0; i < 3; i++)
+		names[k++] = sonames[i];
 	for (j = 0; j < 2; j++) {
 		if (!dirs[j] || !*dirs[j])
 			continue;
 		for (i = 0; i < 3; i++) {
-			snprintf(path, sizeof path, "%s/lib64/%s", dirs[j], sonames[i]);
-			if ((h = dlopen(path, RTLD_NOW | RTLD_LOCAL)) != NULL)
-				return h;
+			snprintf(paths[n], sizeof paths[n], "%s/lib64/%s", dirs[j], sonames[i]);
+			names[k++] = paths[n++];
 		}
 	}
-	snprintf(nv.why, sizeof nv.why,
-		 "NVRTC not found (%s); install the CUDA toolkit or set CUDA_HOME", first);
-	return NULL;
-}
-
-static void nv_load(void)
-{
-	void *h = open_nvrtc();
-
-	if (!h)
+	names[k] = NULL;
+	if (!dynlib_open(&lib)) {
+		if (lib.missing >= 0)
+			snprintf(nv.why, sizeof nv.why, "NVRTC unusable (no %s in libnvrtc)",
+				 nv_syms[lib.missing]);
+		else
+			snprintf(nv.why, sizeof nv.why, "NVRTC not found (%.400s); install the "
+				 "CUDA toolkit or set CUDA_HOME", lib.why);
 		return;
-#define X(name, ret, params)                                                          \
-	if ((nv.name = (ret(*) params)dlsym(h, #name)) == NULL) {                     \
-		snprintf(nv.why, sizeof nv.why, "NVRTC unusable (no %s in libnvrtc)", #name); \
-		return;                                                               \
 	}
+	i = 0;
+#define X(name, ret, params) nv.name = (ret(*) params)nv_fns[i++];
 	NVRTC_FUNCS(X)
 #undef X
 	if (nv.nvrtcVersion(&nv.major, &nv.minor) != 0) {
