@@ -34,7 +34,7 @@
 #include <rdma/fi_rma.h>
 
 #include "base/dynlib.h"
-#include "transport.h"
+#include "tp_core.h"
 
 /* X(field, entry point, return, (params)) */
 #define FAB_FUNCS(X)                                                                         \

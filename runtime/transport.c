@@ -4,7 +4,6 @@
  */
 #include "transport.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,14 +11,6 @@
 #include "base/le.h"
 
 #define TP_MAGIC 0x50544b4du /* "MKTP" */
-
-void tp_fail(transport *t, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(t->err, sizeof t->err, fmt, ap);
-	va_end(ap);
-}
 
 static const char *env(const char *name)
 {

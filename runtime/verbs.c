@@ -44,7 +44,7 @@
 
 #include "base/dynlib.h"
 #include "cudrv.h"
-#include "transport.h"
+#include "tp_core.h"
 
 /* X(field, entry point ("?": optional), return, (params)) */
 #define VERBS_FUNCS(X)                                                                            \
