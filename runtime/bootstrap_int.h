@@ -5,7 +5,7 @@
  *                     harness runs), and the error-text helpers
  *   bootstrap_env.c   the configuration from MK_* and the launchers' variables
  *   bootstrap_loop.c  connections, frames arriving, the poll loop, sending
- *   bootstrap.c       listening, joining, leaving, the table of ranks
+ *   bootstrap_join.c  listening, joining, leaving, the table of ranks
  *   bootstrap_coll.c  allgather, barrier, point-to-point messages
  *
  * Each uses only the pieces listed above it.  The bs_ functions are

@@ -1,5 +1,5 @@
 /* bootstrap_loop.c - the bootstrap's connections and the loop that drives
- * them; joining (bootstrap.c) and the collectives (bootstrap_coll.c) are
+ * them; joining (bootstrap_join.c) and the collectives (bootstrap_coll.c) are
  * built on it.
  *
  * Everything is non-blocking and driven by one loop, bs_step(): it polls every

@@ -1,4 +1,4 @@
-/* bootstrap.c - joining the job and leaving it: rank 0 listens on MK_ROOT
+/* bootstrap_join.c - joining the job and leaving it: rank 0 listens on MK_ROOT
  * and sends everyone the table of ranks once all have said hello; the others
  * connect to it, retrying until the deadline; bootstrap_destroy says goodbye
  * everywhere; see bootstrap.h.
