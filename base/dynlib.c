@@ -78,10 +78,13 @@ int dynlib_open(dynlib *l)
 	return s > 0;
 }
 
-void dynlib_explain(const dynlib *l, const char *what, char *buf, size_t n)
+int dynlib_need(dynlib *l, const char *what, char *why, size_t n)
 {
+	if (dynlib_open(l))
+		return 1;
 	if (l->missing >= 0)
-		snprintf(buf, n, "%s", l->why);
+		snprintf(why, n, "%s", l->why);
 	else
-		snprintf(buf, n, "%s not found (%s)", what, l->why);
+		snprintf(why, n, "%s not found (%s)", what, l->why);
+	return 0;
 }

@@ -10,10 +10,9 @@
  * for the life of the process.
  *
  *   static struct { int (*init)(void); void (*new_call)(int); } foo;
- *   static const char *const names[] = {"libfoo.so.1", NULL};
  *   static const char *const syms[] = {"foo_init", "?foo_new_call", NULL};
- *   static dynlib foo_dl = {.names = names, .env = "MK_LIBFOO", .syms = syms,
- *                           .table = &foo};
+ *   static dynlib foo_dl = {.names = (const char *const[]){"libfoo.so.1", NULL},
+ *                           .env = "MK_LIBFOO", .syms = syms, .table = &foo};
  *   if (!dynlib_open(&foo_dl)) ... foo_dl.why says why
  *   foo.init();
  *
@@ -53,8 +52,18 @@ typedef struct dynlib {
  * else 0 with l->why (and l->missing for an entry point).  The table is
  * complete before any caller sees 1. */
 int dynlib_open(dynlib *l);
-/* After a failed dynlib_open, for a message: "<what> not found (<dlerror>)"
- * when no file opened, else l->why ("<file> has no <entry point>"). */
-void dynlib_explain(const dynlib *l, const char *what, char *buf, size_t n);
+/* dynlib_open, and on failure a message in why[n]: "<what> not found
+ * (<dlerror>)" when no file opened, else "<file> has no <entry point>". */
+int dynlib_need(dynlib *l, const char *what, char *why, size_t n);
+
+/* For a table of entry points as an X-macro list X(field, "entry point",
+ * return type, (parameters)): its struct members, its syms[] entries, and
+ * a check that the struct holds one pointer per entry point. */
+#define DYNLIB_FIELD(field, sym, ret, params) ret(*field) params;
+#define DYNLIB_NAME(field, sym, ret, params) sym,
+#define DYNLIB_CHECK(table, syms)                                           \
+	_Static_assert(sizeof(table) ==                                     \
+		       (sizeof(syms) / sizeof(syms)[0] - 1) * sizeof(void *), \
+		       "one function pointer per entry point")
 
 #endif

@@ -47,9 +47,7 @@
 	X(version, "fi_version", uint32_t, (void))
 
 typedef struct fab_lib {
-#define X(field, sym, ret, params) ret(*field) params;
-	FAB_FUNCS(X)
-#undef X
+	FAB_FUNCS(DYNLIB_FIELD)
 } fab_lib;
 
 typedef struct fab_ctx {
@@ -77,23 +75,10 @@ typedef struct fab {
 
 static fab_lib lib;
 
-#define X(field, sym, ret, params) sym,
-static const char *const lib_syms[] = {FAB_FUNCS(X) NULL};
-#undef X
-_Static_assert(sizeof lib == (sizeof lib_syms / sizeof lib_syms[0] - 1) * sizeof(void *),
-	       "one function pointer per entry point");
-static const char *const lib_names[] = {"libfabric.so.1", NULL};
-static dynlib lib_dl = {.names = lib_names, .env = "MK_LIBFABRIC", .syms = lib_syms,
-			.table = &lib};
-
-/* 1 when libfabric is loaded (once per process), else 0 and why[]. */
-static int load(char *why, size_t n)
-{
-	if (dynlib_open(&lib_dl))
-		return 1;
-	dynlib_explain(&lib_dl, "libfabric", why, n);
-	return 0;
-}
+static const char *const lib_syms[] = {FAB_FUNCS(DYNLIB_NAME) NULL};
+DYNLIB_CHECK(lib, lib_syms);
+static dynlib lib_dl = {.names = (const char *const[]){"libfabric.so.1", NULL},
+			.env = "MK_LIBFABRIC", .syms = lib_syms, .table = &lib};
 
 static const char *fstr(int e)
 {
@@ -344,7 +329,7 @@ mk_status tp_fabric_open(transport *t, const transport_opts *o, char *why, size_
 	fab *f;
 	int ret = 0, tried_efa = 0;
 
-	if (!load(why, n))
+	if (!dynlib_need(&lib_dl, "libfabric", why, n))
 		return MK_ERR_UNSUPPORTED;
 	v = lib.version();
 	if (FI_VERSION_LT(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), v))

@@ -78,9 +78,7 @@
 	X(wc_status_str, "ibv_wc_status_str", const char *, (enum ibv_wc_status))
 
 typedef struct verbs_lib {
-#define X(field, sym, ret, params) ret(*field) params;
-	VERBS_FUNCS(X)
-#undef X
+	VERBS_FUNCS(DYNLIB_FIELD)
 } verbs_lib;
 
 typedef struct vctx {
@@ -108,23 +106,10 @@ typedef struct verbs {
 
 static verbs_lib lib;
 
-#define X(field, sym, ret, params) sym,
-static const char *const lib_syms[] = {VERBS_FUNCS(X) NULL};
-#undef X
-_Static_assert(sizeof lib == (sizeof lib_syms / sizeof lib_syms[0] - 1) * sizeof(void *),
-	       "one function pointer per entry point");
-static const char *const lib_names[] = {"libibverbs.so.1", NULL};
-static dynlib lib_dl = {.names = lib_names, .env = "MK_LIBIBVERBS", .syms = lib_syms,
-			.table = &lib};
-
-/* 1 when libibverbs is loaded (once per process), else 0 and why[]. */
-static int load(char *why, size_t n)
-{
-	if (dynlib_open(&lib_dl))
-		return 1;
-	dynlib_explain(&lib_dl, "libibverbs", why, n);
-	return 0;
-}
+static const char *const lib_syms[] = {VERBS_FUNCS(DYNLIB_NAME) NULL};
+DYNLIB_CHECK(lib, lib_syms);
+static dynlib lib_dl = {.names = (const char *const[]){"libibverbs.so.1", NULL},
+			.env = "MK_LIBIBVERBS", .syms = lib_syms, .table = &lib};
 
 /* ibv_query_port as verbs.h's inline wrapper does it, with our pointer. */
 static int query_port(struct ibv_context *c, uint8_t port, struct ibv_port_attr *a)
@@ -161,7 +146,7 @@ static struct ibv_context *find_device(const transport_opts *o, char *name, size
 	struct ibv_device **list;
 	struct ibv_context *found = NULL;
 
-	if (!load(why, n))
+	if (!dynlib_need(&lib_dl, "libibverbs", why, n))
 		return NULL;
 	parse_dev(want && *want ? want : NULL, wname, sizeof wname, &wport);
 	if (o->ib_port > 0)
