@@ -64,6 +64,11 @@ $(B)/%.o: %.c $(B)/gen/parse.h $(B)/gen/lex.h | $(B)/.dirs
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
+# libmk.so exports only the functions runtime/mk.h marks MK_API (checked by
+# tests/sh/exports.sh); the static library and the programs linked with it
+# still reach everything.
+$(LIB_OBJ): override CFLAGS += -fvisibility=hidden
+
 $(B)/libmk.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 $(B)/libmk.so: $(LIB_OBJ)

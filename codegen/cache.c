@@ -19,6 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/le.h"
+
 /* ---- SHA-256 (FIPS 180-4) ------------------------------------------------ */
 
 static const uint32_t K256[64] = {
@@ -49,8 +51,7 @@ static void sha256_block(uint32_t h[8], const unsigned char *p)
 	int t;
 
 	for (t = 0; t < 16; t++)
-		w[t] = (uint32_t)p[4 * t] << 24 | (uint32_t)p[4 * t + 1] << 16 |
-		       (uint32_t)p[4 * t + 2] << 8 | (uint32_t)p[4 * t + 3];
+		w[t] = be_get32(p + 4 * t);
 	for (; t < 64; t++)
 		w[t] = SSIG1(w[t - 2]) + w[t - 7] + SSIG0(w[t - 15]) + w[t - 16];
 	a = h[0], b = h[1], c = h[2], d = h[3];
@@ -112,12 +113,8 @@ void sha256_final(sha256_ctx *c, unsigned char out[32])
 	for (i = 0; i < 8; i++)
 		c->buf[56 + i] = (unsigned char)(bits >> (56 - 8 * i));
 	sha256_block(c->h, c->buf);
-	for (i = 0; i < 8; i++) {
-		out[4 * i] = (unsigned char)(c->h[i] >> 24);
-		out[4 * i + 1] = (unsigned char)(c->h[i] >> 16);
-		out[4 * i + 2] = (unsigned char)(c->h[i] >> 8);
-		out[4 * i + 3] = (unsigned char)c->h[i];
-	}
+	for (i = 0; i < 8; i++)
+		be_put32(out + 4 * i, c->h[i]);
 	memset(c, 0, sizeof *c);
 }
 
@@ -274,7 +271,7 @@ cg_status cg_cache_get(const char *dir, const char *key, void **data, size_t *si
 	struct stat st;
 	sha256_ctx c;
 	uint64_t len = 0;
-	int fd, i;
+	int fd;
 
 	if (!dir || !data || !size || !key_ok(key) || !entry_path(path, sizeof path, dir, key))
 		return CG_EINVAL;
@@ -290,8 +287,7 @@ cg_status cg_cache_get(const char *dir, const char *key, void **data, size_t *si
 	if (st.st_size < HDR_SIZE || read_full(fd, hdr, HDR_SIZE) != 0 ||
 	    memcmp(hdr, MAGIC, 8) != 0)
 		goto bad;
-	for (i = 0; i < 8; i++)
-		len |= (uint64_t)hdr[8 + i] << (8 * i);
+	len = le_get64(hdr + 8);
 	if (len != (uint64_t)st.st_size - HDR_SIZE || len > SIZE_MAX - 1)
 		goto bad;
 	/* One spare byte, always NUL, so a cached PTX is a C string too. */
@@ -324,7 +320,7 @@ cg_status cg_cache_put(const char *dir, const char *key, const void *data, size_
 	char path[PATH_MAX], tmp[PATH_MAX];
 	unsigned char hdr[HDR_SIZE];
 	sha256_ctx c;
-	int fd, i, len, e;
+	int fd, len, e;
 
 	if (!dir || (!data && size) || !key_ok(key) || !entry_path(path, sizeof path, dir, key))
 		return CG_EINVAL;
@@ -332,8 +328,7 @@ cg_status cg_cache_put(const char *dir, const char *key, const void *data, size_
 	if (len < 0 || (size_t)len >= sizeof tmp)
 		return CG_EINVAL;
 	memcpy(hdr, MAGIC, 8);
-	for (i = 0; i < 8; i++)
-		hdr[8 + i] = (unsigned char)((uint64_t)size >> (8 * i));
+	le_put64(hdr + 8, (uint64_t)size);
 	sha256_init(&c);
 	sha256_update(&c, data, size);
 	sha256_final(&c, hdr + 16);

@@ -1,10 +1,11 @@
 /* nvrtc.c - CUDA C to PTX or cubin through NVRTC, with the disk cache.
  *
- * NVRTC is opened with dlopen once per process; every compile then builds
- * its option list, hashes everything that can change the output into the
- * cache key, and either returns a verified cache entry or runs NVRTC and
- * stores the result.  The cache is an optimisation only: when it cannot be
- * used the compile still happens and `note` says why, once per compile.
+ * NVRTC is opened with dlopen once per process (base/dynlib); every compile
+ * then builds its option list, hashes everything that can change the output
+ * into the cache key, and either returns a verified cache entry or runs
+ * NVRTC and stores the result.  The cache is an optimisation only: when it
+ * cannot be used the compile still happens and `note` says why, once per
+ * compile.
  *
  * A cache entry's payload is the binary followed by NVRTC's log and a
  * 16-byte trailer {u64 binary size, u64 log size}: the binary starts right
@@ -17,7 +18,6 @@
 #include "nvrtc.h"
 #include "cache.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -26,6 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "base/dynlib.h"
+#include "base/le.h"
 
 /* ---- loading NVRTC ------------------------------------------------------- */
 
@@ -55,45 +58,43 @@ static struct {
 } nv;
 static pthread_once_t nv_once = PTHREAD_ONCE_INIT;
 
-static void *open_nvrtc(void)
+#define X(name, ret, params) #name,
+static const char *const nv_syms[] = {NVRTC_FUNCS(X) NULL};
+#undef X
+static void *nv_fns[sizeof nv_syms / sizeof nv_syms[0]];
+
+/* The sonames, then each in $CUDA_HOME/lib64 and /usr/local/cuda/lib64. */
+static void nv_load(void)
 {
 	static const char *const sonames[] = { "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so" };
 	const char *dirs[2] = { getenv("CUDA_HOME"), "/usr/local/cuda" };
-	char path[PATH_MAX], first[256] = "";
-	void *h;
-	int i, j;
+	static char paths[6][PATH_MAX];
+	static const char *names[10];
+	static dynlib lib = {.names = names, .syms = nv_syms, .table = nv_fns};
+	int i, j, k = 0, n = 0;
 
-	for (i = 0; i < 3; i++) {
-		if ((h = dlopen(sonames[i], RTLD_NOW | RTLD_LOCAL)) != NULL)
-			return h;
-		if (!first[0])
-			snprintf(first, sizeof first, "%s", dlerror());
-	}
+	for (i = 0; i < 3; i++)
+		names[k++] = sonames[i];
 	for (j = 0; j < 2; j++) {
 		if (!dirs[j] || !*dirs[j])
 			continue;
 		for (i = 0; i < 3; i++) {
-			snprintf(path, sizeof path, "%s/lib64/%s", dirs[j], sonames[i]);
-			if ((h = dlopen(path, RTLD_NOW | RTLD_LOCAL)) != NULL)
-				return h;
+			snprintf(paths[n], sizeof paths[n], "%s/lib64/%s", dirs[j], sonames[i]);
+			names[k++] = paths[n++];
 		}
 	}
-	snprintf(nv.why, sizeof nv.why,
-		 "NVRTC not found (%s); install the CUDA toolkit or set CUDA_HOME", first);
-	return NULL;
-}
-
-static void nv_load(void)
-{
-	void *h = open_nvrtc();
-
-	if (!h)
+	names[k] = NULL;
+	if (!dynlib_open(&lib)) {
+		if (lib.missing >= 0)
+			snprintf(nv.why, sizeof nv.why, "NVRTC unusable (no %s in libnvrtc)",
+				 nv_syms[lib.missing]);
+		else
+			snprintf(nv.why, sizeof nv.why, "NVRTC not found (%.400s); install the "
+				 "CUDA toolkit or set CUDA_HOME", lib.why);
 		return;
-#define X(name, ret, params)                                                          \
-	if ((nv.name = (ret(*) params)dlsym(h, #name)) == NULL) {                     \
-		snprintf(nv.why, sizeof nv.why, "NVRTC unusable (no %s in libnvrtc)", #name); \
-		return;                                                               \
 	}
+	i = 0;
+#define X(name, ret, params) nv.name = (ret(*) params)nv_fns[i++];
 	NVRTC_FUNCS(X)
 #undef X
 	if (nv.nvrtcVersion(&nv.major, &nv.minor) != 0) {
@@ -196,10 +197,8 @@ static void parse_resources(const char *log, cg_binary *b)
 static void hash_field(sha256_ctx *c, const void *p, size_t n)
 {
 	unsigned char len[8];
-	int i;
 
-	for (i = 0; i < 8; i++)
-		len[i] = (unsigned char)((uint64_t)n >> (8 * i));
+	le_put64(len, (uint64_t)n);
 	sha256_update(c, len, 8);
 	sha256_update(c, p, n);
 }
@@ -241,22 +240,6 @@ static void make_key(const char *src, const char *name, const char *const *opts,
 
 /* ---- cache payload: binary, log, trailer --------------------------------- */
 
-static void put_u64(unsigned char *p, uint64_t v)
-{
-	int i;
-	for (i = 0; i < 8; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint64_t get_u64(const unsigned char *p)
-{
-	uint64_t v = 0;
-	int i;
-	for (i = 0; i < 8; i++)
-		v |= (uint64_t)p[i] << (8 * i);
-	return v;
-}
-
 /* Splits a cached payload into out->data and out->log; 0 on success. */
 static int unpack(unsigned char *pay, size_t n, cg_binary *out)
 {
@@ -264,8 +247,8 @@ static int unpack(unsigned char *pay, size_t n, cg_binary *out)
 
 	if (n < 16)
 		return -1;
-	bin = get_u64(pay + n - 16);
-	log = get_u64(pay + n - 8);
+	bin = le_get64(pay + n - 16);
+	log = le_get64(pay + n - 8);
 	if (bin > n - 16 || log != n - 16 - bin)
 		return -1;
 	out->log = malloc((size_t)log + 1);
@@ -290,8 +273,8 @@ static cg_status store(const char *dir, const char *key, const cg_binary *b)
 		return CG_ENOMEM;
 	memcpy(pay, b->data, b->size);
 	memcpy(pay + b->size, b->log, loglen);
-	put_u64(pay + n - 16, b->size);
-	put_u64(pay + n - 8, loglen);
+	le_put64(pay + n - 16, b->size);
+	le_put64(pay + n - 8, loglen);
 	s = cg_cache_put(dir, key, pay, n);
 	free(pay);
 	return s;

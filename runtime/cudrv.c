@@ -12,8 +12,9 @@
  * (seen on driver 580, H200).  cuGetProcAddress is the fallback for a
  * symbol a driver does not export under its versioned name.
  *
- * Loading happens once per process; the outcome (table, status, sentence)
- * is kept and handed to every caller.
+ * Loading happens once per process (base/dynlib opens the library and looks
+ * the names up); the outcome (table, status, sentence) is kept and handed
+ * to every caller.
  */
 #include "cudrv.h"
 
@@ -23,6 +24,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "base/dynlib.h"
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -53,13 +56,14 @@ static void base_name(const char *versioned, char *buf, size_t n)
 	snprintf(buf, n, "%.*s", (int)len, versioned);
 }
 
-static void *find(void *lib, getproc_v2_fn gp2, getproc_v1_fn gp1, const char *versioned)
+/* For an entry point the driver does not export under its versioned name. */
+static void *find(void *lib, const char *versioned)
 {
+	getproc_v2_fn gp2 = (getproc_v2_fn)dlsym(lib, "cuGetProcAddress_v2");
+	getproc_v1_fn gp1 = gp2 ? NULL : (getproc_v1_fn)dlsym(lib, "cuGetProcAddress");
 	char base[128];
-	void *p = dlsym(lib, versioned);
+	void *p = NULL;
 
-	if (p)
-		return p;
 	base_name(versioned, base, sizeof base);
 	if (gp2) {
 		CUdriverProcAddressQueryResult q = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
@@ -73,38 +77,36 @@ static void *find(void *lib, getproc_v2_fn gp2, getproc_v1_fn gp1, const char *v
 	return p;
 }
 
+#define X(name, ret, params) STR(name),
+static const char *const syms[] = {CUDRV_FUNCS(X) NULL};   /* versioned: looked up */
+#undef X
+#define X(name, ret, params) #name,
+static const char *const base_names[] = {CUDRV_FUNCS(X) NULL};   /* for messages */
+#undef X
+static const char *const sonames[] = {"libcuda.so.1", NULL};
+static void *fns[sizeof syms / sizeof syms[0]];
+static dynlib lib = {.names = sonames, .syms = syms, .table = fns, .find = find};
+
 static void load(void)
 {
-	getproc_v2_fn gp2;
-	getproc_v1_fn gp1 = NULL;
-	void *lib, *p;
 	CUresult r;
-	int n = 0;
+	int n = 0, i = 0;
 
-	lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-	if (!lib) {
-		const char *e = dlerror();
+	if (!dynlib_open(&lib)) {
 		drv_status = CUDRV_NO_DRIVER;
-		snprintf(drv_why, sizeof drv_why, "no CUDA driver found (%s)",
-			 e ? e : "libcuda.so.1: cannot be loaded");
+		if (lib.missing >= 0)
+			snprintf(drv_why, sizeof drv_why,
+				 "no CUDA driver found (libcuda.so.1 has no %s; the driver is "
+				 "older than CUDA %d.%d)", base_names[lib.missing],
+				 CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10);
+		else
+			snprintf(drv_why, sizeof drv_why, "no CUDA driver found (%.220s)", lib.why);
 		return;
 	}
-	gp2 = (getproc_v2_fn)dlsym(lib, "cuGetProcAddress_v2");
-	if (!gp2)
-		gp1 = (getproc_v1_fn)dlsym(lib, "cuGetProcAddress");
-#define X(name, ret, params)                                                          \
-	if ((p = find(lib, gp2, gp1, STR(name))) == NULL) {                           \
-		drv_status = CUDRV_NO_DRIVER;                                         \
-		snprintf(drv_why, sizeof drv_why,                                     \
-			 "no CUDA driver found (libcuda.so.1 has no %s; the driver is " \
-			 "older than CUDA %d.%d)", #name, CUDA_VERSION / 1000,        \
-			 CUDA_VERSION % 1000 / 10);                                   \
-		return;                                                               \
-	}                                                                             \
-	drv.name = (ret(*) params)p;
+#define X(name, ret, params) drv.name = (ret(*) params)fns[i++];
 	CUDRV_FUNCS(X)
 #undef X
-	drv.lib = lib;  /* kept open for the life of the process */
+	drv.lib = lib.handle;  /* kept open for the life of the process */
 	atomic_store_explicit(&drv_names, 1, memory_order_release);
 
 	if (drv.cuDriverGetVersion(&drv.version) != CUDA_SUCCESS)

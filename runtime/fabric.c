@@ -22,7 +22,6 @@
  * Progress: tcp has manual data progress, so the proxy thread polls the
  * completion queue all the time, including on ranks that only receive.
  */
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,17 +33,21 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
-#include "transport.h"
+#include "base/dynlib.h"
+#include "tp_core.h"
+
+/* X(field, entry point, return, (params)) */
+#define FAB_FUNCS(X)                                                                         \
+	X(getinfo, "fi_getinfo", int, (uint32_t, const char *, const char *, uint64_t,       \
+	  const struct fi_info *, struct fi_info **))                                        \
+	X(freeinfo, "fi_freeinfo", void, (struct fi_info *))                                 \
+	X(dupinfo, "fi_dupinfo", struct fi_info *, (const struct fi_info *))                 \
+	X(fabric, "fi_fabric", int, (struct fi_fabric_attr *, struct fid_fabric **, void *)) \
+	X(strerror, "fi_strerror", const char *, (int))                                      \
+	X(version, "fi_version", uint32_t, (void))
 
 typedef struct fab_lib {
-	void *h;
-	int (*getinfo)(uint32_t, const char *, const char *, uint64_t, const struct fi_info *,
-		       struct fi_info **);
-	void (*freeinfo)(struct fi_info *);
-	struct fi_info *(*dupinfo)(const struct fi_info *);
-	int (*fabric)(struct fi_fabric_attr *, struct fid_fabric **, void *);
-	const char *(*strerror)(int);
-	uint32_t (*version)(void);
+	FAB_FUNCS(DYNLIB_FIELD)
 } fab_lib;
 
 typedef struct fab_ctx {
@@ -71,42 +74,11 @@ typedef struct fab {
 } fab;
 
 static fab_lib lib;
-static char lib_why[256];
-static int lib_state;   /* 0 not tried, 1 loaded, -1 failed */
 
-static int load(void)
-{
-	const char *name = getenv("MK_LIBFABRIC");
-	if (lib_state)
-		return lib_state > 0;
-	if (!name || !*name)
-		name = "libfabric.so.1";
-	lib_state = -1;
-	if (!(lib.h = dlopen(name, RTLD_NOW | RTLD_LOCAL))) {
-		const char *e = dlerror();
-		snprintf(lib_why, sizeof lib_why, "libfabric not found (%s)", e ? e : name);
-		return 0;
-	}
-#define SYM(field, name)                                                \
-	do {                                                            \
-		void *p_ = dlsym(lib.h, name);                          \
-		memcpy(&lib.field, &p_, sizeof p_);                     \
-	} while (0)
-	SYM(getinfo, "fi_getinfo");
-	SYM(freeinfo, "fi_freeinfo");
-	SYM(dupinfo, "fi_dupinfo");
-	SYM(fabric, "fi_fabric");
-	SYM(strerror, "fi_strerror");
-	SYM(version, "fi_version");
-#undef SYM
-	if (!lib.getinfo || !lib.freeinfo || !lib.dupinfo || !lib.fabric || !lib.strerror ||
-	    !lib.version) {
-		snprintf(lib_why, sizeof lib_why, "%s lacks the fi_* entry points", name);
-		return 0;   /* kept open: a half-loaded library is not unloaded */
-	}
-	lib_state = 1;
-	return 1;
-}
+static const char *const lib_syms[] = {FAB_FUNCS(DYNLIB_NAME) NULL};
+DYNLIB_CHECK(lib, lib_syms);
+static dynlib lib_dl = {.names = (const char *const[]){"libfabric.so.1", NULL},
+			.env = "MK_LIBFABRIC", .syms = lib_syms, .table = &lib};
 
 static const char *fstr(int e)
 {
@@ -357,10 +329,8 @@ mk_status tp_fabric_open(transport *t, const transport_opts *o, char *why, size_
 	fab *f;
 	int ret = 0, tried_efa = 0;
 
-	if (!load()) {
-		snprintf(why, n, "%s", lib_why);
+	if (!dynlib_need(&lib_dl, "libfabric", why, n))
 		return MK_ERR_UNSUPPORTED;
-	}
 	v = lib.version();
 	if (FI_VERSION_LT(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), v))
 		v = FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION);

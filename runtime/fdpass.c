@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/le.h"
+
 #define MAX_PENDING 32
 #define PENDING_MS 10000
 #define QUEUE_MAX 1024    /* unread messages per connection */
@@ -57,21 +59,6 @@ struct fdpass {
 	char err[512];
 	unsigned char rbuf[FDPASS_HDR + FDPASS_MAX_DATA + 1];
 };
-
-static void put16(unsigned char *p, uint16_t v)
-{
-	p[0] = (unsigned char)v;
-	p[1] = (unsigned char)(v >> 8);
-}
-static void put32(unsigned char *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-static uint32_t get32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
 
 static int64_t now_ms(void)
 {
@@ -111,15 +98,14 @@ void fdpass_header(void *hdr, uint32_t type, int32_t rank, uint32_t tag, uint32_
 		   uint32_t len, uint64_t token)
 {
 	unsigned char *p = hdr;
-	put32(p, FDPASS_MAGIC);
-	put16(p + 4, FDPASS_VERSION);
-	put16(p + 6, (uint16_t)type);
-	put32(p + 8, (uint32_t)rank);
-	put32(p + 12, tag);
-	put32(p + 16, nfds);
-	put32(p + 20, len);
-	put32(p + 24, (uint32_t)token);
-	put32(p + 28, (uint32_t)(token >> 32));
+	le_put32(p, FDPASS_MAGIC);
+	le_put16(p + 4, FDPASS_VERSION);
+	le_put16(p + 6, (uint16_t)type);
+	le_put32(p + 8, (uint32_t)rank);
+	le_put32(p + 12, tag);
+	le_put32(p + 16, nfds);
+	le_put32(p + 20, len);
+	le_put64(p + 24, token);
 }
 
 mk_status fdpass_parse(const void *buf, size_t n, int got_fds, uint64_t token, int nranks,
@@ -133,14 +119,14 @@ mk_status fdpass_parse(const void *buf, size_t n, int got_fds, uint64_t token, i
 		fmt(err, errn, "truncated message: %zu of %d header bytes", p ? n : 0, FDPASS_HDR);
 		return MK_ERR_INVALID;
 	}
-	magic = get32(p);
-	version = (uint32_t)(p[4] | p[5] << 8);
-	m->type = (uint32_t)(p[6] | p[7] << 8);
-	m->rank = (int32_t)get32(p + 8);
-	m->tag = get32(p + 12);
-	m->nfds = get32(p + 16);
-	m->len = get32(p + 20);
-	m->token = get32(p + 24) | (uint64_t)get32(p + 28) << 32;
+	magic = le_get32(p);
+	version = le_get16(p + 4);
+	m->type = le_get16(p + 6);
+	m->rank = (int32_t)le_get32(p + 8);
+	m->tag = le_get32(p + 12);
+	m->nfds = le_get32(p + 16);
+	m->len = le_get32(p + 20);
+	m->token = le_get64(p + 24);
 	m->data = p + FDPASS_HDR;
 	if (magic != FDPASS_MAGIC) {
 		fmt(err, errn, "bad magic 0x%08x: not an mk fd message", magic);

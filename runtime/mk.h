@@ -32,6 +32,15 @@
 extern "C" {
 #endif
 
+/* MK_API marks the functions below: they are libmk's interface, and the
+ * only symbols libmk.so exports (the library is built with
+ * -fvisibility=hidden; tests/sh/exports.sh holds the two lists equal). */
+#if defined(__GNUC__) || defined(__clang__)
+#define MK_API __attribute__((visibility("default")))
+#else
+#define MK_API
+#endif
+
 /* X(name, value, message): the status codes.  Values never change. */
 #define MK_STATUS_LIST(X)                                                    \
 	X(MK_OK, 0, "success")                                               \
@@ -59,9 +68,9 @@ typedef enum mk_status {
 #undef MK_X_
 } mk_status;
 
-const char *mk_strerror(mk_status s);     /* "no GPU visible" */
-const char *mk_status_name(mk_status s);  /* "MK_ERR_NO_GPU" */
-const char *mk_version(void);
+MK_API const char *mk_strerror(mk_status s);     /* "no GPU visible" */
+MK_API const char *mk_status_name(mk_status s);  /* "MK_ERR_NO_GPU" */
+MK_API const char *mk_version(void);
 
 typedef struct mk_ctx mk_ctx;
 typedef struct mk_pipeline mk_pipeline;
@@ -78,14 +87,14 @@ typedef struct mk_ctx_opts {
 
 /* On failure *out is still a context (or NULL when out of memory) whose
  * mk_ctx_error() tells why; destroy it. */
-mk_status mk_ctx_create(const mk_ctx_opts *o, mk_ctx **out);
-void mk_ctx_destroy(mk_ctx *c);
+MK_API mk_status mk_ctx_create(const mk_ctx_opts *o, mk_ctx **out);
+MK_API void mk_ctx_destroy(mk_ctx *c);
 /* One line on the last failure of this context ("" if none). */
-const char *mk_ctx_error(const mk_ctx *c);
+MK_API const char *mk_ctx_error(const mk_ctx *c);
 /* Diagnostics and NVRTC log of the last load ("" if none). */
-const char *mk_ctx_log(const mk_ctx *c);
+MK_API const char *mk_ctx_log(const mk_ctx *c);
 /* "NVIDIA H200, 132 SMs, sm_90" */
-const char *mk_ctx_device(const mk_ctx *c);
+MK_API const char *mk_ctx_device(const mk_ctx *c);
 
 /* ---- several processes --------------------------------------------------------
  * One process per rank (one GPU each, or several sharing a GPU under MPS).
@@ -97,16 +106,16 @@ const char *mk_ctx_device(const mk_ctx *c);
  * process launches its own rank's kernel. */
 typedef struct mk_comm mk_comm;
 
-mk_status mk_comm_create(mk_comm **out, char *err, size_t n);
-void mk_comm_destroy(mk_comm *c);
-int mk_comm_rank(const mk_comm *c);
-int mk_comm_size(const mk_comm *c);
-int mk_comm_local_rank(const mk_comm *c);   /* among the ranks of this host */
-int mk_comm_local_size(const mk_comm *c);
+MK_API mk_status mk_comm_create(mk_comm **out, char *err, size_t n);
+MK_API void mk_comm_destroy(mk_comm *c);
+MK_API int mk_comm_rank(const mk_comm *c);
+MK_API int mk_comm_size(const mk_comm *c);
+MK_API int mk_comm_local_rank(const mk_comm *c);   /* among the ranks of this host */
+MK_API int mk_comm_local_size(const mk_comm *c);
 /* All ranks reach this point (e.g. before reading results). */
-mk_status mk_comm_barrier(mk_comm *c);
+MK_API mk_status mk_comm_barrier(mk_comm *c);
 /* Every rank gives one int; all[] (mk_comm_size entries) gets them. */
-mk_status mk_comm_gather_int(mk_comm *c, int mine, int *all);
+MK_API mk_status mk_comm_gather_int(mk_comm *c, int mine, int *all);
 
 /* ---- loading a pipeline --------------------------------------------------- */
 typedef struct mk_param {
@@ -130,11 +139,11 @@ typedef struct mk_load_opts {
 /* Parse, check, schedule, generate, compile (through the cache), load the
  * module, allocate every tensor of every rank.  MK_ERR_SOURCE: the
  * pipeline has errors, mk_ctx_log() lists them (file:line:col). */
-mk_status mk_pipeline_load_file(mk_ctx *c, const char *path, const mk_load_opts *o,
-				mk_pipeline **out);
-mk_status mk_pipeline_load_string(mk_ctx *c, const char *name, const char *text,
-				  const mk_load_opts *o, mk_pipeline **out);
-void mk_pipeline_destroy(mk_pipeline *p);
+MK_API mk_status mk_pipeline_load_file(mk_ctx *c, const char *path, const mk_load_opts *o,
+				       mk_pipeline **out);
+MK_API mk_status mk_pipeline_load_string(mk_ctx *c, const char *name, const char *text,
+					 const mk_load_opts *o, mk_pipeline **out);
+MK_API void mk_pipeline_destroy(mk_pipeline *p);
 
 /* ---- tensors -------------------------------------------------------------- */
 typedef enum mk_tensor_kind { MK_TENSOR_IN, MK_TENSOR_OUT, MK_TENSOR_TEMP } mk_tensor_kind;
@@ -150,50 +159,51 @@ typedef struct mk_tensor_info {
 	size_t bytes;            /* of one rank's piece */
 } mk_tensor_info;
 
-int mk_pipeline_ntensors(const mk_pipeline *p);
+MK_API int mk_pipeline_ntensors(const mk_pipeline *p);
 /* The ranks this process holds: 0 .. mk_pipeline_ranks()-1 with virtual
  * ranks; with a communicator, only its own rank (mk_comm_rank). */
-int mk_pipeline_ranks(const mk_pipeline *p);
-int mk_pipeline_first_rank(const mk_pipeline *p);
-mk_status mk_tensor_info_get(const mk_pipeline *p, int index, mk_tensor_info *out);
-int mk_tensor_find(const mk_pipeline *p, const char *name);   /* -1 if none */
+MK_API int mk_pipeline_ranks(const mk_pipeline *p);
+MK_API int mk_pipeline_first_rank(const mk_pipeline *p);
+MK_API mk_status mk_tensor_info_get(const mk_pipeline *p, int index, mk_tensor_info *out);
+MK_API int mk_tensor_find(const mk_pipeline *p, const char *name);   /* -1 if none */
 
 /* Copy one rank's piece in or out: raw bytes in the element type, or
  * float32 converted (round to nearest even).  `bytes` / `count` must match
  * the piece exactly (MK_ERR_SIZE otherwise). */
-mk_status mk_tensor_write(mk_pipeline *p, const char *name, int rank, const void *src,
-			  size_t bytes);
-mk_status mk_tensor_read(mk_pipeline *p, const char *name, int rank, void *dst, size_t bytes);
-mk_status mk_tensor_write_f32(mk_pipeline *p, const char *name, int rank, const float *src,
-			      size_t count);
-mk_status mk_tensor_read_f32(mk_pipeline *p, const char *name, int rank, float *dst,
-			     size_t count);
+MK_API mk_status mk_tensor_write(mk_pipeline *p, const char *name, int rank, const void *src,
+				 size_t bytes);
+MK_API mk_status mk_tensor_read(mk_pipeline *p, const char *name, int rank, void *dst,
+				size_t bytes);
+MK_API mk_status mk_tensor_write_f32(mk_pipeline *p, const char *name, int rank,
+				     const float *src, size_t count);
+MK_API mk_status mk_tensor_read_f32(mk_pipeline *p, const char *name, int rank, float *dst,
+				    size_t count);
 /* Use caller-owned device memory (a CUdeviceptr) for a rank's piece. */
-mk_status mk_tensor_bind(mk_pipeline *p, const char *name, int rank,
-			 unsigned long long devptr, size_t bytes);
-mk_status mk_tensor_devptr(const mk_pipeline *p, const char *name, int rank,
-			   unsigned long long *devptr);
+MK_API mk_status mk_tensor_bind(mk_pipeline *p, const char *name, int rank,
+				unsigned long long devptr, size_t bytes);
+MK_API mk_status mk_tensor_devptr(const mk_pipeline *p, const char *name, int rank,
+				  unsigned long long *devptr);
 
 /* ---- running ----------------------------------------------------------------
  * One-shot: launch, run every rank, wait.  Resident: the kernel stays on the
  * GPU and waits on a doorbell in host-mapped memory; each mk_resident_run
  * rings it and waits for completion, costing no launch at all. */
-mk_status mk_run(mk_pipeline *p);
+MK_API mk_status mk_run(mk_pipeline *p);
 /* ms: time of the run on the GPU (CUDA events), may be NULL. */
-mk_status mk_run_timed(mk_pipeline *p, float *ms);
-mk_status mk_resident_start(mk_pipeline *p);
-mk_status mk_resident_run(mk_pipeline *p, float *ms);
-mk_status mk_resident_stop(mk_pipeline *p);
+MK_API mk_status mk_run_timed(mk_pipeline *p, float *ms);
+MK_API mk_status mk_resident_start(mk_pipeline *p);
+MK_API mk_status mk_resident_run(mk_pipeline *p, float *ms);
+MK_API mk_status mk_resident_stop(mk_pipeline *p);
 
 /* After MK_ERR_STALL: which rank, role, CTA, task and flag waited, the
  * expected and seen values, the stage and tile.  "" when no stall. */
-const char *mk_stall_report(const mk_pipeline *p);
+MK_API const char *mk_stall_report(const mk_pipeline *p);
 /* Per-task begin/end of the last run (needs mk_load_opts.trace) as a Chrome
  * trace, one track per rank and CTA; opens in Perfetto. */
-mk_status mk_trace_write(mk_pipeline *p, const char *path);
+MK_API mk_status mk_trace_write(mk_pipeline *p, const char *path);
 /* The generated CUDA source, the schedule as text. */
-const char *mk_pipeline_source(const mk_pipeline *p);
-const char *mk_pipeline_schedule(const mk_pipeline *p);
+MK_API const char *mk_pipeline_source(const mk_pipeline *p);
+MK_API const char *mk_pipeline_schedule(const mk_pipeline *p);
 
 #ifdef __cplusplus
 }

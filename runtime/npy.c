@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/le.h"
+
 #define MAX_HEADER (1u << 20)   /* no real header comes close */
 
 static const unsigned char magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
@@ -57,10 +59,12 @@ static const struct {
 
 static uint64_t le(const unsigned char *p, int size)
 {
-	uint64_t v = 0;
-	for (int i = size - 1; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
+	switch (size) {
+	case 1: return p[0];
+	case 2: return le_get16(p);
+	case 4: return le_get32(p);
+	default: return le_get64(p);
+	}
 }
 
 static float half_to_float(uint32_t h)
@@ -444,7 +448,8 @@ int npy_write_f32(const char *path, const int64_t *shp, int ndim, const float *d
 	if (!f)
 		return fail(err, n, path, "%s", strerror(errno));
 	unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
-				 (unsigned char)(total & 0xff), (unsigned char)(total >> 8)};
+				 0, 0};
+	le_put16(pre + 8, (uint16_t)total);
 	int ok = fwrite(pre, 1, 10, f) == 10 && fwrite(h, 1, (size_t)total, f) == (size_t)total;
 	for (size_t done = 0; ok && done < count;) {
 		size_t m = count - done;
@@ -453,8 +458,7 @@ int npy_write_f32(const char *path, const int64_t *shp, int ndim, const float *d
 		for (size_t i = 0; i < m; i++) {
 			uint32_t u;
 			memcpy(&u, &data[done + i], 4);
-			for (int b = 0; b < 4; b++)
-				chunk[4 * i + (size_t)b] = (unsigned char)(u >> (8 * b));
+			le_put32(chunk + 4 * i, u);
 		}
 		ok = fwrite(chunk, 4, m, f) == m;
 		done += m;

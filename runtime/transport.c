@@ -4,20 +4,13 @@
  */
 #include "transport.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define TP_MAGIC 0x50544b4du /* "MKTP" */
+#include "base/le.h"
 
-void tp_fail(transport *t, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(t->err, sizeof t->err, fmt, ap);
-	va_end(ap);
-}
+#define TP_MAGIC 0x50544b4du /* "MKTP" */
 
 static const char *env(const char *name)
 {
@@ -155,22 +148,6 @@ mk_status transport_dereg(transport *t, int index)
 	return MK_OK;
 }
 
-static void put32(unsigned char *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-static void put64(unsigned char *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-static uint32_t get32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static uint64_t get64(const unsigned char *p) { return get32(p) | (uint64_t)get32(p + 4) << 32; }
-
 mk_status transport_connect(transport *t)
 {
 	size_t asz = t->ops->addr_size(t), rsz = (size_t)TP_MAX_REGIONS * 24, blob = asz + rsz;
@@ -188,10 +165,10 @@ mk_status transport_connect(transport *t)
 		return MK_ERR_INTERNAL;
 	}
 	/* first agree on the transport, so that a mismatch has a clear message */
-	put32(hdr, TP_MAGIC);
-	put32(hdr + 4, kind);
-	put32(hdr + 8, (uint32_t)asz);
-	put32(hdr + 12, (uint32_t)t->lanes);
+	le_put32(hdr, TP_MAGIC);
+	le_put32(hdr + 4, kind);
+	le_put32(hdr + 8, (uint32_t)asz);
+	le_put32(hdr + 12, (uint32_t)t->lanes);
 	if (!(hdrs = malloc(16 * w)) || !(mine = calloc(1, blob)) || !(all = malloc(blob * w)) ||
 	    !(addrs = malloc(asz * w + 1)) || !(t->remote = calloc(w * TP_MAX_REGIONS,
 								    sizeof *t->remote))) {
@@ -204,12 +181,12 @@ mk_status transport_connect(transport *t)
 	}
 	for (size_t r = 0; r < w; r++) {
 		const unsigned char *h = hdrs + 16 * r;
-		if (get32(h) != TP_MAGIC || get32(h + 4) != kind || get32(h + 8) != asz ||
-		    get32(h + 12) != (uint32_t)t->lanes) {
+		if (le_get32(h) != TP_MAGIC || le_get32(h + 4) != kind || le_get32(h + 8) != asz ||
+		    le_get32(h + 12) != (uint32_t)t->lanes) {
 			tp_fail(t, "rank %zu uses %s (%u lanes, %u-byte addresses), rank %d uses %s "
 				"(%d lanes, %zu-byte addresses): set MK_TRANSPORT alike everywhere",
-				r, get32(h + 4) == 1 ? "verbs" : get32(h + 4) == 2 ? "fabric" : "?",
-				get32(h + 12), get32(h + 8), t->rank, t->ops->kind, t->lanes, asz);
+				r, le_get32(h + 4) == 1 ? "verbs" : le_get32(h + 4) == 2 ? "fabric" : "?",
+				le_get32(h + 12), le_get32(h + 8), t->rank, t->ops->kind, t->lanes, asz);
 			st = MK_ERR_STATE;
 			goto out;
 		}
@@ -221,9 +198,9 @@ mk_status transport_connect(transport *t)
 		unsigned char *p = mine + asz + (size_t)i * 24;
 		if (!r->used || !r->mem.exported)
 			continue;
-		put64(p, r->raddr);
-		put64(p + 8, r->rkey);
-		put64(p + 16, r->mem.len);
+		le_put64(p, r->raddr);
+		le_put64(p + 8, r->rkey);
+		le_put64(p + 16, r->mem.len);
 	}
 	if ((st = bootstrap_allgather(t->boot, mine, all, blob)) != MK_OK) {
 		tp_fail(t, "exchanging keys: %s", bootstrap_error(t->boot));
@@ -234,9 +211,9 @@ mk_status transport_connect(transport *t)
 		for (int i = 0; i < TP_MAX_REGIONS; i++) {
 			const unsigned char *p = all + r * blob + asz + (size_t)i * 24;
 			tp_remote *m = &t->remote[r * TP_MAX_REGIONS + (size_t)i];
-			m->addr = get64(p);
-			m->key = get64(p + 8);
-			m->len = get64(p + 16);
+			m->addr = le_get64(p);
+			m->key = le_get64(p + 8);
+			m->len = le_get64(p + 16);
 		}
 	}
 	if ((st = t->ops->connect(t, addrs, asz)) != MK_OK)

@@ -33,7 +33,6 @@
  * This file has not run on hardware here (no RDMA device, no soft-RoCE);
  * see docs/rdma.md.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,34 +42,43 @@
 
 #include <infiniband/verbs.h>
 
+#include "base/dynlib.h"
 #include "cudrv.h"
-#include "transport.h"
+#include "tp_core.h"
+
+/* X(field, entry point ("?": optional), return, (params)) */
+#define VERBS_FUNCS(X)                                                                            \
+	X(get_device_list, "ibv_get_device_list", struct ibv_device **, (int *))                  \
+	X(free_device_list, "ibv_free_device_list", void, (struct ibv_device **))                 \
+	X(get_device_name, "ibv_get_device_name", const char *, (struct ibv_device *))            \
+	X(open_device, "ibv_open_device", struct ibv_context *, (struct ibv_device *))            \
+	X(close_device, "ibv_close_device", int, (struct ibv_context *))                          \
+	X(query_device, "ibv_query_device", int,                                                  \
+	  (struct ibv_context *, struct ibv_device_attr *))                                       \
+	X(query_port, "ibv_query_port", int,                                                      \
+	  (struct ibv_context *, uint8_t, struct _compat_ibv_port_attr *))                        \
+	X(query_gid, "ibv_query_gid", int, (struct ibv_context *, uint8_t, int, union ibv_gid *)) \
+	/* rdma-core >= 32 */                                                                     \
+	X(query_gid_ex, "?_ibv_query_gid_ex", int, (struct ibv_context *, uint32_t,               \
+	  uint32_t, struct ibv_gid_entry *, uint32_t, size_t))                                    \
+	X(alloc_pd, "ibv_alloc_pd", struct ibv_pd *, (struct ibv_context *))                      \
+	X(dealloc_pd, "ibv_dealloc_pd", int, (struct ibv_pd *))                                   \
+	X(reg_mr, "ibv_reg_mr", struct ibv_mr *, (struct ibv_pd *, void *, size_t, int))          \
+	/* rdma-core >= 34 */                                                                     \
+	X(reg_dmabuf_mr, "?ibv_reg_dmabuf_mr", struct ibv_mr *,                                   \
+	  (struct ibv_pd *, uint64_t, size_t, uint64_t, int, int))                                \
+	X(dereg_mr, "ibv_dereg_mr", int, (struct ibv_mr *))                                       \
+	X(create_cq, "ibv_create_cq", struct ibv_cq *,                                            \
+	  (struct ibv_context *, int, void *, struct ibv_comp_channel *, int))                    \
+	X(destroy_cq, "ibv_destroy_cq", int, (struct ibv_cq *))                                   \
+	X(create_qp, "ibv_create_qp", struct ibv_qp *,                                            \
+	  (struct ibv_pd *, struct ibv_qp_init_attr *))                                           \
+	X(modify_qp, "ibv_modify_qp", int, (struct ibv_qp *, struct ibv_qp_attr *, int))          \
+	X(destroy_qp, "ibv_destroy_qp", int, (struct ibv_qp *))                                   \
+	X(wc_status_str, "ibv_wc_status_str", const char *, (enum ibv_wc_status))
 
 typedef struct verbs_lib {
-	void *h;
-	struct ibv_device **(*get_device_list)(int *);
-	void (*free_device_list)(struct ibv_device **);
-	const char *(*get_device_name)(struct ibv_device *);
-	struct ibv_context *(*open_device)(struct ibv_device *);
-	int (*close_device)(struct ibv_context *);
-	int (*query_device)(struct ibv_context *, struct ibv_device_attr *);
-	int (*query_port)(struct ibv_context *, uint8_t, struct _compat_ibv_port_attr *);
-	int (*query_gid)(struct ibv_context *, uint8_t, int, union ibv_gid *);
-	int (*query_gid_ex)(struct ibv_context *, uint32_t, uint32_t, struct ibv_gid_entry *,
-			    uint32_t, size_t);   /* optional: rdma-core >= 32 */
-	struct ibv_pd *(*alloc_pd)(struct ibv_context *);
-	int (*dealloc_pd)(struct ibv_pd *);
-	struct ibv_mr *(*reg_mr)(struct ibv_pd *, void *, size_t, int);
-	struct ibv_mr *(*reg_dmabuf_mr)(struct ibv_pd *, uint64_t, size_t, uint64_t, int,
-					int);   /* optional: rdma-core >= 34 */
-	int (*dereg_mr)(struct ibv_mr *);
-	struct ibv_cq *(*create_cq)(struct ibv_context *, int, void *, struct ibv_comp_channel *,
-				    int);
-	int (*destroy_cq)(struct ibv_cq *);
-	struct ibv_qp *(*create_qp)(struct ibv_pd *, struct ibv_qp_init_attr *);
-	int (*modify_qp)(struct ibv_qp *, struct ibv_qp_attr *, int);
-	int (*destroy_qp)(struct ibv_qp *);
-	const char *(*wc_status_str)(enum ibv_wc_status);
+	VERBS_FUNCS(DYNLIB_FIELD)
 } verbs_lib;
 
 typedef struct vctx {
@@ -97,55 +105,11 @@ typedef struct verbs {
 } verbs;
 
 static verbs_lib lib;
-static char lib_why[256];
-static int lib_state;
 
-static int load(void)
-{
-	const char *name = getenv("MK_LIBIBVERBS");
-	if (lib_state)
-		return lib_state > 0;
-	if (!name || !*name)
-		name = "libibverbs.so.1";
-	lib_state = -1;
-	if (!(lib.h = dlopen(name, RTLD_NOW | RTLD_LOCAL))) {
-		const char *e = dlerror();
-		snprintf(lib_why, sizeof lib_why, "libibverbs not found (%s)", e ? e : name);
-		return 0;
-	}
-#define SYM(field, sym, need)                                                          \
-	do {                                                                           \
-		void *p_ = dlsym(lib.h, sym);                                          \
-		memcpy(&lib.field, &p_, sizeof p_);                                    \
-		if (!p_ && need) {                                                     \
-			snprintf(lib_why, sizeof lib_why, "%s has no %s", name, sym);  \
-			return 0;                                                      \
-		}                                                                      \
-	} while (0)
-	SYM(get_device_list, "ibv_get_device_list", 1);
-	SYM(free_device_list, "ibv_free_device_list", 1);
-	SYM(get_device_name, "ibv_get_device_name", 1);
-	SYM(open_device, "ibv_open_device", 1);
-	SYM(close_device, "ibv_close_device", 1);
-	SYM(query_device, "ibv_query_device", 1);
-	SYM(query_port, "ibv_query_port", 1);
-	SYM(query_gid, "ibv_query_gid", 1);
-	SYM(query_gid_ex, "_ibv_query_gid_ex", 0);
-	SYM(alloc_pd, "ibv_alloc_pd", 1);
-	SYM(dealloc_pd, "ibv_dealloc_pd", 1);
-	SYM(reg_mr, "ibv_reg_mr", 1);
-	SYM(reg_dmabuf_mr, "ibv_reg_dmabuf_mr", 0);
-	SYM(dereg_mr, "ibv_dereg_mr", 1);
-	SYM(create_cq, "ibv_create_cq", 1);
-	SYM(destroy_cq, "ibv_destroy_cq", 1);
-	SYM(create_qp, "ibv_create_qp", 1);
-	SYM(modify_qp, "ibv_modify_qp", 1);
-	SYM(destroy_qp, "ibv_destroy_qp", 1);
-	SYM(wc_status_str, "ibv_wc_status_str", 1);
-#undef SYM
-	lib_state = 1;
-	return 1;
-}
+static const char *const lib_syms[] = {VERBS_FUNCS(DYNLIB_NAME) NULL};
+DYNLIB_CHECK(lib, lib_syms);
+static dynlib lib_dl = {.names = (const char *const[]){"libibverbs.so.1", NULL},
+			.env = "MK_LIBIBVERBS", .syms = lib_syms, .table = &lib};
 
 /* ibv_query_port as verbs.h's inline wrapper does it, with our pointer. */
 static int query_port(struct ibv_context *c, uint8_t port, struct ibv_port_attr *a)
@@ -182,10 +146,8 @@ static struct ibv_context *find_device(const transport_opts *o, char *name, size
 	struct ibv_device **list;
 	struct ibv_context *found = NULL;
 
-	if (!load()) {
-		snprintf(why, n, "%s", lib_why);
+	if (!dynlib_need(&lib_dl, "libibverbs", why, n))
 		return NULL;
-	}
 	parse_dev(want && *want ? want : NULL, wname, sizeof wname, &wport);
 	if (o->ib_port > 0)
 		wport = o->ib_port;

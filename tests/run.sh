@@ -24,6 +24,9 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:protect_shad
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export MK_CACHE_DIR_FOR_TESTS="$tmp/cache"
 export XDG_CACHE_HOME="$tmp/xdg"
+# Tests write nothing into the source tree (tests/sh/clean_tree.sh): no
+# __pycache__ beside tests/tools/*.py when one imports another.
+export PYTHONDONTWRITEBYTECODE=1
 
 ok() { pass=$((pass + 1)); [ -n "${MK_TEST_VERBOSE:-}" ] && echo "PASS $1"; return 0; }
 bad() {

@@ -36,12 +36,12 @@ echo "fuzz: $secs s over $(ls "$corpus" | wc -l) seed files"
 	-artifact_prefix="$B/" "$corpus"
 
 # ---- bootstrap and fd-passing message parsers --------------------------------
-# tests/fuzz/fuzz_bootstrap.c over runtime/bootstrap.c and runtime/fdpass.c
+# tests/fuzz/fuzz_bootstrap.c over runtime/bootstrap_wire.c and runtime/fdpass.c
 # (what arrives from other ranks), FUZZ_BOOTSTRAP_SECONDS (default SECONDS).
 bsecs=${FUZZ_BOOTSTRAP_SECONDS:-$secs}
 $CC -std=c11 -g -O1 -D_GNU_SOURCE -I. \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	-o "$B/fuzz_bootstrap" tests/fuzz/fuzz_bootstrap.c runtime/bootstrap.c runtime/fdpass.c
+	-o "$B/fuzz_bootstrap" tests/fuzz/fuzz_bootstrap.c runtime/bootstrap_wire.c runtime/fdpass.c
 bcorpus=$(mktemp -d)
 trap 'rm -rf "$corpus" "$bcorpus"' EXIT INT TERM
 echo "fuzz: $bsecs s over the bootstrap and fd-passing parsers"
