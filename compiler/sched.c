@@ -87,10 +87,12 @@ static int overlap(const ir_region *a, const ir_region *b, int ndim)
 	return 1;
 }
 
-static const ir_task *sort_tasks;
-static int by_lo0(const void *a, const void *b)
+/* qsort_r comparators over task indices; arg: the task array (no file
+ * state: compiles may run on several threads at once) */
+static int by_lo0(const void *a, const void *b, void *arg)
 {
-	const ir_task *x = &sort_tasks[*(const int *)a], *y = &sort_tasks[*(const int *)b];
+	const ir_task *tasks = arg;
+	const ir_task *x = &tasks[*(const int *)a], *y = &tasks[*(const int *)b];
 	if (x->write.rank != y->write.rank)
 		return x->write.rank < y->write.rank ? -1 : 1;
 	return (x->write.lo[0] > y->write.lo[0]) - (x->write.lo[0] < y->write.lo[0]);
@@ -123,9 +125,8 @@ static void index_writers(sched *S)
 		S->writers[t][S->nwriters[t]++] = i;
 	}
 	int ng = 0;
-	sort_tasks = s->tasks;
 	for (int t = 0; t < p->ntensors; t++) {
-		qsort(S->writers[t], (size_t)S->nwriters[t], sizeof(int), by_lo0);
+		qsort_r(S->writers[t], (size_t)S->nwriters[t], sizeof(int), by_lo0, s->tasks);
 		S->wg[t] = ng;
 		for (int k = 0; k < S->nwriters[t]; k++) {
 			const ir_task *w = &s->tasks[S->writers[t][k]];
@@ -623,9 +624,10 @@ static int heap_pop(heap *h)
 	return top;
 }
 
-static int task_order_cmp(const void *a, const void *b)
+static int task_order_cmp(const void *a, const void *b, void *arg)
 {
-	const ir_task *x = &sort_tasks[*(const int *)a], *y = &sort_tasks[*(const int *)b];
+	const ir_task *tasks = arg;
+	const ir_task *x = &tasks[*(const int *)a], *y = &tasks[*(const int *)b];
 	if (x->cta != y->cta)
 		return x->cta < y->cta ? -1 : 1;
 	return (x->order > y->order) - (x->order < y->order);
@@ -738,8 +740,7 @@ static void list_schedule(sched *S)
 	}
 	for (int i = 0; i < n; i++)
 		idx[i] = i;
-	sort_tasks = s->tasks;
-	qsort(idx, (size_t)n, sizeof(int), task_order_cmp);
+	qsort_r(idx, (size_t)n, sizeof(int), task_order_cmp, s->tasks);
 	for (int i = 0; i < n; i++) {
 		sorted[i] = s->tasks[idx[i]];
 		sorted[i].id = i;

@@ -142,10 +142,11 @@ typedef struct wlist {
 	int64_t maxlen;
 } wlist;
 
-static const ver *sort_ctx;
-static int by_lo0(const void *a, const void *b)
+/* a qsort_r comparator over writer indices; arg: the verifier */
+static int by_lo0(const void *a, const void *b, void *arg)
 {
-	const ir_region *x = &sort_ctx->w[*(const int *)a], *y = &sort_ctx->w[*(const int *)b];
+	const ver *V = arg;
+	const ir_region *x = &V->w[*(const int *)a], *y = &V->w[*(const int *)b];
 	return (x->lo[0] > y->lo[0]) - (x->lo[0] < y->lo[0]);
 }
 
@@ -365,9 +366,8 @@ int verify_run(const ir_sched *s, diags *d, arena *a)
 		if (len > w->maxlen)
 			w->maxlen = len;
 	}
-	sort_ctx = &V;
 	for (int i = 0; i < nt * V.world; i++)
-		qsort(wl[i].v, (size_t)wl[i].n, sizeof(int), by_lo0);
+		qsort_r(wl[i].v, (size_t)wl[i].n, sizeof(int), by_lo0, &V);
 
 	/* 5. no overlapping writes */
 	for (int i = 0; i < nt * V.world && !V.err; i++) {
