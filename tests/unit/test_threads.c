@@ -21,7 +21,7 @@
 enum { MAXJOBS = 64, THREADS = 4, ROUNDS = 3 };
 
 typedef struct job {
-	char path[256];
+	char path[300];
 	int gpus;
 	char *serial;   /* the CUDA made on the main thread */
 } job;
@@ -112,7 +112,7 @@ int main(void)
 			continue;
 		for (int g = 1; g <= 2; g++) {
 			job *j = &jobs[njobs];
-			snprintf(j->path, sizeof j->path, "samples/%s", e->d_name);
+			snprintf(j->path, sizeof j->path, "samples/%.255s", e->d_name);
 			j->gpus = g;
 			if ((j->serial = cuda_of(j)))
 				njobs++;
