@@ -19,10 +19,17 @@
 
 enum { WARM = 3, N_RUNS = 20, SAMPLES = 4096 };
 
-static int cmpf(const void *a, const void *b)
+/* one cuBLAS GEMM of the shape, for mkt_time_events */
+typedef struct blas_run {
+	mkt_cublas *blas;
+	CUdeviceptr A, B, C;
+	long long M, N, K;
+} blas_run;
+
+static int blas_gemm(void *arg, CUstream st)
 {
-	float x = *(const float *)a, y = *(const float *)b;
-	return (x > y) - (x < y);
+	const blas_run *g = arg;
+	return mkt_cublas_gemm_bf16(g->blas, st, g->A, g->B, g->C, g->M, g->N, g->K, g->N);
 }
 
 static uint64_t rng(uint64_t *s)
@@ -104,39 +111,24 @@ int main(void)
 			if (i >= WARM)
 				t[i - WARM] = ms;
 		}
-		qsort(t, N_RUNS, sizeof *t, cmpf);
+		qsort(t, N_RUNS, sizeof *t, mkt_cmp_float);
 		float ours = t[N_RUNS / 2];
 		mk_tensor_read(pl, "C", 0, C, nc * 2);
 		double e_ours = check(A, B, C, M, N, K, seed), e_blas = 0;
 		float theirs = 0;
 		if (have_blas) {
 			unsigned long long dA, dB;
-			CUdeviceptr dC;
 			CUstream st;
-			CUevent e0, e1;
+			blas_run g = {&blas, 0, 0, 0, M, N, K};
 			mk_tensor_devptr(pl, "A", 0, &dA);
 			mk_tensor_devptr(pl, "B", 0, &dB);
-			if (cu->cuMemAlloc(&dC, nc * 2) != CUDA_SUCCESS || cu->cuStreamCreate(&st, 0) ||
-			    cu->cuEventCreate(&e0, 0) || cu->cuEventCreate(&e1, 0))
+			g.A = dA, g.B = dB;
+			if (cu->cuMemAlloc(&g.C, nc * 2) != CUDA_SUCCESS || cu->cuStreamCreate(&st, 0) ||
+			    mkt_time_events(cu, st, WARM, N_RUNS, blas_gemm, &g, &theirs))
 				return 1;
-			for (int i = 0; i < WARM + N_RUNS; i++) {
-				cu->cuEventRecord(e0, st);
-				if (mkt_cublas_gemm_bf16(&blas, st, dA, dB, dC, M, N, K, N) != 0)
-					return 1;
-				cu->cuEventRecord(e1, st);
-				cu->cuEventSynchronize(e1);
-				float ms;
-				cu->cuEventElapsedTime(&ms, e0, e1);
-				if (i >= WARM)
-					t[i - WARM] = ms;
-			}
-			qsort(t, N_RUNS, sizeof *t, cmpf);
-			theirs = t[N_RUNS / 2];
-			cu->cuMemcpyDtoH(C, dC, nc * 2);
+			cu->cuMemcpyDtoH(C, g.C, nc * 2);
 			e_blas = check(A, B, C, M, N, K, seed);
-			cu->cuMemFree(dC);
-			cu->cuEventDestroy(e0);
-			cu->cuEventDestroy(e1);
+			cu->cuMemFree(g.C);
 			cu->cuStreamDestroy(st);
 		}
 		double fl = 2.0 * M * N * K;

@@ -43,10 +43,33 @@ static uint64_t rng(uint64_t *s)
 
 static float uni(uint64_t *s) { return (float)((double)(rng(s) >> 11) / 9007199254740992.0 * 2 - 1); }
 
-static int cmpf(const void *a, const void *b)
+/* the floor's buffers: rows grouped by expert, count[e] rows each */
+typedef struct experts {
+	mkt_cublas *blas;
+	long long E, H, F;
+	const long long *count;
+	CUdeviceptr A, W1, Hh, W2, Y;
+} experts;
+
+/* two cuBLAS GEMMs per expert over its rows, for mkt_time_events */
+static int expert_gemms(void *arg, CUstream st)
 {
-	float x = *(const float *)a, y = *(const float *)b;
-	return (x > y) - (x < y);
+	const experts *x = arg;
+	const long long H = x->H, F = x->F;
+	long long r0 = 0;
+	for (long long e = 0; e < x->E; e++) {
+		if (x->count[e] == 0)
+			continue;
+		if (mkt_cublas_gemm_bf16(x->blas, st, x->A + (CUdeviceptr)(r0 * H * 2),
+					 x->W1 + (CUdeviceptr)(e * H * F * 2),
+					 x->Hh + (CUdeviceptr)(r0 * F * 2), x->count[e], F, H, F) ||
+		    mkt_cublas_gemm_bf16(x->blas, st, x->Hh + (CUdeviceptr)(r0 * F * 2),
+					 x->W2 + (CUdeviceptr)(e * F * H * 2),
+					 x->Y + (CUdeviceptr)(r0 * H * 2), x->count[e], H, F, H))
+			return 1;
+		r0 += x->count[e];
+	}
+	return 0;
 }
 
 static long long param(const mk_param *p, int n, const char *name, long long dflt)
@@ -71,7 +94,7 @@ static int time_pipeline(mk_pipeline *pl, int mode, float *med)
 		if (i >= WARM)
 			t[i - WARM] = ms;
 	}
-	qsort(t, RUNS, sizeof *t, cmpf);
+	qsort(t, RUNS, sizeof *t, mkt_cmp_float);
 	*med = t[RUNS / 2] * 1000.f;
 	return 0;
 }
@@ -174,45 +197,22 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_moe: no cuBLAS (%s): no floor row\n", blas.why);
 	} else {
 		long long rows = T * k;
-		CUdeviceptr dA, dW1, dHh, dW2, dY;
+		experts x = {.blas = &blas, .E = E, .H = H, .F = F, .count = count};
 		CUstream st;
-		CUevent e0, e1;
-		if (cu->cuMemAlloc(&dA, (size_t)(rows * H * 2)) || cu->cuMemAlloc(&dW1, (size_t)(E * H * F * 2)) ||
-		    cu->cuMemAlloc(&dHh, (size_t)(rows * F * 2)) || cu->cuMemAlloc(&dW2, (size_t)(E * F * H * 2)) ||
-		    cu->cuMemAlloc(&dY, (size_t)(rows * H * 2)) || cu->cuStreamCreate(&st, 0) ||
-		    cu->cuEventCreate(&e0, 0) || cu->cuEventCreate(&e1, 0))
+		float ms;
+		if (cu->cuMemAlloc(&x.A, (size_t)(rows * H * 2)) || cu->cuMemAlloc(&x.W1, (size_t)(E * H * F * 2)) ||
+		    cu->cuMemAlloc(&x.Hh, (size_t)(rows * F * 2)) || cu->cuMemAlloc(&x.W2, (size_t)(E * F * H * 2)) ||
+		    cu->cuMemAlloc(&x.Y, (size_t)(rows * H * 2)) || cu->cuStreamCreate(&st, 0))
 			return 1;
 		/* bf16 values near 0.03 everywhere (0x3cf5): tensor cores do not
 		 * run faster on them than on random data */
-		cu->cuMemsetD16(dA, 0x3cf5, (size_t)(rows * H));
-		cu->cuMemsetD16(dW1, 0x3cf5, (size_t)(E * H * F));
-		cu->cuMemsetD16(dW2, 0x3cf5, (size_t)(E * F * H));
-		float t[RUNS];
-		for (int i = 0; i < WARM + RUNS; i++) {
-			cu->cuEventRecord(e0, st);
-			long long r0 = 0;
-			for (long long e = 0; e < E; e++) {
-				if (count[e] == 0)
-					continue;
-				if (mkt_cublas_gemm_bf16(&blas, st, dA + (CUdeviceptr)(r0 * H * 2),
-							 dW1 + (CUdeviceptr)(e * H * F * 2),
-							 dHh + (CUdeviceptr)(r0 * F * 2), count[e], F, H, F) ||
-				    mkt_cublas_gemm_bf16(&blas, st, dHh + (CUdeviceptr)(r0 * F * 2),
-							 dW2 + (CUdeviceptr)(e * F * H * 2),
-							 dY + (CUdeviceptr)(r0 * H * 2), count[e], H, F, H))
-					return 1;
-				r0 += count[e];
-			}
-			cu->cuEventRecord(e1, st);
-			cu->cuEventSynchronize(e1);
-			float ms;
-			cu->cuEventElapsedTime(&ms, e0, e1);
-			if (i >= WARM)
-				t[i - WARM] = ms;
-		}
-		qsort(t, RUNS, sizeof *t, cmpf);
-		floor_us = t[RUNS / 2] * 1000.f;
-		cu->cuMemFree(dA), cu->cuMemFree(dW1), cu->cuMemFree(dHh), cu->cuMemFree(dW2), cu->cuMemFree(dY);
+		cu->cuMemsetD16(x.A, 0x3cf5, (size_t)(rows * H));
+		cu->cuMemsetD16(x.W1, 0x3cf5, (size_t)(E * H * F));
+		cu->cuMemsetD16(x.W2, 0x3cf5, (size_t)(E * F * H));
+		if (mkt_time_events(cu, st, WARM, RUNS, expert_gemms, &x, &ms))
+			return 1;
+		floor_us = ms * 1000.f;
+		cu->cuMemFree(x.A), cu->cuMemFree(x.W1), cu->cuMemFree(x.Hh), cu->cuMemFree(x.W2), cu->cuMemFree(x.Y);
 	}
 	double flops = 2.0 * 2.0 * (double)(T * k) * (double)H * (double)F;
 	printf("\nbench_moe on %s: T=%lld tokens, top-%lld of E=%lld experts, H=%lld, F=%lld, "
