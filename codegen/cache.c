@@ -6,17 +6,23 @@
  * then renamed over KEY.cubin: a reader sees the old entry, the new one or
  * none, never half of one.  Everything a reader finds is verified, because
  * the cache outlives the binary that wrote it and disks and users do odd
- * things; a bad entry is only a miss.
+ * things; a bad entry is only a miss.  What is verified is integrity and
+ * the binding to the key, not who wrote it: that is the directory's job
+ * (owned by this user, not writable by others; docs/security.md).
  */
 #include "cache.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/le.h"
@@ -130,7 +136,13 @@ void sha256_hex(const unsigned char d[32], char out[65])
 	out[64] = '\0';
 }
 
-/* ---- directory ----------------------------------------------------------- */
+/* ---- directory -----------------------------------------------------------
+ * The cache holds code that mkc will load and run, so whoever can write the
+ * directory can run code as this user.  It is used only when it is this
+ * user's own (owner = effective uid), not writable by group or others, and
+ * not itself a symbolic link; it is opened once per operation and every
+ * entry is reached through that descriptor (openat), so swapping the path
+ * afterwards changes nothing. */
 
 /* mkdir -p, every created component 0700 (the cache holds code we will run:
  * nobody else should be able to plant an entry). */
@@ -153,14 +165,83 @@ static int mkdir_p(char *path)
 	return 0;
 }
 
-/* On failure buf holds the path tried ("" when there was none), for the
- * caller's message.  override may be buf itself. */
-cg_status cg_cache_dir(const char *override, char *buf, size_t n)
+static void say(char *why, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void say(char *why, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+	if (!why || !n)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why, n, fmt, ap);
+	va_end(ap);
+}
+
+/* Opens dir (trailing slashes ignored) and checks that it may be trusted.
+ * Returns the descriptor, or -1 with errno and why[] (what is wrong with it,
+ * without the name). */
+static int open_dir(const char *dir, char *why, size_t wn)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	size_t len = strlen(dir);
+	int fd, e;
+
+	while (len > 1 && dir[len - 1] == '/')
+		len--;
+	if (len == 0 || len >= sizeof path) {
+		say(why, wn, "name too long");
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(path, dir, len);
+	path[len] = '\0';
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		e = errno;
+		if (e == ELOOP)
+			say(why, wn, "is a symbolic link (name the directory itself)");
+		else if (e == ENOTDIR && lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+			say(why, wn, "is a symbolic link (name the directory itself)");
+		else if (e == ENOTDIR)
+			say(why, wn, "is not a directory");
+		else
+			say(why, wn, "cannot be opened (%s)", strerror(e));
+		errno = e;
+		return -1;
+	}
+	if (fstat(fd, &st) != 0) {
+		e = errno;
+		say(why, wn, "cannot be examined (%s)", strerror(e));
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	if (st.st_uid != geteuid()) {
+		say(why, wn, "belongs to uid %u, not to this user (uid %u): its owner could plant "
+		    "code for mkc to run", (unsigned)st.st_uid, (unsigned)geteuid());
+		close(fd);
+		errno = EPERM;
+		return -1;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		say(why, wn, "is writable by %s (mode %04o): anyone who can write it could plant "
+		    "code for mkc to run; chmod go-w it", (st.st_mode & S_IWOTH) ? "everyone" :
+		    "its group", (unsigned)(st.st_mode & 07777));
+		close(fd);
+		errno = EACCES;
+		return -1;
+	}
+	return fd;
+}
+
+cg_status cg_cache_open(const char *override, char *buf, size_t n, char *why, size_t wn)
 {
 	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
 	struct stat st;
-	int len;
+	int len, fd;
 
+	if (why && wn)
+		why[0] = '\0';
 	if (!buf || n == 0)
 		return CG_EINVAL;
 	if (override && *override)
@@ -171,42 +252,56 @@ cg_status cg_cache_dir(const char *override, char *buf, size_t n)
 		len = snprintf(buf, n, "%s/.cache/mk", home);
 	else {
 		buf[0] = '\0';
+		say(why, wn, "no $XDG_CACHE_HOME or $HOME to put it in");
 		errno = ENOENT;
 		return CG_EIO;
 	}
 	if (len < 0 || (size_t)len >= n) {
 		buf[0] = '\0';
+		say(why, wn, "name too long");
 		errno = ENAMETOOLONG;
 		return CG_EIO;
 	}
 	while (len > 1 && buf[len - 1] == '/')
 		buf[--len] = '\0';
-	if (stat(buf, &st) != 0 && mkdir_p(buf) != 0)
-		return CG_EIO;
-	/* An existing directory with wider permissions is the user's choice:
-	 * use it as it is rather than chmod something we did not create. */
-	if (stat(buf, &st) != 0)
-		return CG_EIO;
-	if (!S_ISDIR(st.st_mode)) {
-		errno = ENOTDIR;
+	if (lstat(buf, &st) != 0 && mkdir_p(buf) != 0) {
+		int e = errno;
+		say(why, wn, "cannot be created (%s)", strerror(e));
+		errno = e;
 		return CG_EIO;
 	}
-	if (access(buf, W_OK | X_OK) != 0)
+	if ((fd = open_dir(buf, why, wn)) < 0)
 		return CG_EIO;
+	close(fd);
+	if (access(buf, W_OK | X_OK) != 0) {
+		int e = errno;
+		say(why, wn, "not writable (%s)", strerror(e));
+		errno = e;
+		return CG_EIO;
+	}
 	return CG_OK;
 }
 
-/* ---- entries ------------------------------------------------------------- */
+cg_status cg_cache_dir(const char *override, char *buf, size_t n)
+{
+	return cg_cache_open(override, buf, n, NULL, 0);
+}
 
-enum { HDR_SIZE = 8 + 8 + 32 };
-static const char MAGIC[8] = { 'M', 'K', 'C', 'A', 'C', 'H', 'E', '1' };
+/* ---- entries ------------------------------------------------------------- *
+ * KEY.cubin = magic "MKCACHE2", u64 payload length, the key (KEY_FIELD bytes,
+ * NUL-padded), SHA-256 of everything before it and of the payload; then the
+ * payload.  The key inside the checksummed header binds an entry to its
+ * name: an entry copied or renamed under another key is a miss. */
+
+enum { KEY_FIELD = 128, SUM_AT = 8 + 8 + KEY_FIELD, HDR_SIZE = SUM_AT + 32 };
+static const char MAGIC[8] = { 'M', 'K', 'C', 'A', 'C', 'H', 'E', '2' };
 
 /* Keys become file names: allow only what cannot escape the directory. */
 static int key_ok(const char *key)
 {
 	size_t i, n = key ? strlen(key) : 0;
 
-	if (n == 0 || n > 128)
+	if (n == 0 || n > KEY_FIELD)
 		return 0;
 	for (i = 0; i < n; i++) {
 		char c = key[i];
@@ -217,10 +312,25 @@ static int key_ok(const char *key)
 	return 1;
 }
 
-static int entry_path(char *buf, size_t n, const char *dir, const char *key)
+static int entry_name(char *buf, size_t n, const char *key)
 {
-	int len = snprintf(buf, n, "%s/%s.cubin", dir, key);
+	int len = snprintf(buf, n, "%s.cubin", key);
 	return len >= 0 && (size_t)len < n;
+}
+
+static void header_of(unsigned char hdr[HDR_SIZE], const char *key, const void *data,
+		      uint64_t size)
+{
+	sha256_ctx c;
+
+	memset(hdr, 0, HDR_SIZE);
+	memcpy(hdr, MAGIC, 8);
+	le_put64(hdr + 8, size);
+	memcpy(hdr + 16, key, strlen(key));
+	sha256_init(&c);
+	sha256_update(&c, hdr, SUM_AT);
+	sha256_update(&c, data, (size_t)size);
+	sha256_final(&c, hdr + SUM_AT);
 }
 
 static int read_full(int fd, void *buf, size_t n)
@@ -255,33 +365,39 @@ static int write_full(int fd, const void *buf, size_t n)
 
 /* Deletes a bad entry, unless someone has already replaced it with a new
  * file (same name, other inode): that one may be good. */
-static void drop_bad(const char *path, const struct stat *bad)
+static void drop_bad(int dfd, const char *name, const struct stat *bad)
 {
 	struct stat now;
 
-	if (stat(path, &now) == 0 && now.st_dev == bad->st_dev && now.st_ino == bad->st_ino)
-		unlink(path);
+	if (fstatat(dfd, name, &now, AT_SYMLINK_NOFOLLOW) == 0 && now.st_dev == bad->st_dev &&
+	    now.st_ino == bad->st_ino)
+		unlinkat(dfd, name, 0);
 }
 
 cg_status cg_cache_get(const char *dir, const char *key, void **data, size_t *size)
 {
-	char path[PATH_MAX];
-	unsigned char hdr[HDR_SIZE], sum[32];
+	char name[KEY_FIELD + 16];
+	unsigned char hdr[HDR_SIZE], want[HDR_SIZE];
 	unsigned char *buf = NULL;
 	struct stat st;
-	sha256_ctx c;
 	uint64_t len = 0;
-	int fd;
+	int fd, dfd;
 
-	if (!dir || !data || !size || !key_ok(key) || !entry_path(path, sizeof path, dir, key))
+	if (!dir || !data || !size || !key_ok(key) || !entry_name(name, sizeof name, key))
 		return CG_EINVAL;
 	*data = NULL;
 	*size = 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if ((dfd = open_dir(dir, NULL, 0)) < 0)
 		return CG_EIO;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+	/* no symlinks; a FIFO or device opens without blocking and is refused */
+	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		close(dfd);
+		return CG_EIO;
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
 		close(fd);
+		close(dfd);
 		return CG_EIO;
 	}
 	if (st.st_size < HDR_SIZE || read_full(fd, hdr, HDR_SIZE) != 0 ||
@@ -294,48 +410,62 @@ cg_status cg_cache_get(const char *dir, const char *key, void **data, size_t *si
 	buf = malloc((size_t)len + 1);
 	if (!buf) {
 		close(fd);
+		close(dfd);
 		return CG_ENOMEM;
 	}
 	if (read_full(fd, buf, (size_t)len) != 0)
 		goto bad;
 	buf[len] = '\0';
-	sha256_init(&c);
-	sha256_update(&c, buf, (size_t)len);
-	sha256_final(&c, sum);
-	if (memcmp(sum, hdr + 16, 32) != 0)
+	header_of(want, key, buf, len);
+	if (memcmp(hdr, want, HDR_SIZE) != 0)   /* another key's entry, or damaged */
 		goto bad;
 	close(fd);
+	close(dfd);
 	*data = buf;
 	*size = (size_t)len;
 	return CG_OK;
 bad:
 	close(fd);
 	free(buf);
-	drop_bad(path, &st);
+	drop_bad(dfd, name, &st);
+	close(dfd);
 	return CG_EIO;
 }
 
 cg_status cg_cache_put(const char *dir, const char *key, const void *data, size_t size)
 {
-	char path[PATH_MAX], tmp[PATH_MAX];
+	char name[KEY_FIELD + 16], tmp[KEY_FIELD + 64];
 	unsigned char hdr[HDR_SIZE];
-	sha256_ctx c;
-	int fd, len, e;
+	int fd = -1, dfd, e, tries;
 
-	if (!dir || (!data && size) || !key_ok(key) || !entry_path(path, sizeof path, dir, key))
+	if (!dir || (!data && size) || !key_ok(key) || !entry_name(name, sizeof name, key))
 		return CG_EINVAL;
-	len = snprintf(tmp, sizeof tmp, "%s/.%s.XXXXXX", dir, key);
-	if (len < 0 || (size_t)len >= sizeof tmp)
-		return CG_EINVAL;
-	memcpy(hdr, MAGIC, 8);
-	le_put64(hdr + 8, (uint64_t)size);
-	sha256_init(&c);
-	sha256_update(&c, data, size);
-	sha256_final(&c, hdr + 16);
-
-	fd = mkstemp(tmp);  /* mode 0600 */
-	if (fd < 0)
+	if ((dfd = open_dir(dir, NULL, 0)) < 0)
 		return CG_EIO;
+	header_of(hdr, key, data ? data : "", (uint64_t)size);
+
+	/* a fresh temporary name, created exclusively, mode 0600 */
+	for (tries = 0; fd < 0 && tries < 16; tries++) {
+		unsigned char r[8];
+		char hex[17];
+		if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
+			uint64_t t = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ (uint64_t)time(NULL) ^
+				     (uint64_t)tries << 40 ^ (uint64_t)(uintptr_t)&r;
+			le_put64(r, t);
+		}
+		for (int i = 0; i < 8; i++)
+			snprintf(hex + 2 * i, 3, "%02x", r[i]);
+		snprintf(tmp, sizeof tmp, ".%s.%s", key, hex);
+		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0 && errno != EEXIST)
+			break;
+	}
+	if (fd < 0) {
+		e = errno;
+		close(dfd);
+		errno = e;
+		return CG_EIO;
+	}
 	if (fchmod(fd, 0600) != 0 || write_full(fd, hdr, HDR_SIZE) != 0 ||
 	    write_full(fd, data, size) != 0 || fsync(fd) != 0)
 		goto fail;
@@ -343,16 +473,19 @@ cg_status cg_cache_put(const char *dir, const char *key, const void *data, size_
 		fd = -1;
 		goto fail;
 	}
-	if (rename(tmp, path) != 0) {
-		fd = -1;
+	fd = -1;
+	/* rename replaces whatever has the name, a link or a FIFO included,
+	 * without following it */
+	if (renameat(dfd, tmp, dfd, name) != 0)
 		goto fail;
-	}
+	close(dfd);
 	return CG_OK;
 fail:
 	e = errno;
 	if (fd >= 0)
 		close(fd);
-	unlink(tmp);
+	unlinkat(dfd, tmp, 0);
+	close(dfd);
 	errno = e;
 	return CG_EIO;
 }

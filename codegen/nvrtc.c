@@ -451,10 +451,8 @@ cg_status cg_compile(const char *src, const char *name, const cg_compile_opts *o
 	make_key(src, name, opts, nopts, arch, kind, out->key);
 
 	if (o->use_cache) {
-		if (cg_cache_dir(o->cache_dir, dir, sizeof dir) == CG_OK)
+		if (cg_cache_open(o->cache_dir, dir, sizeof dir, why, sizeof why) == CG_OK)
 			have_dir = 1;
-		else
-			snprintf(why, sizeof why, "%s", strerror(errno));
 		if (have_dir && cg_cache_get(dir, out->key, &hit, &hitn) == CG_OK) {
 			if (unpack(hit, hitn, out) == 0) {
 				out->from_cache = 1;
@@ -489,9 +487,9 @@ cg_status cg_compile(const char *src, const char *name, const cg_compile_opts *o
 		if (have_dir) {
 			if (store(dir, out->key, out) == CG_OK)
 				return CG_OK;
-			snprintf(why, sizeof why, "%s", strerror(errno));
+			snprintf(why, sizeof why, "not writable (%s)", strerror(errno));
 		}
-		snprintf(note, sizeof note, "cache directory %s not writable (%s); compiling without a cache",
+		snprintf(note, sizeof note, "cache directory %s %s; compiling without a cache",
 			 dir[0] ? dir : "(unresolved)", why);
 		out->note = dupstr(note);  /* NULL on OOM: the note is a courtesy */
 	}

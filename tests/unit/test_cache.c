@@ -11,10 +11,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static int failures;
+
+/* The entry layout (cache.h): magic, length, the key (128 bytes), the sum. */
+enum { SUM_AT = 8 + 8 + 128, HDR = SUM_AT + 32 };
 
 #define CHECK(cond, ...)                                                     \
 	do {                                                                 \
@@ -223,17 +228,19 @@ static void test_entries(const char *top)
 	CHECK(cg_cache_get(dir, key, &d, &n) == CG_EIO && d == NULL, "empty cache: miss");
 	CHECK(cg_cache_put(dir, key, payload, sizeof payload) == CG_OK, "put %zu bytes", sizeof payload);
 	CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600 &&
-	      st.st_size == (off_t)(sizeof payload + 48), "entry is KEY.cubin, mode 0600, 48-byte header");
+	      st.st_size == (off_t)(sizeof payload + HDR), "entry is KEY.cubin, mode 0600, %d-byte header",
+	      HDR);
 	CHECK(count_files(dir) == 1, "no temporary file left behind");
-	raw = malloc(sizeof payload + 49);  /* room for "an extra byte" */
+	raw = malloc(sizeof payload + HDR + 1);  /* room for "an extra byte" */
 	{
 		FILE *f = fopen(path, "rb");
-		size_t got = f ? fread(raw, 1, sizeof payload + 48, f) : 0;
+		size_t got = f ? fread(raw, 1, sizeof payload + HDR, f) : 0;
 		if (f)
 			fclose(f);
-		CHECK(got == sizeof payload + 48 && !memcmp(raw, "MKCACHE1", 8) && raw[8] == (5000 & 255) &&
-		      raw[9] == 5000 >> 8 && !memcmp(raw + 48, payload, sizeof payload),
-		      "header: magic MKCACHE1, little-endian length, then the payload");
+		CHECK(got == sizeof payload + HDR && !memcmp(raw, "MKCACHE2", 8) && raw[8] == (5000 & 255) &&
+		      raw[9] == 5000 >> 8 && !memcmp(raw + 16, key, 64) && raw[16 + 64] == 0 &&
+		      !memcmp(raw + HDR, payload, sizeof payload),
+		      "header: magic MKCACHE2, little-endian length, the key, then the payload");
 	}
 	CHECK(cg_cache_get(dir, key, &d, &n) == CG_OK && n == sizeof payload &&
 	      !memcmp(d, payload, n), "get: hit, same bytes");
@@ -256,8 +263,8 @@ static void test_entries(const char *top)
 					      "an extra byte", "bad magic", "an empty file" };
 		int k;
 		for (k = 0; k < 7; k++) {
-			size_t len = sizeof payload + 48;
-			memcpy(raw + 48, payload, sizeof payload);
+			size_t len = sizeof payload + HDR;
+			memcpy(raw + HDR, payload, sizeof payload);
 			cg_cache_put(dir, key, payload, sizeof payload);
 			{
 				FILE *f = fopen(path, "rb");
@@ -267,12 +274,12 @@ static void test_entries(const char *top)
 				}
 			}
 			switch (k) {
-			case 0: raw[48 + 1234] ^= 0x40; break;
-			case 1: raw[16 + 5] ^= 1; break;
+			case 0: raw[HDR + 1234] ^= 0x40; break;
+			case 1: raw[SUM_AT + 5] ^= 1; break;
 			case 2: len -= 100; break;
 			case 3: len = 20; break;
 			case 4: raw[len++] = 0; break;
-			case 5: raw[7] = '2'; break;
+			case 5: raw[7] = '9'; break;
 			case 6: len = 0; break;
 			}
 			write_file(path, raw, len);
@@ -295,6 +302,132 @@ static void test_entries(const char *top)
 	CHECK(cg_cache_get(dir, key, &d, &n) == CG_EIO, "get from it: miss");
 }
 
+/* ---- a cache directory and entries nobody else controls ------------------ */
+
+/* Runs cg_cache_get in a child with a deadline: a get that blocks (a FIFO
+ * entry) must not hang the compiler.  Returns the child's verdict: 0 miss,
+ * 1 hit, 2 hung, 3 other. */
+static int get_in_child(const char *dir, const char *key)
+{
+	pid_t p;
+	int st = 0, waited = 0;
+
+	fflush(stdout);
+	if ((p = fork()) == 0) {
+		void *d = NULL;
+		size_t n = 0;
+		cg_status s;
+		alarm(10);
+		s = cg_cache_get(dir, key, &d, &n);
+		_exit(s == CG_OK ? 1 : s == CG_EIO ? 0 : 3);
+	}
+	while (waitpid(p, &st, WNOHANG) == 0) {
+		if (++waited > 300) {   /* 3 s */
+			kill(p, SIGKILL);
+			waitpid(p, &st, 0);
+			return 2;
+		}
+		usleep(10000);
+	}
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 2;
+}
+
+static void test_trust(const char *top)
+{
+	const char *ka = "aaaa0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab";
+	const char *kb = "bbbb0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab";
+	char dir[2048], pa[2200], pb[2200], p[2200], buf[2048], why[512];
+	void *d = NULL;
+	size_t n = 0;
+	struct stat st;
+
+	snprintf(dir, sizeof dir, "%s/trust", top);
+	CHECK(cg_cache_dir(dir, dir, sizeof dir) == CG_OK, "trust: cache dir %s", dir);
+	snprintf(pa, sizeof pa, "%s/%s.cubin", dir, ka);
+	snprintf(pb, sizeof pb, "%s/%s.cubin", dir, kb);
+
+	/* an entry is bound to its key: a copy under another key is no hit */
+	CHECK(cg_cache_put(dir, ka, payload, 100) == CG_OK, "put under key A");
+	{
+		unsigned char raw[400];
+		FILE *f = fopen(pa, "rb");
+		size_t got = f ? fread(raw, 1, sizeof raw, f) : 0;
+		if (f)
+			fclose(f);
+		write_file(pb, raw, got);
+	}
+	CHECK(cg_cache_get(dir, kb, &d, &n) == CG_EIO && !d,
+	      "A's entry copied under key B: a miss, not A's binary served as B's");
+	free(d);
+	d = NULL;
+	CHECK(cg_cache_get(dir, ka, &d, &n) == CG_OK && n == 100, "A itself still hits");
+	free(d);
+	d = NULL;
+
+	/* entries are not followed through symbolic links */
+	unlink(pb);
+	CHECK(symlink(pa, pb) == 0, "B.cubin -> A.cubin");
+	CHECK(cg_cache_get(dir, kb, &d, &n) == CG_EIO && !d, "a symlinked entry is a miss");
+	free(d);
+	d = NULL;
+	CHECK(cg_cache_put(dir, kb, payload, 50) == CG_OK && lstat(pb, &st) == 0 &&
+	      S_ISREG(st.st_mode) && cg_cache_get(dir, ka, &d, &n) == CG_OK && n == 100,
+	      "  a put replaces the link, not the entry it pointed to");
+	free(d);
+	d = NULL;
+
+	/* a FIFO entry must not hang a reader */
+	unlink(pb);
+	CHECK(mkfifo(pb, 0600) == 0, "B.cubin is a FIFO");
+	CHECK(get_in_child(dir, kb) == 0, "a FIFO entry is a miss, at once");
+	CHECK(cg_cache_put(dir, kb, payload, 50) == CG_OK && cg_cache_get(dir, kb, &d, &n) == CG_OK &&
+	      n == 50, "  and a put replaces it");
+	free(d);
+	d = NULL;
+
+	/* an entry owned by someone else is not ours to run */
+	if (geteuid() == 0) {
+		CHECK(chown(pb, 65534, 65534) == 0, "B.cubin given to uid 65534");
+		CHECK(cg_cache_get(dir, kb, &d, &n) == CG_EIO && !d, "a foreign-owned entry is a miss");
+		free(d);
+		d = NULL;
+	}
+
+	/* the directory: group or world writable, foreign, a symlink -> refused */
+	snprintf(p, sizeof p, "%s/open", top);
+	mkdir(p, 0700);
+	chmod(p, 0777);
+	CHECK(cg_cache_open(p, buf, sizeof buf, why, sizeof why) == CG_EIO && !strcmp(buf, p) &&
+	      strstr(why, "writable by everyone (mode 0777)"), "an existing 0777 directory is refused: "
+	      "%s %s", buf, why);
+	chmod(p, 0770);
+	CHECK(cg_cache_dir(p, buf, sizeof buf) == CG_EIO, "an existing 0770 directory is refused");
+	CHECK(cg_cache_put(p, ka, payload, 10) == CG_EIO, "  and put into it refused");
+	chmod(p, 0700);
+	CHECK(cg_cache_put(p, ka, payload, 10) == CG_OK, "  put once it is 0700");
+	chmod(p, 0777);
+	CHECK(cg_cache_get(p, ka, &d, &n) == CG_EIO && !d, "  get refused again at 0777");
+	free(d);
+	d = NULL;
+	chmod(p, 0700);
+	if (geteuid() == 0) {
+		snprintf(p, sizeof p, "%s/foreign", top);
+		mkdir(p, 0700);
+		CHECK(chown(p, 65534, 65534) == 0, "a directory of uid 65534");
+		CHECK(cg_cache_open(p, buf, sizeof buf, why, sizeof why) == CG_EIO &&
+		      strstr(why, "belongs to uid 65534"), "a foreign-owned directory is refused: %s",
+		      why);
+	} else {
+		printf("      (not root: no foreign-owned directory to test)\n");
+	}
+	snprintf(p, sizeof p, "%s/linked", top);
+	CHECK(symlink(dir, p) == 0, "linked -> trust");
+	CHECK(cg_cache_open(p, buf, sizeof buf, why, sizeof why) == CG_EIO &&
+	      strstr(why, "symbolic link"), "a directory that is a symlink is refused: %s", why);
+	CHECK(cg_cache_get(p, ka, &d, &n) == CG_EIO && !d, "  and not read through");
+	free(d);
+}
+
 /* The cache is an optimisation: a compile must succeed without one. */
 static void test_unwritable(const char *top)
 {
@@ -313,7 +446,8 @@ static void test_unwritable(const char *top)
 	o.cache_dir = dir;
 	s = cg_compile(src, "k.cu", &o, CG_CUBIN, &b);
 	CHECK(s == CG_OK && b.size > 0 && !b.from_cache, "cache dir under a regular file: compiles anyway");
-	CHECK(b.note && strstr(b.note, "not writable") && !strchr(b.note, '\n'),
+	CHECK(b.note && strstr(b.note, dir) && strstr(b.note, "compiling without a cache") &&
+	      !strchr(b.note, '\n'),
 	      "  with a one-line note: %s", b.note ? b.note : "(none)");
 	cg_binary_free(&b);
 
@@ -348,10 +482,10 @@ int main(void)
 		base = getenv("TMPDIR");
 	if (!base || !*base)
 		base = "/tmp";
-	if (cg_cache_dir(base, parent, sizeof parent) != CG_OK) {
-		printf("FAIL  cannot create %s: %s\n", base, strerror(errno));
-		return 1;
-	}
+	/* a directory of our own under base, which may be /tmp (not one the cache
+	 * would accept itself) */
+	snprintf(parent, sizeof parent, "%s", base);
+	mkdir(parent, 0700);
 	snprintf(top, sizeof top, "%s/cache.XXXXXX", parent);
 	if (!mkdtemp(top)) {
 		printf("FAIL  mkdtemp %s: %s\n", top, strerror(errno));
@@ -361,6 +495,7 @@ int main(void)
 	test_sha256();
 	test_dirs(top);
 	test_entries(top);
+	test_trust(top);
 	test_unwritable(top);
 	rm_tree(top);
 	printf("%s\n", failures ? "FAILED" : "all passed");
