@@ -40,6 +40,7 @@ typedef struct opts {
 	int ranks, iters, warmup, resident, cpu, quiet;
 	int nproc;         /* -n: local processes to start */
 	int nocheck;       /* --no-check: no CPU reference (large benchmarks) */
+	int check_finite;  /* --check-finite: NaN/Inf in an input or output is an error */
 	int process;       /* this process is one rank of a job */
 	unsigned timeout_ms;
 	unsigned long long seed;
@@ -63,7 +64,9 @@ static void usage(FILE *f)
 		"  --timeout MS      bound on every wait in the kernel (default 5000)\n"
 		"  --cpu             run the CPU reference only (no GPU needed)\n"
 		"  --quiet           print only the summary line\n"
-		"  --no-check        skip the CPU reference (timing large problems)\n");
+		"  --no-check        skip the CPU reference (timing large problems)\n"
+		"  --check-finite    NaN or Inf in an input (.npy) or an output is an error\n"
+		"                    (without it, inputs holding them get a warning)\n");
 }
 
 static int launched_as_rank(void);
@@ -141,6 +144,8 @@ static int parse_args(int argc, char **argv, opts *o)
 			o->quiet = 1;
 		} else if (!strcmp(a, "--no-check")) {
 			o->nocheck = 1;
+		} else if (!strcmp(a, "--check-finite")) {
+			o->check_finite = 1;
 		} else if (a[0] == '-') {
 			fprintf(stderr, "mkrun: unknown option '%s'\n", a);
 			usage(stderr);
@@ -222,6 +227,53 @@ static int64_t int_bound(const ir_prog *p, int t)
 	return 16;
 }
 
+/* "(4, 8)", "(7,)", "()": a shape as NumPy prints it. */
+static void shape_str(char *buf, size_t n, const int64_t *shape, int nd)
+{
+	size_t k = (size_t)snprintf(buf, n, "(");
+	for (int d = 0; d < nd && k < n; d++)
+		k += (size_t)snprintf(buf + k, n - k, "%s%lld", d ? ", " : "", (long long)shape[d]);
+	if (k < n)
+		snprintf(buf + k, n - k, "%s)", nd == 1 ? "," : "");
+}
+
+/* NaN and Inf among n values: 0 when there are none, else a message. */
+static int count_nonfinite(const float *d, int64_t n, char *msg, size_t mn)
+{
+	int64_t nan = 0, inf = 0;
+	for (int64_t i = 0; i < n; i++) {
+		nan += isnan(d[i]) != 0;
+		inf += isinf(d[i]) != 0;
+	}
+	if (!nan && !inf)
+		return 0;
+	if (nan && inf)
+		snprintf(msg, mn, "%lld NaN and %lld Inf values", (long long)nan, (long long)inf);
+	else
+		snprintf(msg, mn, "%lld %s value%s", (long long)(nan ? nan : inf), nan ? "NaN" : "Inf",
+			 (nan ? nan : inf) > 1 ? "s" : "");
+	return 1;
+}
+
+/* With --check-finite: every output of ranks [r0, r1) in b must be finite. */
+static int outputs_finite(const ir_prog *p, float **b, int r0, int r1, const char *what)
+{
+	int bad = 0;
+	for (int t = 0; t < p->ntensors; t++) {
+		const ir_tensor *x = &p->tensors[t];
+		char msg[128];
+		if (x->kind != TK_OUT)
+			continue;
+		for (int r = r0; r < r1; r++)
+			if (count_nonfinite(b[t * p->world + r], ir_tensor_elems(x), msg, sizeof msg)) {
+				fprintf(stderr, "mkrun: %s %s on rank %d holds %s (--check-finite)\n", what,
+					x->name, r, msg);
+				bad = 1;
+			}
+	}
+	return bad;
+}
+
 static int make_inputs(const ir_prog *p, const opts *o, float **b)
 {
 	uint64_t s = o->seed;
@@ -246,10 +298,26 @@ static int make_inputs(const ir_prog *p, const opts *o, float **b)
 				for (int dd = 0; ok && dd < nd; dd++)
 					ok = shape[dd] == x->local[dd];
 				if (!ok) {
-					fprintf(stderr, "mkrun: %s: shape does not match %s's piece on rank %d\n",
-						path, x->name, r);
+					char got[400], want[400];
+					shape_str(got, sizeof got, shape, nd);
+					shape_str(want, sizeof want, x->local, x->ndim);
+					fprintf(stderr, "mkrun: %s: shape %s, but %s's piece on rank %d is %s\n",
+						path, got, x->name, r, want);
 					free(data);
 					return -1;
+				}
+				{
+					char msg[128];
+					if (count_nonfinite(data, n, msg, sizeof msg)) {
+						fprintf(stderr, o->check_finite ? "mkrun: %s holds %s "
+							"(--check-finite)\n" : "mkrun: warning: %s holds %s; "
+							"outputs may be NaN or Inf too (--check-finite refuses "
+							"such inputs)\n", path, msg);
+						if (o->check_finite) {
+							free(data);
+							return -1;
+						}
+					}
 				}
 				memcpy(d, data, (size_t)n * sizeof(float));
 				free(data);
@@ -417,6 +485,8 @@ static int run_cpu(const opts *o)
 	}
 	if (o->save && save_tensors(p, b, o->save, 1, 0, p->world) != 0)
 		goto out;
+	if (o->check_finite && outputs_finite(p, b, 0, p->world, "the CPU reference's"))
+		goto out;
 	printf("mkrun: %s: CPU reference ran on %d rank%s\n", p->name, p->world,
 	       p->world > 1 ? "s" : "");
 	rc = 0;
@@ -559,6 +629,11 @@ static int run_gpu(const opts *o)
 	if (j.rank >= 0 && !o->quiet)
 		printf("rank %d:\n", j.rank);
 	int bad = o->nocheck ? 0 : compare(p, ref, gpu, j.first, j.first + j.n, o->quiet);
+	if (o->check_finite) {
+		bad |= outputs_finite(p, gpu, j.first, j.first + j.n, "the GPU's");
+		if (!o->nocheck)
+			bad |= outputs_finite(p, ref, j.first, j.first + j.n, "the CPU reference's");
+	}
 
 	/* timing */
 	int n = o->iters;

@@ -15,11 +15,14 @@
 #include "npy.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/le.h"
 
@@ -142,7 +145,13 @@ static int str(lexer *L, char *out, size_t cap)
 	char q = *L->s++;
 	size_t k = 0;
 	while (L->s < L->end && *L->s != q) {
-		if (*L->s == '\\' || k + 1 >= cap)
+		unsigned char c = (unsigned char)*L->s;
+		/* printable ASCII only: nothing from the file reaches a message (or
+		 * a comparison) that the terminal or strcmp would take otherwise */
+		if (c < 32 || c >= 127)
+			return fail(L->err, L->n, L->what, "bad .npy header: byte 0x%02x in a string",
+				    c);
+		if (c == '\\' || k + 1 >= cap)
 			return fail(L->err, L->n, L->what, "bad .npy header: string too long "
 				    "or with escapes");
 		out[k++] = *L->s++;
@@ -312,9 +321,17 @@ static int64_t count_of(const hdr *h)
 	return c;
 }
 
-static int finish_header(const char *text, size_t hl, hdr *h, int64_t *shp, int *ndim,
-			 int maxdim, int64_t *count, const char *what, char *err, size_t n)
+static int finish_header(size_t pre, const char *text, size_t hl, hdr *h, int64_t *shp,
+			 int *ndim, int maxdim, int64_t *count, const char *what, char *err, size_t n)
 {
+	/* NumPy pads the header with spaces and a newline so that the data
+	 * starts at a multiple of 64 (16 before NumPy 1.14): a header of any
+	 * other length is not NumPy's, and its data would be misaligned */
+	if ((pre + hl) % 16 != 0)
+		return fail(err, n, what, "bad .npy header: %zu bytes long, so the data would start "
+			    "at byte %zu, not a multiple of 16", hl, pre + hl);
+	if (hl == 0 || text[hl - 1] != '\n')
+		return fail(err, n, what, "bad .npy header: it does not end with a newline");
 	if (parse_header(text, hl, h, what, err, n))
 		return -1;
 	if (h->ndim > maxdim)
@@ -323,6 +340,22 @@ static int finish_header(const char *text, size_t hl, hdr *h, int64_t *shp, int 
 		return fail(err, n, what, "array too large");
 	*ndim = h->ndim;
 	memcpy(shp, h->shape, (size_t)h->ndim * sizeof *shp);
+	return 0;
+}
+
+/* The data must be exactly what the header announces: fewer bytes are a
+ * truncated file, more are not this array (or not NumPy's). */
+static int data_size(int64_t count, size_t sz, uint64_t have, const char *what, char *err,
+		     size_t n)
+{
+	uint64_t want = (uint64_t)count * sz;   /* count_of keeps this in size_t */
+	if (have < want)
+		return fail(err, n, what, "truncated data: %lld elements announced, %llu bytes "
+			    "present", (long long)count, (unsigned long long)have);
+	if (have > want)
+		return fail(err, n, what, "%llu bytes of data, but the header announces %llu "
+			    "(%lld elements of %zu bytes): trailing bytes", (unsigned long long)have,
+			    (unsigned long long)want, (long long)count, sz);
 	return 0;
 }
 
@@ -339,13 +372,12 @@ int npy_decode_f32(const void *bytes, size_t len, const char *what, int64_t *shp
 		return -1;
 	if (hl > MAX_HEADER || hl > len - (size_t)pre)
 		return fail(err, n, what, "truncated .npy header (%u bytes announced)", hl);
-	if (finish_header((const char *)b + pre, hl, &h, shp, ndim, maxdim, &count, what,
-			  err, n))
+	if (finish_header((size_t)pre, (const char *)b + pre, hl, &h, shp, ndim, maxdim, &count,
+			  what, err, n))
 		return -1;
 	size_t off = (size_t)pre + hl, sz = (size_t)etypes[h.type].size;
-	if ((size_t)count > (len - off) / sz)
-		return fail(err, n, what, "truncated data: %lld elements announced, %zu bytes "
-			    "present", (long long)count, len - off);
+	if (data_size(count, sz, len - off, what, err, n))
+		return -1;
 	if (!(*data = malloc((size_t)count * sizeof **data + sizeof **data)))
 		return fail(err, n, what, "out of memory");
 	convert(h.type, b + off, *data, (size_t)count);
@@ -360,10 +392,31 @@ int npy_read_f32(const char *path, int64_t *shp, int *ndim, int maxdim, float **
 	uint32_t hl;
 	hdr h;
 	int64_t count;
+	struct stat st;
+	FILE *f = NULL;
+	int fd;
 	*data = NULL;
-	FILE *f = fopen(path, "rb");
-	if (!f)
+	/* non-blocking, so that a FIFO or a device is refused rather than
+	 * waited on; regular files only */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
 		return fail(err, n, path, "%s", strerror(errno));
+	if (fstat(fd, &st) != 0) {
+		int e = errno;
+		close(fd);
+		return fail(err, n, path, "%s", strerror(e));
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return fail(err, n, path, "not a regular file (%s)", S_ISDIR(st.st_mode) ? "a directory"
+			    : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) ? "a device"
+			    : "a socket or device");
+	}
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0 || !(f = fdopen(fd, "rb"))) {
+		int e = errno;
+		close(fd);
+		return fail(err, n, path, "%s", strerror(e));
+	}
 	size_t got = fread(pre, 1, sizeof pre, f);
 	int np = preamble(pre, got, &hl, path, err, n);
 	if (np < 0)
@@ -379,21 +432,15 @@ int npy_read_f32(const char *path, int64_t *shp, int *ndim, int maxdim, float **
 		fail(err, n, path, "truncated .npy header (%u bytes announced)", hl);
 		goto bad;
 	}
-	if (finish_header(text, hl, &h, shp, ndim, maxdim, &count, path, err, n))
+	if (finish_header((size_t)np, text, hl, &h, shp, ndim, maxdim, &count, path, err, n))
 		goto bad;
-	/* check the data is all there before allocating for it */
-	long here = ftell(f);
-	if (here < 0 || fseek(f, 0, SEEK_END))
-		goto io;
-	long total = ftell(f);
+	/* check the data is all there, and no more, before allocating for it */
 	size_t sz = (size_t)etypes[h.type].size;
-	if (total < here || fseek(f, here, SEEK_SET))
+	uint64_t here = (uint64_t)np + hl;
+	if ((uint64_t)st.st_size < here)
 		goto io;
-	if ((size_t)count > (size_t)(total - here) / sz) {
-		fail(err, n, path, "truncated data: %lld elements announced, %ld bytes present",
-		     (long long)count, total - here);
+	if (data_size(count, sz, (uint64_t)st.st_size - here, path, err, n))
 		goto bad;
-	}
 	if (!(*data = malloc((size_t)count * sizeof **data + sizeof **data))) {
 		fail(err, n, path, "out of memory");
 		goto bad;

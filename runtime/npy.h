@@ -6,6 +6,13 @@
  * with a one-line message naming the file, never a crash.  Byte order is
  * handled explicitly, so the code does not depend on the host's.
  *
+ * Strict, as NumPy writes them: the header ends with a newline and the data
+ * starts at a multiple of 16 bytes; the data is exactly what the header
+ * announces (no byte missing, none after); element types are compared as
+ * whole strings; header strings must be printable ASCII, so nothing from a
+ * file reaches a message unprintable.  npy_read_f32 opens regular files
+ * only, non-blocking (a FIFO or a device is refused, not waited on).
+ *
  * Naming (docs/npy.md): tensor NAME's piece on rank R is DIR/NAME.rR.npy.
  */
 #ifndef MK_NPY_H

@@ -8,6 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "runtime/npy.h"
@@ -356,6 +359,109 @@ static void test_malformed(void)
 	}
 }
 
+/* Strictness: what NumPy writes, exactly; nothing from the file reaches a
+ * message unprintable; a FIFO does not block the reader. */
+static void test_strict(void)
+{
+	unsigned char buf[1024];
+	float data[4] = {1, 2, 3, 4}, *y;
+	int64_t shape[4];
+	int nd, rc;
+	size_t n;
+	const char *H = "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }";
+
+	/* the header one byte short: the data would start one byte early */
+	n = make(buf, 1, H, data, sizeof data);
+	buf[8] = (unsigned char)(buf[8] - 1);
+	y = (float *)1;
+	rc = read_both(buf, n, shape, &nd, 4, &y);
+	check(rc == -1 && !y && strstr(err, "multiple of 16"), "a header one byte short: %s", err);
+	/* ... and one byte long */
+	n = make(buf, 1, H, data, sizeof data);
+	buf[8] = (unsigned char)(buf[8] + 1);
+	y = (float *)1;
+	rc = read_both(buf, n, shape, &nd, 4, &y);
+	check(rc == -1 && !y, "a header one byte long: %s", err);
+	/* bytes after the data */
+	n = make(buf, 1, H, data, sizeof data);
+	buf[n++] = 0;
+	y = (float *)1;
+	rc = read_both(buf, n, shape, &nd, 4, &y);
+	check(rc == -1 && !y && strstr(err, "17 bytes of data") && strstr(err, "16"),
+	      "a byte after the data: %s", err);
+	/* element types compared whole: '<f4\0' is not f4 */
+	{
+		static const char h0[] = "{'descr': '<f4\0', 'fortran_order': False, 'shape': (4,), }";
+		unsigned char raw[256];
+		size_t hl = sizeof h0 - 1, padded = (10 + hl + 1 + 63) / 64 * 64 - 10;
+		memcpy(raw, "\x93NUMPY\x01\x00", 8);
+		raw[8] = (unsigned char)padded;
+		raw[9] = 0;
+		memcpy(raw + 10, h0, hl);
+		memset(raw + 10 + hl, ' ', padded - hl - 1);
+		raw[10 + padded - 1] = '\n';
+		memcpy(raw + 10 + padded, data, sizeof data);
+		y = (float *)1;
+		rc = read_both(raw, 10 + padded + sizeof data, shape, &nd, 4, &y);
+		check(rc == -1 && !y, "'<f4\\0' is not taken for f4: %s", err);
+	}
+	{
+		const char *odd[] = {"<f4 ", "<<f4", "<f44", "<F4", "f", ""};
+		for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
+			char h[128];
+			snprintf(h, sizeof h, "{'descr': '%s', 'fortran_order': False, 'shape': (4,), }",
+				 odd[i]);
+			n = make(buf, 1, h, data, sizeof data);
+			y = (float *)1;
+			rc = read_both(buf, n, shape, &nd, 4, &y);
+			check(rc == -1 && !y, "descr '%s' refused: %s", odd[i], err);
+		}
+	}
+	/* header text never reaches a message raw: no terminal escapes */
+	{
+		const char *evil[] = {
+			"{'descr': '\x1b]0;pwned\x07<f4', 'fortran_order': False, 'shape': (4,), }",
+			"{'\x1b[2Jkey': 1, 'descr': '<f4', 'fortran_order': False, 'shape': (4,), }",
+			"{'descr': '<c8\x9b', 'fortran_order': False, 'shape': (4,), }",
+			"{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }\x1b[2J",
+		};
+		for (size_t i = 0; i < sizeof evil / sizeof evil[0]; i++) {
+			int clean = 1;
+			n = make(buf, 1, evil[i], data, sizeof data);
+			y = (float *)1;
+			rc = read_both(buf, n, shape, &nd, 4, &y);
+			for (const char *c = err; *c; c++)
+				if ((unsigned char)*c < 32 || (unsigned char)*c >= 127)
+					clean = 0;
+			check(rc == -1 && !y && clean && err[0], "header %zu with escapes: refused, the "
+			      "message printable: %s", i, err);
+		}
+	}
+	/* a FIFO is not read (and does not block the reader) */
+	{
+		pid_t p;
+		int st = 0, waited = 0;
+		unlink(tmp("fifo.npy"));
+		check(mkfifo(tmp("fifo.npy"), 0600) == 0, "mkfifo");
+		fflush(stderr);
+		if ((p = fork()) == 0) {
+			alarm(10);
+			y = NULL;
+			rc = npy_read_f32(tmp("fifo.npy"), shape, &nd, 4, &y, err, sizeof err);
+			_exit(rc == -1 && !y && strstr(err, "not a regular file") ? 0 : 1);
+		}
+		while (waitpid(p, &st, WNOHANG) == 0 && ++waited < 300)
+			usleep(10000);
+		if (waited >= 300) {
+			kill(p, SIGKILL);
+			waitpid(p, &st, 0);
+		}
+		check(waited < 300 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		      "a FIFO is refused at once, not read (%s)", waited >= 300 ? "it blocked" : "ok");
+		unlink(tmp("fifo.npy"));
+	}
+}
+
 static void test_misc(void)
 {
 	char p[64];
@@ -390,6 +496,7 @@ int main(void)
 	test_roundtrip();
 	test_dtypes();
 	test_malformed();
+	test_strict();
 	test_misc();
 	const char *files[] = {"t.npy", "rt.npy", "h.npy", "neg.npy"};
 	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
