@@ -41,7 +41,7 @@ typedef struct pent {
 	mkd_proxy_cmd c;
 	uint64_t pos;
 	int64_t t0;              /* ms, when taken */
-	uint32_t nchunks, posted, completed;
+	uint64_t nchunks, posted, completed;   /* 64-bit like the command's bytes */
 	uint8_t flag_posted, flag_done, live;
 } pent;
 
@@ -112,7 +112,7 @@ static const char *op_name(unsigned op)
 }
 
 /* The writes of a command. */
-static void data_write(proxy *p, const pent *e, uint32_t k, tp_write *w)
+static void data_write(proxy *p, const pent *e, uint64_t k, tp_write *w)
 {
 	uint64_t off = (uint64_t)k * p->chunk;
 	memset(w, 0, sizeof *w);
@@ -164,8 +164,16 @@ static int check(proxy *p, pent *e)
 			     (unsigned long long)e->pos, c->task);
 			return -1;
 		}
-		e->nchunks = (uint32_t)((c->bytes + p->chunk - 1) / p->chunk);
-		/* the first and the last chunk bound the whole range */
+		/* neither end may wrap around: then the first and the last chunk,
+		 * each checked against its region, bound the whole range */
+		if (c->src_off > UINT64_MAX - c->bytes || c->dst_off > UINT64_MAX - c->bytes) {
+			fail(p, MK_ERR_INVALID, "command #%llu (task %u): a write of %llu bytes from "
+			     "offset %llu to offset %llu wraps around", (unsigned long long)e->pos,
+			     c->task, (unsigned long long)c->bytes, (unsigned long long)c->src_off,
+			     (unsigned long long)c->dst_off);
+			return -1;
+		}
+		e->nchunks = c->bytes / p->chunk + (c->bytes % p->chunk != 0);
 		data_write(p, e, 0, &w);
 		if (transport_check(p->tp, &w) == 0 && e->nchunks > 1)
 			data_write(p, e, e->nchunks - 1, &w);
@@ -191,11 +199,11 @@ static int advance(proxy *p, pent *e)
 
 	while (e->posted < e->nchunks) {
 		k = 0;
-		while (k < 15 && e->posted + (uint32_t)k < e->nchunks) {
-			data_write(p, e, e->posted + (uint32_t)k, &w[k]);
+		while (k < 15 && e->posted + (uint64_t)k < e->nchunks) {
+			data_write(p, e, e->posted + (uint64_t)k, &w[k]);
 			k++;
 		}
-		if (p->ordered && e->posted + (uint32_t)k == e->nchunks)
+		if (p->ordered && e->posted + (uint64_t)k == e->nchunks)
 			flag_write(p, e, &w[k++]);   /* right behind the data, fenced */
 		r = transport_post(p->tp, w, k);
 		if (r < 0) {
@@ -364,10 +372,10 @@ static void check_age(proxy *p, unsigned timeout_ms)
 	e = &p->ent[p->done & p->mask];
 	if (now_ms() - e->t0 > (int64_t)timeout_ms)
 		fail(p, MK_ERR_PEER, "command #%llu (task %u, %s of %llu bytes) to rank %u: not "
-		     "delivered after %u ms (%u of %u data writes complete, flag %s); rank %u may "
-		     "be gone", (unsigned long long)e->pos, e->c.task, op_name(e->c.op),
-		     (unsigned long long)e->c.bytes, e->c.dst_rank, timeout_ms, e->completed,
-		     e->nchunks, e->flag_done ? "delivered" : e->flag_posted ? "posted" : "waiting",
+		     "delivered after %u ms (%llu of %llu data writes complete, flag %s); rank %u "
+		     "may be gone", (unsigned long long)e->pos, e->c.task, op_name(e->c.op),
+		     (unsigned long long)e->c.bytes, e->c.dst_rank, timeout_ms,
+		     (unsigned long long)e->completed, (unsigned long long)e->nchunks, e->flag_done ? "delivered" : e->flag_posted ? "posted" : "waiting",
 		     e->c.dst_rank);
 }
 

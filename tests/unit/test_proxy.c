@@ -307,7 +307,8 @@ static void test_chunks(void)
 }
 
 /* ---- bad commands ------------------------------------------------------------------------- */
-static void bad_command(const char *what, mkd_proxy_cmd c, const char *words)
+static void bad_command_in(const char *what, mkd_proxy_cmd c, const char *words,
+			   uint64_t chunk)
 {
 	mkd_proxy_ring r;
 	proxy *p;
@@ -316,8 +317,10 @@ static void bad_command(const char *what, mkd_proxy_cmd c, const char *words)
 	int64_t end;
 	uint64_t t;
 
+	if (c.flag_index < NFLAGS)
+		__atomic_store_n(&flags[c.flag_index], 0, __ATOMIC_RELEASE);
 	proxy_ring_alloc(4, &r);
-	if (!(p = start(&r, 0, 0)))
+	if (!(p = start(&r, 0, chunk)))
 		return;
 	proxy_host_push(&r, &c, 1000);
 	end = mkt_now_ms() + 5000;
@@ -333,8 +336,15 @@ static void bad_command(const char *what, mkd_proxy_cmd c, const char *words)
 	mkt_check(t == 0 && mkt_now_ms() - end < 1000, "%s: a producer facing a full ring of a "
 		  "failed proxy returns at once", what);
 	mkt_check(proxy_flush(p, 100) == st, "%s: flush reports it", what);
+	mkt_check(flag_of(c.flag_index < NFLAGS ? c.flag_index : 0) == 0,
+		  "%s: its flag was never written", what);
 	proxy_destroy(p);
 	proxy_ring_free(&r);
+}
+
+static void bad_command(const char *what, mkd_proxy_cmd c, const char *words)
+{
+	bad_command_in(what, c, words, 0);
 }
 
 static void test_bad(void)
@@ -359,6 +369,16 @@ static void test_bad(void)
 	c = write_cmd(0, 0, 100, 0, 1);
 	c.dst_buf = 9;
 	bad_command("a target region not exported", c, "did not export");
+	/* sizes are 64-bit throughout: a command of 2^32 chunks (or one more)
+	 * is not cut to 0 (or 1) chunks that fit, with its flag set anyway */
+	c = write_cmd(0, 0, 8ull << 32, 17, 1);
+	bad_command_in("2^32 chunks of 8 bytes", c, "of local region 0", 8);
+	c = write_cmd(0, 0, (8ull << 32) + 8, 18, 1);
+	bad_command_in("2^32 + 1 chunks of 8 bytes", c, "of local region 0", 8);
+	c = write_cmd(8, 0, UINT64_MAX - 7, 19, 1);
+	bad_command_in("a range that wraps around 2^64", c, "wraps", 8);
+	c = write_cmd(0, 0, 1ull << 62, 20, 1);
+	bad_command("2^62 bytes in chunks of the transport's maximum", c, "of local region 0");
 }
 
 /* ---- pinning ------------------------------------------------------------------------------- */
