@@ -2,10 +2,17 @@
  * see fdpass.h.
  *
  * Same shape as the bootstrap: connections `out[p]` (ours, we write) and
- * `in[p]` (p's, we read), pending until a HELLO with the token names a
+ * `in[p]` (p's, we read), pending until a HELLO with the job's id names a
  * rank, one poll loop (step) that accepts, reads whole datagrams into
  * per-connection queues and notices closes.  SOCK_SEQPACKET keeps message
  * boundaries and is reliable and ordered, so one datagram is one message.
+ *
+ * Who is at the other end is the kernel's word (SO_PEERCRED: the uid and
+ * pid of the process that called connect, or listen), not the datagrams':
+ * checked on both sides before the first byte is sent.  An abstract name is
+ * no access control at all (anyone in the network namespace can bind or
+ * connect to one), and a name is public once bound (/proc/net/unix), so a
+ * name only has to be unguessable until it is bound, which is at creation.
  */
 #include "fdpass.h"
 
@@ -16,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -40,6 +48,7 @@ typedef struct fmsg {
 typedef struct fconn {
 	int fd;
 	int rank;                /* -1 while pending */
+	pid_t pid;               /* the connecting process (SO_PEERCRED); accepted ones */
 	int64_t born;
 	fmsg *q, **qt;
 	int nq;
@@ -49,9 +58,12 @@ typedef struct fconn {
 struct fdpass {
 	fdpass_cfg cfg;
 	int lfd;
-	char name[160];
+	char name[FDPASS_NAME];
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	fdpass_ep *peer;          /* [nranks], from fdpass_set_peers */
+	int have_peers;
+	uint64_t pidns;
 	fconn **in, **out;
 	fconn *pend[MAX_PENDING];
 	int npend;
@@ -204,30 +216,40 @@ static fconn *fconn_new(int fd, int rank)
 	return c;
 }
 
-static socklen_t name_of(const fdpass *f, int rank, struct sockaddr_un *sa, char *shown,
-			 size_t n)
+/* The address of a name as fdpass_name gives it: "@x" abstract, else a path.
+ * Returns its length, 0 when the name does not fit. */
+static socklen_t sa_of(const char *name, struct sockaddr_un *sa)
 {
-	char name[256];
-	size_t len;
+	size_t len = strnlen(name, FDPASS_NAME);
 	memset(sa, 0, sizeof *sa);
 	sa->sun_family = AF_UNIX;
-	if (f->cfg.use_path) {
-		snprintf(name, sizeof name, "%s/mk-fd-%016llx-%d.sock", f->dir,
-			 (unsigned long long)f->cfg.token, rank);
-		len = strlen(name);
-		if (len > sizeof sa->sun_path - 1)
-			len = sizeof sa->sun_path - 1;   /* create checked the directory */
-		memcpy(sa->sun_path, name, len);
-		fmt(shown, n, "%s", name);
-		return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len + 1);
+	if (len == 0 || len >= FDPASS_NAME || len > sizeof sa->sun_path - 1)
+		return 0;
+	if (name[0] == '@') {
+		memcpy(sa->sun_path + 1, name + 1, len - 1);
+		return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len);
 	}
-	snprintf(name, sizeof name, "mk-fd-%016llx-%d", (unsigned long long)f->cfg.token, rank);
-	len = strlen(name);
-	if (len > sizeof sa->sun_path - 2)
-		len = sizeof sa->sun_path - 2;
-	memcpy(sa->sun_path + 1, name, len);
-	fmt(shown, n, "@%s", name);
-	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len);
+	memcpy(sa->sun_path, name, len);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len + 1);
+}
+
+static uint64_t my_pidns(void)
+{
+	char buf[64];
+	ssize_t k = readlink("/proc/self/ns/pid", buf, sizeof buf - 1);
+	const char *p;
+	if (k <= 0)
+		return 0;
+	buf[k] = 0;
+	p = strchr(buf, '[');
+	return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+/* The pid to expect from local rank r, or 0 when it cannot be checked. */
+static pid_t expected_pid(const fdpass *f, int r)
+{
+	const fdpass_ep *e = &f->peer[r];
+	return e->pid > 0 && e->pidns && e->pidns == f->pidns ? (pid_t)e->pid : 0;
 }
 
 static int send_plain(int fd, uint32_t type, int rank, uint64_t token)
@@ -308,6 +330,9 @@ static int rx(fdpass *f, fconn *c, int pi)
 		/* a pending connection: must say hello as a rank not yet connected */
 		if (m.type != FDPASS_HELLO || m.rank == f->cfg.rank || f->in[m.rank])
 			goto bad;
+		/* the process the bootstrap says is that rank, or nobody */
+		if (expected_pid(f, m.rank) && c->pid != expected_pid(f, m.rank))
+			goto bad;
 		c->rank = m.rank;
 		f->in[m.rank] = c;
 		f->pend[pi] = f->pend[--f->npend];
@@ -379,6 +404,7 @@ static void accept_all(fdpass *f)
 			close(fd);
 			return;
 		}
+		c->pid = cr.pid;
 		f->pend[f->npend++] = c;
 	}
 }
@@ -476,16 +502,19 @@ mk_status fdpass_create(const fdpass_cfg *cfg, fdpass **out, char *err, size_t n
 	}
 	if (!(f = calloc(1, sizeof *f)) ||
 	    !(f->in = calloc((size_t)cfg->nranks, sizeof *f->in)) ||
-	    !(f->out = calloc((size_t)cfg->nranks, sizeof *f->out))) {
+	    !(f->out = calloc((size_t)cfg->nranks, sizeof *f->out)) ||
+	    !(f->peer = calloc((size_t)cfg->nranks, sizeof *f->peer))) {
 		if (f) {
 			free(f->in);
+			free(f->out);
 			free(f);
 		}
 		fmt(err, n, "out of memory");
 		return MK_ERR_NOMEM;
 	}
 	f->cfg = *cfg;
-	f->cfg.dir = NULL;   /* the caller's string need not outlive create */
+	f->cfg.dir = NULL;   /* the caller's strings need not outlive create */
+	f->cfg.name = NULL;
 	f->lfd = -1;
 	if (cfg->use_path) {
 		const char *dir = cfg->dir;
@@ -493,17 +522,57 @@ mk_status fdpass_create(const fdpass_cfg *cfg, fdpass **out, char *err, size_t n
 			dir = getenv("XDG_RUNTIME_DIR");
 		if (!dir || !*dir)
 			dir = "/tmp";
-		if (strlen(dir) + 40 >= sizeof f->dir) {
+		if (strlen(dir) + 64 >= sizeof f->dir) {
 			fmt(err, n, "socket directory name too long: %s", dir);
 			fdpass_destroy(f);
 			return MK_ERR_INVALID;
 		}
 		snprintf(f->dir, sizeof f->dir, "%s", dir);
 	}
-	sl = name_of(f, cfg->rank, &sa, f->name, sizeof f->name);
+	{
+		/* 128 random bits: the name says nothing and cannot be guessed before
+		 * it is bound */
+		char base[80];
+		if (cfg->name && *cfg->name) {
+			if (strlen(cfg->name) > 60 || strchr(cfg->name, '/')) {
+				fmt(err, n, "fdpass: bad socket name %s", cfg->name);
+				fdpass_destroy(f);
+				return MK_ERR_INVALID;
+			}
+			snprintf(base, sizeof base, "%s", cfg->name);
+		} else {
+			unsigned char r[16];
+			size_t got = 0;
+			while (got < sizeof r) {
+				ssize_t k = getrandom(r + got, sizeof r - got, 0);
+				if (k < 0 && errno == EINTR)
+					continue;
+				if (k <= 0) {
+					fmt(err, n, "fdpass: no random bytes from the OS (getrandom: %s)",
+					    strerror(errno));
+					fdpass_destroy(f);
+					return MK_ERR_IO;
+				}
+				got += (size_t)k;
+			}
+			memcpy(base, "mk-fd-", 6);
+			for (int i = 0; i < 16; i++)
+				snprintf(base + 6 + 2 * i, 3, "%02x", r[i]);
+		}
+		int k = cfg->use_path ? snprintf(f->name, sizeof f->name, "%s/%s%s", f->dir, base,
+						 cfg->name && *cfg->name ? "" : ".sock")
+				      : snprintf(f->name, sizeof f->name, "@%s", base);
+		if (k < 0 || (size_t)k >= sizeof f->name || (size_t)k >= sizeof sa.sun_path) {
+			fmt(err, n, "socket name too long: %s/%s", f->dir, base);
+			fdpass_destroy(f);
+			return MK_ERR_INVALID;
+		}
+	}
+	f->pidns = my_pidns();
+	sl = sa_of(f->name, &sa);
 	if (cfg->use_path) {
 		struct stat st;
-		/* a socket of ours left by a crashed run of this job */
+		/* a socket of ours left by a crashed run under the same (test) name */
 		if (lstat(sa.sun_path, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_uid == geteuid())
 			unlink(sa.sun_path);
 		snprintf(f->path, sizeof f->path, "%s", sa.sun_path);
@@ -546,25 +615,101 @@ void fdpass_destroy(fdpass *f)
 		unlink(f->path);
 	free(f->in);
 	free(f->out);
+	free(f->peer);
 	free(f);
 }
 
 const char *fdpass_error(const fdpass *f) { return f ? f->err : ""; }
 const char *fdpass_name(const fdpass *f) { return f->name; }
 
+void fdpass_self(const fdpass *f, fdpass_ep *ep)
+{
+	memset(ep, 0, sizeof *ep);
+	snprintf(ep->name, sizeof ep->name, "%s", f->name);
+	ep->pid = (int32_t)getpid();
+	ep->pidns = f->pidns;
+}
+
+mk_status fdpass_set_peers(fdpass *f, const fdpass_ep *eps)
+{
+	for (int r = 0; r < f->cfg.nranks; r++) {
+		if (r == f->cfg.rank)
+			continue;
+		if (!memchr(eps[r].name, 0, FDPASS_NAME) || !sa_of(eps[r].name, &(struct sockaddr_un){0})) {
+			fmt(f->err, sizeof f->err, "fdpass: local rank %d's socket name is not valid", r);
+			return MK_ERR_INVALID;
+		}
+		f->peer[r] = eps[r];
+	}
+	fdpass_self(f, &f->peer[f->cfg.rank]);
+	f->have_peers = 1;
+	return MK_OK;
+}
+
+void fdpass_ep_put(unsigned char *p, const fdpass_ep *ep)
+{
+	memset(p, 0, FDPASS_NAME);
+	memcpy(p, ep->name, strnlen(ep->name, FDPASS_NAME - 1));
+	le_put32(p + FDPASS_NAME, (uint32_t)ep->pid);
+	le_put64(p + FDPASS_NAME + 4, ep->pidns);
+}
+
+int fdpass_ep_get(const unsigned char *p, fdpass_ep *ep)
+{
+	memset(ep, 0, sizeof *ep);
+	if (!memchr(p, 0, FDPASS_NAME))
+		return -1;
+	memcpy(ep->name, p, FDPASS_NAME);
+	ep->pid = (int32_t)le_get32(p + FDPASS_NAME);
+	ep->pidns = le_get64(p + FDPASS_NAME + 4);
+	return 0;
+}
+
+/* Who holds the socket we reached: the same user and, where known, the
+ * process the bootstrap named; otherwise nothing is sent.  0 or -1 with
+ * f->failed set. */
+static int check_listener(fdpass *f, int fd, int peer)
+{
+	struct ucred cr;
+	socklen_t sl = sizeof cr;
+	pid_t want = expected_pid(f, peer);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &sl) != 0) {
+		fail(f, MK_ERR_IO, "local rank %d (%s): cannot tell who holds the socket: %s", peer,
+		     f->peer[peer].name, strerror(errno));
+		return -1;
+	}
+	if (cr.uid != geteuid()) {
+		fail(f, MK_ERR_PEER, "local rank %d's socket %s is held by uid %u (pid %d), not by "
+		     "this user (uid %u): nothing sent to it", peer, f->peer[peer].name,
+		     (unsigned)cr.uid, (int)cr.pid, (unsigned)geteuid());
+		return -1;
+	}
+	if (want && cr.pid != want) {
+		fail(f, MK_ERR_PEER, "local rank %d's socket %s is held by pid %d, not by local rank "
+		     "%d's process (pid %d): nothing sent to it", peer, f->peer[peer].name,
+		     (int)cr.pid, peer, (int)want);
+		return -1;
+	}
+	return 0;
+}
+
 static mk_status connect_peer(fdpass *f, int peer, int64_t deadline)
 {
 	struct sockaddr_un sa;
-	char shown[160];
+	const char *shown = f->peer[peer].name;
 	socklen_t sl;
 	int wait_ms = 5, e = 0;
 
-	sl = name_of(f, peer, &sa, shown, sizeof shown);
+	sl = sa_of(shown, &sa);
 	for (;;) {
 		int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (fd < 0)
 			return fail(f, MK_ERR_IO, "socket: %s", strerror(errno));
 		if (connect(fd, (struct sockaddr *)&sa, sl) == 0) {
+			if (check_listener(f, fd, peer) != 0) {
+				close(fd);
+				return f->failed;
+			}
 			if (!(f->out[peer] = fconn_new(fd, peer))) {
 				close(fd);
 				return fail(f, MK_ERR_NOMEM, "out of memory");
@@ -606,6 +751,9 @@ mk_status fdpass_send(fdpass *f, int peer, uint32_t tag, const int *fds, int nfd
 
 	if (f->failed)
 		return f->failed;
+	if (!f->have_peers)
+		return fmt(f->err, sizeof f->err, "fdpass: send before fdpass_set_peers"),
+		       MK_ERR_STATE;
 	if (peer < 0 || peer >= f->cfg.nranks || peer == f->cfg.rank)
 		return fmt(f->err, sizeof f->err, "send to local rank %d (this is %d of %d)", peer,
 			   f->cfg.rank, f->cfg.nranks), MK_ERR_NOT_FOUND;
@@ -673,6 +821,9 @@ mk_status fdpass_recv(fdpass *f, int peer, uint32_t tag, int *fds, int maxfds, i
 		*nfds = 0;
 	if (len)
 		*len = 0;
+	if (!f->have_peers)
+		return fmt(f->err, sizeof f->err, "fdpass: receive before fdpass_set_peers"),
+		       MK_ERR_STATE;
 	if (peer < 0 || peer >= f->cfg.nranks || peer == f->cfg.rank)
 		return fmt(f->err, sizeof f->err, "receive from local rank %d (this is %d of %d)",
 			   peer, f->cfg.rank, f->cfg.nranks), MK_ERR_NOT_FOUND;

@@ -235,6 +235,41 @@ void vmm_free(const cudrv *cu, mk_vmm *m)
 
 /* ---- the communicator ------------------------------------------------------- */
 
+/* Where every local rank's fd socket is (a random name) and which process
+ * holds it, through the bootstrap: the names are bound before they travel,
+ * and both ends check SO_PEERCRED against what came here (fdpass.h). */
+static mk_status share_endpoints(mk_comm *c, char *err, size_t n)
+{
+	int w = bootstrap_world(c->b), lw = bootstrap_local_world(c->b);
+	unsigned char *all = malloc((size_t)w * FDPASS_EP_WIRE), mine[FDPASS_EP_WIRE];
+	fdpass_ep *eps = calloc((size_t)lw, sizeof *eps), me;
+	mk_status st = MK_OK;
+
+	if (!all || !eps) {
+		free(all);
+		free(eps);
+		snprintf(err, n, "out of memory");
+		return MK_ERR_NOMEM;
+	}
+	fdpass_self(c->f, &me);
+	fdpass_ep_put(mine, &me);
+	st = bootstrap_allgather(c->b, mine, all, sizeof mine);
+	if (st != MK_OK)
+		snprintf(err, n, "sharing the fd sockets: %s", bootstrap_error(c->b));
+	for (int i = 0; st == MK_OK && i < lw; i++) {
+		int g = bootstrap_local_to_global(c->b, i);
+		if (g < 0 || g >= w || fdpass_ep_get(all + (size_t)g * FDPASS_EP_WIRE, &eps[i]) != 0) {
+			snprintf(err, n, "rank %d sent a bad fd socket name", g);
+			st = MK_ERR_PEER;
+		}
+	}
+	if (st == MK_OK && (st = fdpass_set_peers(c->f, eps)) != MK_OK)
+		snprintf(err, n, "%s", fdpass_error(c->f));
+	free(all);
+	free(eps);
+	return st;
+}
+
 mk_status mk_comm_create(mk_comm **out, char *err, size_t n)
 {
 	if (!out)
@@ -268,6 +303,8 @@ mk_status mk_comm_create(mk_comm **out, char *err, size_t n)
 			 .nranks = bootstrap_local_world(c->b),
 			 .timeout_ms = bootstrap_timeout_ms(c->b)};
 	st = fdpass_create(&fc, &c->f, err, n);
+	if (st == MK_OK)
+		st = share_endpoints(c, err, n);
 	if (st != MK_OK) {
 		mk_comm_destroy(c);
 		return st;

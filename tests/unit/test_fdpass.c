@@ -4,12 +4,17 @@
  * receiver has room for is refused and its descriptors closed; strangers
  * (garbage, wrong token, no hello, oversized) are dropped; a peer that
  * disappears and one that never comes; the abstract name and a path; the
- * header parser.  Exit 0 = pass.
+ * header parser.  Authentication both ways (issue 21): random names that say
+ * nothing of the job; a socket of another user (uid 65534, when run as root)
+ * gets no hello and no descriptor and the send says whose it was; a process
+ * other than the one the bootstrap named is refused on either side.
+ * Exit 0 = pass.
  */
 #include "mkt_proc.h"
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -18,24 +23,51 @@
 
 static uint64_t token;
 static char dir[128];
-static int use_path;
+static int use_path, run;
 
+/* Test names, known to every process of a run: "mkt-<run>-<rank>". */
+static void tname(int rank, char *buf, size_t n)
+{
+	snprintf(buf, n, "mkt-%d-%d-%d", (int)getpgrp(), run, rank);
+}
+
+static void shown(int rank, char *buf, size_t n)
+{
+	char b[64];
+	tname(rank, b, sizeof b);
+	if (use_path)
+		snprintf(buf, n, "%s/%s", dir, b);
+	else
+		snprintf(buf, n, "@%s", b);
+}
+
+/* A rank under its test name, its peers' names known, their pids not. */
 static fdpass *open_rank(int rank, int nranks, unsigned timeout_ms)
 {
 	fdpass_cfg c;
+	fdpass_ep eps[8];
 	fdpass *f;
-	char err[512];
+	char err[512], name[64];
 	mk_status st;
 	memset(&c, 0, sizeof c);
+	memset(eps, 0, sizeof eps);
+	tname(rank, name, sizeof name);
 	c.token = token;
 	c.rank = rank;
 	c.nranks = nranks;
 	c.timeout_ms = timeout_ms;
 	c.use_path = use_path;
 	c.dir = use_path ? dir : NULL;
+	c.name = name;
 	st = fdpass_create(&c, &f, err, sizeof err);
 	mkt_check(st == MK_OK, "local rank %d listens: %s", rank, st ? err : "ok");
-	return st == MK_OK ? f : NULL;
+	if (st != MK_OK)
+		return NULL;
+	for (int r = 0; r < nranks; r++)
+		shown(r, eps[r].name, sizeof eps[r].name);
+	st = fdpass_set_peers(f, eps);
+	mkt_check(st == MK_OK, "local rank %d knows its peers: %s", rank, fdpass_error(f));
+	return f;
 }
 
 static int open_fds(void)
@@ -244,7 +276,7 @@ static int dial_rank(int rank)
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
 	memset(&sa, 0, sizeof sa);
 	sa.sun_family = AF_UNIX;
-	snprintf(name, sizeof name, "mk-fd-%016llx-%d", (unsigned long long)token, rank);
+	tname(rank, name, sizeof name);
 	memcpy(sa.sun_path + 1, name, strlen(name));
 	sl = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name));
 	if (connect(fd, (struct sockaddr *)&sa, sl) != 0) {
@@ -351,17 +383,269 @@ static void test_strangers(void)
 				  MK_ERR_PEER && strstr(fdpass_error(f), "timed out") &&
 				  mkt_now_ms() - t < 1500, "waiting for a rank that never sends: %s",
 				  fdpass_error(f));
+			char name[64];
 			memset(&c, 0, sizeof c);
+			tname(1, name, sizeof name);
 			c.token = token;
 			c.rank = 1;
 			c.nranks = 4;
 			c.timeout_ms = 100;
+			c.name = name;
 			mkt_check(fdpass_create(&c, &g, err, sizeof err) == MK_ERR_STATE,
 				  "the same name twice: %s", err);
 			fdpass_destroy(f);
 		}
 	}
 	fprintf(stderr, "      strangers: %lld ms\n", (long long)(mkt_now_ms() - t0));
+}
+
+/* ---- who is at the other end ------------------------------------------------------- */
+static fdpass *make(int rank, int nranks, const char *name, unsigned timeout_ms)
+{
+	fdpass_cfg c;
+	fdpass *f;
+	char err[512];
+	memset(&c, 0, sizeof c);
+	c.token = token;
+	c.rank = rank;
+	c.nranks = nranks;
+	c.timeout_ms = timeout_ms;
+	c.use_path = use_path;
+	c.dir = use_path ? dir : NULL;
+	c.name = name;
+	if (fdpass_create(&c, &f, err, sizeof err) != MK_OK) {
+		mkt_check(0, "create: %s", err);
+		return NULL;
+	}
+	return f;
+}
+
+static void test_names(void)
+{
+	fdpass *a = make(0, 2, NULL, 1000), *b = make(1, 2, NULL, 1000);
+	char tok[32];
+	snprintf(tok, sizeof tok, "%016llx", (unsigned long long)token);
+	if (a && b) {
+		const char *na = fdpass_name(a), *nb = fdpass_name(b);
+		mkt_check(!strncmp(na, "@mk-fd-", 7) && strlen(na) == 7 + 32 && strcmp(na, nb) &&
+			  !strstr(na, tok), "random abstract names, nothing of "
+			  "the job in them: %s, %s", na, nb);
+	}
+	fdpass_destroy(a);
+	fdpass_destroy(b);
+	use_path = 1;
+	a = make(0, 2, NULL, 1000);
+	if (a) {
+		const char *na = fdpass_name(a);
+		struct stat st;
+		mkt_check(!strncmp(na, dir, strlen(dir)) && strstr(na, "/mk-fd-") &&
+			  strlen(na) == strlen(dir) + 7 + 32 + 5 && !strstr(na, tok) &&
+			  stat(na, &st) == 0 && (st.st_mode & 0777) == 0600, "a random path, mode "
+			  "0600: %s", na);
+	}
+	fdpass_destroy(a);
+	use_path = 0;
+}
+
+/* Rank 1's socket is held by a process other than the one the bootstrap
+ * named: a send to it is refused before anything goes out; and a rank 1 of
+ * the wrong process is not heard. */
+static int holder(void *arg)
+{
+	char name[64];
+	fdpass *f;
+	(void)arg;
+	tname(1, name, sizeof name);
+	if (!(f = make(1, 2, name, 10000)))
+		return 1;
+	{
+		fdpass_ep eps[2];
+		memset(eps, 0, sizeof eps);
+		shown(0, eps[0].name, sizeof eps[0].name);
+		fdpass_set_peers(f, eps);
+	}
+	/* the other side's refusal to send leaves nothing here; our send gets
+	 * through the kernel, but rank 0 must not take it for rank 1's */
+	fdpass_send(f, 0, 3, NULL, 0, "imposter", 8);
+	mkt_sleep_ms(1500);
+	fdpass_destroy(f);
+	return 0;
+}
+
+static void test_pids(void)
+{
+	char name[64], data[16];
+	fdpass *f;
+	fdpass_ep eps[2], me;
+	pid_t h;
+	size_t len;
+	mk_status st;
+	int fds[1] = {0};
+
+	/* the child first: it must not inherit rank 0's socket */
+	h = mkt_spawn(holder, NULL);
+	tname(0, name, sizeof name);
+	if (!(f = make(0, 2, name, 1000)))
+		return;
+	fdpass_self(f, &me);
+	mkt_check(me.pid == getpid() && me.pidns != 0 && !strcmp(me.name, fdpass_name(f)),
+		  "fdpass_self: pid %d, pid namespace %llu", (int)me.pid,
+		  (unsigned long long)me.pidns);
+	memset(eps, 0, sizeof eps);
+	shown(1, eps[1].name, sizeof eps[1].name);
+	eps[1].pid = (int32_t)getpid();   /* not the holder */
+	eps[1].pidns = me.pidns;
+	mkt_check(fdpass_set_peers(f, eps) == MK_OK, "peers known");
+	mkt_sleep_ms(200);
+	st = fdpass_recv(f, 1, 3, NULL, 0, NULL, data, sizeof data, &len);
+	mkt_check(st == MK_ERR_PEER && strstr(fdpass_error(f), "never connected"),
+		  "a HELLO from a process other than rank 1's is not heard: %s", fdpass_error(f));
+	fdpass_destroy(f);
+	f = make(0, 2, name, 1000);
+	if (f && fdpass_set_peers(f, eps) == MK_OK) {
+		char want[64];
+		snprintf(want, sizeof want, "held by pid %d", (int)h);
+		st = fdpass_send(f, 1, 1, fds, 1, "x", 1);
+		mkt_check(st == MK_ERR_PEER && strstr(fdpass_error(f), want) &&
+			  strstr(fdpass_error(f), "nothing sent"),
+			  "a socket held by another process of this user: %s", fdpass_error(f));
+	}
+	fdpass_destroy(f);
+	mkt_check(mkt_reap(h, mkt_now_ms() + 10000) == 0, "the holder exits 0");
+}
+
+/* Another user (uid 65534) binds the name rank 1 is known by, and connects
+ * to rank 0's: it gets nothing, and the send says whose socket it was.
+ * Needs root (to be two users); skipped otherwise. */
+static int squatter(void *arg)
+{
+	int *pfd = arg, l, c = -1, got = 0, nfds = 0;
+	struct sockaddr_un sa;
+	char name[64];
+	int64_t end;
+	if (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0)
+		return 10;
+	tname(1, name, sizeof name);
+	memset(&sa, 0, sizeof sa);
+	sa.sun_family = AF_UNIX;
+	memcpy(sa.sun_path + 1, name, strlen(name));
+	l = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0);
+	if (bind(l, (struct sockaddr *)&sa, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+		 strlen(name))) != 0 || listen(l, 8) != 0)
+		return 11;
+	if (write(pfd[1], "r", 1) != 1)
+		return 12;
+	/* take what comes for 3 s */
+	end = mkt_now_ms() + 3000;
+	while (mkt_now_ms() < end) {
+		struct pollfd p[2] = {{l, POLLIN, 0}, {c, POLLIN, 0}};
+		if (poll(p, c >= 0 ? 2 : 1, 100) <= 0)
+			continue;
+		if (p[0].revents && c < 0)
+			c = accept(l, NULL, NULL);
+		if (c >= 0 && p[1].revents) {
+			char buf[8192], ctl[512];
+			struct iovec iov = {buf, sizeof buf};
+			struct msghdr mh;
+			ssize_t k;
+			memset(&mh, 0, sizeof mh);
+			mh.msg_iov = &iov;
+			mh.msg_iovlen = 1;
+			mh.msg_control = ctl;
+			mh.msg_controllen = sizeof ctl;
+			k = recvmsg(c, &mh, MSG_DONTWAIT);
+			if (k > 0)
+				got += (int)k;
+			if (mh.msg_controllen > 0)
+				nfds++;
+			if (k == 0) {
+				close(c);
+				c = -2;   /* closed: poll it no more */
+			}
+		}
+		if (c == -2)
+			break;
+	}
+	/* and connect to rank 0's socket ourselves, saying hello as rank 1 */
+	{
+		char n0[64];
+		unsigned char h[FDPASS_HDR];
+		struct timeval tv = {3, 0};
+		int d = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+		tname(0, n0, sizeof n0);
+		memset(&sa, 0, sizeof sa);
+		sa.sun_family = AF_UNIX;
+		memcpy(sa.sun_path + 1, n0, strlen(n0));
+		if (connect(d, (struct sockaddr *)&sa, (socklen_t)(offsetof(struct sockaddr_un,
+			    sun_path) + 1 + strlen(n0))) == 0) {
+			ssize_t k;
+			fdpass_header(h, FDPASS_HELLO, 1, 0, 0, 0, token);
+			send(d, h, sizeof h, MSG_NOSIGNAL);
+			fdpass_header(h, FDPASS_MSG, 1, 3, 0, 0, token);
+			send(d, h, sizeof h, MSG_NOSIGNAL);
+			setsockopt(d, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+			k = recv(d, h, sizeof h, 0);
+			if (k > 0)
+				got += 1000;   /* rank 0 must not answer a stranger */
+		}
+		close(d);
+	}
+	return got ? 1 : nfds ? 2 : 0;
+}
+
+static void test_other_user(void)
+{
+	char name[64], path[300], data[8];
+	fdpass *f;
+	fdpass_ep eps[2];
+	pid_t sq;
+	int pfd[2], fd, rc;
+	size_t len;
+	mk_status st;
+	char ready;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "      (not root: no second user for the squatter test)\n");
+		return;
+	}
+	if (pipe(pfd) != 0) {
+		mkt_check(0, "pipe");
+		return;
+	}
+	/* the squatter first: it inherits neither our socket nor the secret */
+	sq = mkt_spawn(squatter, pfd);
+	if (read(pfd[0], &ready, 1) != 1) {
+		mkt_check(0, "the squatter did not start");
+		return;
+	}
+	snprintf(path, sizeof path, "%s/secret", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	tname(0, name, sizeof name);
+	if (fd < 0 || !(f = make(0, 2, name, 1500)))
+		return;
+	memset(eps, 0, sizeof eps);
+	shown(1, eps[1].name, sizeof eps[1].name);
+	fdpass_set_peers(f, eps);
+	st = fdpass_send(f, 1, 1, &fd, 1, "secret", 6);
+	mkt_check(st == MK_ERR_PEER && strstr(fdpass_error(f), "held by uid 65534") &&
+		  strstr(fdpass_error(f), "nothing sent"),
+		  "a send to a socket of uid 65534 is refused: %s", fdpass_error(f));
+	/* rank 0 keeps listening: the squatter's own hello must not be heard */
+	fdpass_destroy(f);
+	f = make(0, 2, name, 1500);
+	if (f) {
+		fdpass_set_peers(f, eps);
+		st = fdpass_recv(f, 1, 3, NULL, 0, NULL, data, sizeof data, &len);
+		mkt_check(st == MK_ERR_PEER, "uid 65534 saying hello as rank 1 is not heard: %s",
+			  fdpass_error(f));
+	}
+	fdpass_destroy(f);
+	rc = mkt_reap(sq, mkt_now_ms() + 10000);
+	mkt_check(rc == 0, "the squatter got nothing: no bytes, no descriptor (%d)", rc);
+	close(fd);
+	close(pfd[0]);
+	close(pfd[1]);
+	unlink(path);
 }
 
 int main(void)
@@ -377,14 +661,20 @@ int main(void)
 	test_strangers();
 	use_path = 1;
 	token ^= 1;
+	run++;
 	test_three();
 	for (int r = 0; r < 2; r++) {
 		/* rank 2 dies without destroy: its file stays, the others' go */
 		char p[300];
 		struct stat st;
-		snprintf(p, sizeof p, "%s/mk-fd-%016llx-%d.sock", dir, (unsigned long long)token, r);
+		shown(r, p, sizeof p);
 		mkt_check(stat(p, &st) != 0, "rank %d's socket file removed on destroy", r);
 	}
+	use_path = 0;
+	run++;
+	test_names();
+	test_pids();
+	test_other_user();
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "cannot remove %s\n", dir);
