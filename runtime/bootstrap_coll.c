@@ -28,7 +28,7 @@ mk_status bootstrap_allgather(bootstrap *b, const void *mine, void *all, size_t 
 		frame *f;
 		if (bs_send_frame(b, b->root, BOOTSTRAP_GATHER, seq, mine, size, deadline) != MK_OK)
 			return b->failed;
-		while (!(f = bs_take_conn(b->root, BOOTSTRAP_GATHERED, seq))) {
+		while (!(f = bs_take_conn(b, b->root, BOOTSTRAP_GATHERED, seq))) {
 			if (b->root->closed)
 				return bs_fail(b, MK_ERR_PEER, "collective #%u: rank 0 has left", seq);
 			if ((st = bs_step(b, deadline, NULL)) < 0)
@@ -59,7 +59,7 @@ mk_status bootstrap_allgather(bootstrap *b, const void *mine, void *all, size_t 
 		while (missing > 0) {
 			for (r = 1; r < b->world; r++) {
 				frame *f;
-				if (got[r] || !(f = bs_take_conn(b->star[r], BOOTSTRAP_GATHER, seq)))
+				if (got[r] || !(f = bs_take_conn(b, b->star[r], BOOTSTRAP_GATHER, seq)))
 					continue;
 				if (f->len != size) {
 					bs_fail(b, MK_ERR_INVALID, "collective #%u: rank %d gave %u bytes, "
@@ -134,7 +134,7 @@ mk_status bootstrap_send(bootstrap *b, int peer, uint32_t tag, const void *buf, 
 			       BOOTSTRAP_MAX_PAYLOAD);
 	if (peer == b->rank) {
 		frame *f = calloc(1, sizeof *f);
-		if (!f || !(f->buf = bs_frame_new(BOOTSTRAP_P2P, b->rank, tag, b->cfg.token, buf, len))) {
+		if (!f || !(f->buf = bs_frame_new(BOOTSTRAP_P2P, b->rank, tag, buf, len))) {
 			free(f);
 			return bs_fail(b, MK_ERR_NOMEM, "out of memory");
 		}
@@ -157,7 +157,7 @@ mk_status bootstrap_send(bootstrap *b, int peer, uint32_t tag, const void *buf, 
 			close(fd);
 			return bs_fail(b, MK_ERR_NOMEM, "out of memory");
 		}
-		if (bs_send_frame(b, b->out[peer], BOOTSTRAP_PEER_HELLO, 0, NULL, 0, deadline) != MK_OK)
+		if (bs_handshake(b, b->out[peer], NULL, deadline) != MK_OK)
 			return b->failed;
 	}
 	return bs_send_frame(b, b->out[peer], BOOTSTRAP_P2P, tag, buf, len, deadline);
@@ -177,7 +177,7 @@ mk_status bootstrap_recv(bootstrap *b, int peer, uint32_t tag, void *buf, size_t
 	for (;;) {
 		/* what arrived before a failure is still delivered */
 		f = peer == b->rank ? bs_take(&b->self, &b->selft, BOOTSTRAP_P2P, tag)
-				    : bs_take_conn(b->in[peer], BOOTSTRAP_P2P, tag);
+				    : bs_take_conn(b, b->in[peer], BOOTSTRAP_P2P, tag);
 		if (f)
 			break;
 		if (b->failed)

@@ -1,6 +1,7 @@
 /* bootstrap_env.c - where a rank learns who it is: MK_RANK, MK_WORLD_SIZE,
  * MK_ROOT and the variables that mpirun, Slurm and torchrun set, the job
- * token and the host id; see bootstrap_config in bootstrap.h.
+ * key and the host id, MK_ROOT_FD and MK_IFACE; see bootstrap_config in
+ * bootstrap.h.
  */
 #include "bootstrap_int.h"
 
@@ -8,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- configuration ----------------------------------------------------------- */
@@ -181,8 +183,28 @@ mk_status bootstrap_config(bootstrap_cfg *cfg, bootstrap_getenv_fn get, void *ct
 		cfg->timeout_ms = (unsigned)x;
 	}
 
+	if ((v = var(get, ctx, "MK_ROOT_FD")) != NULL && cfg->rank == 0) {
+		/* a launcher's listening socket (mkrun -n): it must be one */
+		int acc = 0;
+		socklen_t al = sizeof acc;
+		struct stat st;
+		if (to_long(v, 0, 1 << 20, &x) || fstat((int)x, &st) != 0 || !S_ISSOCK(st.st_mode) ||
+		    getsockopt((int)x, SOL_SOCKET, SO_ACCEPTCONN, &acc, &al) != 0 || !acc) {
+			bs_fmt(err, n, "MK_ROOT_FD=%s: not a listening socket of this process", v);
+			return MK_ERR_INVALID;
+		}
+		cfg->root_fd = (int)x;
+	}
+	if ((v = var(get, ctx, "MK_IFACE")) != NULL) {
+		if (strlen(v) >= sizeof cfg->iface) {
+			bs_fmt(err, n, "MK_IFACE=%s: too long for an interface or an address", v);
+			return MK_ERR_INVALID;
+		}
+		snprintf(cfg->iface, sizeof cfg->iface, "%s", v);
+	}
+
 	if ((v = var(get, ctx, "MK_JOB_TOKEN")) != NULL) {
-		cfg->token = bootstrap_hash(v);
+		bootstrap_set_token(cfg, v);
 		snprintf(tokensrc, sizeof tokensrc, "MK_JOB_TOKEN");
 	} else {
 		static const char *const ids[][2] = {
@@ -203,10 +225,13 @@ mk_status bootstrap_config(bootstrap_cfg *cfg, bootstrap_getenv_fn get, void *ct
 			char buf[600];
 			snprintf(buf, sizeof buf, "mk|%s|%s:%d|%d", job, cfg->root_host,
 				 cfg->root_port, cfg->world);
-			cfg->token = bootstrap_hash(buf);
+			bs_key_of("mk derived token", buf, cfg->key);
+			cfg->token_derived = 1;
 		}
 		if (!tokensrc[0])
 			snprintf(tokensrc, sizeof tokensrc, "the root address");
+		/* for the log line: anyone who can see the job id can make this */
+		strncat(tokensrc, " (guessable)", sizeof tokensrc - strlen(tokensrc) - 1);
 	}
 
 	if ((v = var(get, ctx, "MK_HOST_ID")) != NULL)

@@ -1,7 +1,14 @@
 /* bootstrap_join.c - joining the job and leaving it: rank 0 listens on MK_ROOT
  * and sends everyone the table of ranks once all have said hello; the others
- * connect to it, retrying until the deadline; bootstrap_destroy says goodbye
- * everywhere; see bootstrap.h.
+ * connect to it, retrying until the deadline; the connecting side of the
+ * handshake (bs_handshake); bootstrap_destroy says goodbye everywhere; see
+ * bootstrap.h.
+ *
+ * Listeners are bound to one address, never to every interface unless
+ * MK_IFACE=any asks: rank 0's to the address MK_ROOT names (or the socket
+ * a launcher handed over), and its point-to-point listener beside it; the
+ * others' to the address their connection to rank 0 left from.  MK_IFACE
+ * (an interface's name or an address) overrides both.
  *
  * The bootstrap is in five files (bootstrap_int.h lists them): this one, the
  * wire format, the environment, the poll loop that every wait goes through,
@@ -12,6 +19,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -79,6 +88,68 @@ static int resolve(const char *host, int port, int passive, struct addrinfo **ou
 	return 0;
 }
 
+static void set_port(struct sockaddr_storage *ss, int port)
+{
+	if (ss->ss_family == AF_INET)
+		((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)port);
+	else
+		((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)port);
+}
+
+static socklen_t sa_len(const struct sockaddr_storage *ss)
+{
+	return ss->ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+}
+
+/* The address MK_IFACE names, of the given family (0: IPv4 if it has one,
+ * else IPv6), with port.  0, or -1 with why[]. */
+static int iface_addr(const char *iface, int family, int port, struct sockaddr_storage *ss,
+		      char *why, size_t n)
+{
+	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+	struct ifaddrs *all, *i;
+	int fams[2] = {family ? family : AF_INET, family ? 0 : AF_INET6};
+
+	memset(ss, 0, sizeof *ss);
+	if (!strcmp(iface, "any") || !strcmp(iface, "*")) {
+		ss->ss_family = (sa_family_t)(family ? family : AF_INET);
+		set_port(ss, port);
+		return 0;
+	}
+	if (inet_pton(AF_INET, iface, &s4->sin_addr) == 1) {
+		ss->ss_family = AF_INET;
+		set_port(ss, port);
+		return 0;
+	}
+	memset(ss, 0, sizeof *ss);
+	if (inet_pton(AF_INET6, iface, &s6->sin6_addr) == 1) {
+		ss->ss_family = AF_INET6;
+		set_port(ss, port);
+		return 0;
+	}
+	memset(ss, 0, sizeof *ss);
+	if (getifaddrs(&all) != 0) {
+		bs_fmt(why, n, "MK_IFACE=%s: cannot list the interfaces: %s", iface, strerror(errno));
+		return -1;
+	}
+	for (int f = 0; f < 2 && fams[f]; f++)
+		for (i = all; i; i = i->ifa_next)
+			if (i->ifa_addr && i->ifa_addr->sa_family == fams[f] &&
+			    !strcmp(i->ifa_name, iface)) {
+				memcpy(ss, i->ifa_addr, fams[f] == AF_INET ? sizeof *s4 : sizeof *s6);
+				if (fams[f] == AF_INET6 && IN6_IS_ADDR_LINKLOCAL(&s6->sin6_addr))
+					s6->sin6_scope_id = if_nametoindex(iface);
+				set_port(ss, port);
+				freeifaddrs(all);
+				return 0;
+			}
+	freeifaddrs(all);
+	bs_fmt(why, n, "MK_IFACE=%s: no interface of that name with an %s address", iface,
+	       family == AF_INET6 ? "IPv6" : family == AF_INET ? "IPv4" : "IP");
+	return -1;
+}
+
 static void my_hostname(char *buf, size_t n)
 {
 	if (gethostname(buf, n) != 0)
@@ -110,42 +181,41 @@ static mk_status join_root(bootstrap *b, int64_t deadline)
 	int r;
 
 	if (b->cfg.root_fd >= 0) {
+		/* the launcher's socket, listening since before we started: no port
+		 * to race for */
 		b->jfd = b->cfg.root_fd;
 		fcntl(b->jfd, F_SETFL, fcntl(b->jfd, F_GETFL) | O_NONBLOCK);
 		fcntl(b->jfd, F_SETFD, FD_CLOEXEC);
+	} else if (b->world > 1 && b->cfg.iface[0]) {
+		if (iface_addr(b->cfg.iface, 0, b->cfg.root_port, &ss, why, sizeof why) != 0)
+			return bs_fail(b, MK_ERR_INVALID, "rank 0: %s", why);
+		if ((b->jfd = listen_on((struct sockaddr *)&ss, sa_len(&ss), why, sizeof why)) < 0)
+			return bs_fail(b, MK_ERR_IO, "rank 0 cannot listen on port %d of %s: %s",
+				       b->cfg.root_port, b->cfg.iface, why);
 	} else if (b->world > 1) {
 		struct addrinfo *ai, *a;
 		if (resolve(b->cfg.root_host, b->cfg.root_port, 0, &ai, why, sizeof why))
 			return bs_fail(b, MK_ERR_IO, "rank 0: %s", why);
 		for (a = ai; a && b->jfd < 0; a = a->ai_next)
 			b->jfd = listen_on(a->ai_addr, a->ai_addrlen, why, sizeof why);
-		if (b->jfd < 0 && ai) {
-			/* the name is not an address of this machine: every interface */
-			struct sockaddr_storage any;
-			memset(&any, 0, sizeof any);
-			any.ss_family = (sa_family_t)ai->ai_family;
-			if (ai->ai_family == AF_INET)
-				((struct sockaddr_in *)&any)->sin_port = htons((uint16_t)b->cfg.root_port);
-			else
-				((struct sockaddr_in6 *)&any)->sin6_port = htons((uint16_t)b->cfg.root_port);
-			b->jfd = listen_on((struct sockaddr *)&any, ai->ai_addrlen, why, sizeof why);
-		}
 		freeaddrinfo(ai);
+		/* not every interface in its place: the name may not be this
+		 * machine's, and then MK_IFACE says where to listen */
 		if (b->jfd < 0)
-			return bs_fail(b, MK_ERR_IO, "rank 0 cannot listen on %s:%d: %s",
-				       b->cfg.root_host, b->cfg.root_port, why);
+			return bs_fail(b, MK_ERR_IO, "rank 0 cannot listen on %s:%d: %s (if %s is not "
+				       "an address of this machine, set MK_IFACE to the interface or "
+				       "address to listen on, or MK_IFACE=any for every interface)",
+				       b->cfg.root_host, b->cfg.root_port, why, b->cfg.root_host);
 	}
 	if (b->jfd >= 0) {
-		/* point-to-point listener: any interface, the join listener's family */
-		struct sockaddr_storage any;
-		memset(&any, 0, sizeof any);
+		/* point-to-point listener: beside the join listener, or on MK_IFACE */
 		if (getsockname(b->jfd, (struct sockaddr *)&ss, &sl) != 0)
 			return bs_fail(b, MK_ERR_IO, "getsockname: %s", strerror(errno));
-		any.ss_family = ss.ss_family;
-		b->lfd = listen_on((struct sockaddr *)&any,
-				   ss.ss_family == AF_INET ? sizeof(struct sockaddr_in)
-							   : sizeof(struct sockaddr_in6),
-				   why, sizeof why);
+		if (b->cfg.iface[0] && iface_addr(b->cfg.iface, ss.ss_family, 0, &ss, why,
+						  sizeof why) != 0)
+			return bs_fail(b, MK_ERR_INVALID, "rank 0: %s", why);
+		set_port(&ss, 0);
+		b->lfd = listen_on((struct sockaddr *)&ss, sa_len(&ss), why, sizeof why);
 		if (b->lfd < 0)
 			return bs_fail(b, MK_ERR_IO, "rank 0 cannot listen: %s", why);
 	}
@@ -197,14 +267,21 @@ static mk_status join_root(bootstrap *b, int64_t deadline)
 		close(b->jfd);   /* nobody else may join */
 		b->jfd = -1;
 	}
-	if (!(tab = malloc((size_t)b->world * BOOTSTRAP_ADDR_WIRE)))
+	if (!(tab = malloc(BOOTSTRAP_WELCOME_WIRE(b->world))))
 		return bs_fail(b, MK_ERR_NOMEM, "out of memory");
 	for (r = 0; r < b->world; r++)
 		bootstrap_addr_put(tab + (size_t)r * BOOTSTRAP_ADDR_WIRE, &b->table[r]);
-	for (r = 1; r < b->world; r++)
+	for (r = 1; r < b->world; r++) {
+		/* the session key, sealed for this rank's connection alone */
+		unsigned char *seal = tab + (size_t)b->world * BOOTSTRAP_ADDR_WIRE;
+		bs_session_pad(b->cfg.key, r, b->star[r]->na, b->star[r]->nc, seal);
+		for (int i = 0; i < BOOTSTRAP_KEY; i++)
+			seal[i] ^= b->session[i];
 		if (bs_send_frame(b, b->star[r], BOOTSTRAP_WELCOME, 0, tab,
-				  (size_t)b->world * BOOTSTRAP_ADDR_WIRE, deadline) != MK_OK)
+				  BOOTSTRAP_WELCOME_WIRE(b->world), deadline) != MK_OK)
 			break;
+	}
+	memset(tab, 0, BOOTSTRAP_WELCOME_WIRE(b->world));
 	free(tab);
 	return b->failed;
 }
@@ -239,14 +316,13 @@ static mk_status join_rank(bootstrap *b, int64_t deadline)
 		close(fd);
 		return bs_fail(b, MK_ERR_NOMEM, "out of memory");
 	}
-	/* listen on the interface that reaches rank 0 */
+	/* listen on the interface that reaches rank 0, or on MK_IFACE */
 	if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0)
 		return bs_fail(b, MK_ERR_IO, "getsockname: %s", strerror(errno));
-	if (ss.ss_family == AF_INET)
-		((struct sockaddr_in *)&ss)->sin_port = 0;
-	else
-		((struct sockaddr_in6 *)&ss)->sin6_port = 0;
-	if ((b->lfd = listen_on((struct sockaddr *)&ss, sl, why, sizeof why)) < 0)
+	if (b->cfg.iface[0] && iface_addr(b->cfg.iface, ss.ss_family, 0, &ss, why, sizeof why) != 0)
+		return bs_fail(b, MK_ERR_INVALID, "rank %d: %s", b->rank, why);
+	set_port(&ss, 0);
+	if ((b->lfd = listen_on((struct sockaddr *)&ss, sa_len(&ss), why, sizeof why)) < 0)
 		return bs_fail(b, MK_ERR_IO, "rank %d cannot listen: %s", b->rank, why);
 	sl = sizeof ss;
 	if (getsockname(b->lfd, (struct sockaddr *)&ss, &sl) != 0 || sa_to_addr(&ss, &me) != 0)
@@ -256,9 +332,9 @@ static mk_status join_rank(bootstrap *b, int64_t deadline)
 	my_hostname(me.host, sizeof me.host);
 	le_put32(hello, (uint32_t)b->world);
 	bootstrap_addr_put(hello + 4, &me);
-	if (bs_send_frame(b, b->root, BOOTSTRAP_HELLO, 0, hello, sizeof hello, deadline) != MK_OK)
+	if (bs_handshake(b, b->root, hello, deadline) != MK_OK)
 		return b->failed;
-	while (!(f = bs_take_conn(b->root, BOOTSTRAP_WELCOME, 0))) {
+	while (!(f = bs_take_conn(b, b->root, BOOTSTRAP_WELCOME, 0))) {
 		if ((st = bs_step(b, deadline, NULL)) < 0)
 			return b->failed;
 		if (st > 0)
@@ -269,8 +345,84 @@ static mk_status join_rank(bootstrap *b, int64_t deadline)
 	for (int r = 0; r < b->world; r++)
 		bootstrap_addr_get(f->buf + BOOTSTRAP_HDR + (size_t)r * BOOTSTRAP_ADDR_WIRE,
 				   &b->table[r]);
+	{
+		const unsigned char *seal = f->buf + BOOTSTRAP_HDR + (size_t)b->world *
+					    BOOTSTRAP_ADDR_WIRE;
+		bs_session_pad(b->cfg.key, b->rank, b->root->na, b->root->nc, b->session);
+		for (int i = 0; i < BOOTSTRAP_KEY; i++)
+			b->session[i] ^= seal[i];
+		b->have_session = 1;
+	}
 	free(f->buf);
 	free(f);
+	return MK_OK;
+}
+
+mk_status bs_handshake(bootstrap *b, conn *c, const unsigned char *hello, int64_t deadline)
+{
+	const int p2p = c->kind == C_OUT;
+	const unsigned char *key = p2p ? b->session : b->cfg.key;
+	const uint32_t type = p2p ? BOOTSTRAP_PEER_HELLO : BOOTSTRAP_HELLO;
+	const size_t len = p2p ? BOOTSTRAP_PEER_HELLO_WIRE : BOOTSTRAP_HELLO_WIRE;
+	unsigned char buf[BOOTSTRAP_HDR + BOOTSTRAP_HELLO_WIRE], want[BOOTSTRAP_MAC];
+	frame *f;
+	int st;
+
+	if (p2p && !b->have_session)
+		return bs_fail(b, MK_ERR_STATE, "rank %d: no session key yet", b->rank);
+	/* 1. the acceptor's challenge */
+	while (!(f = bs_take_conn(b, c, BOOTSTRAP_CHALLENGE, 0))) {
+		if (c->closed)
+			return bs_fail(b, MK_ERR_PEER, "rank %d (host %s) closed the connection before "
+				       "the handshake", c->rank, bs_host_of(b, c->rank));
+		if ((st = bs_step(b, deadline, NULL)) < 0)
+			return b->failed;
+		if (st > 0)
+			return bs_fail(b, MK_ERR_PEER, "rank %d (host %s) did not start the handshake "
+				       "within %u ms", c->rank, bs_host_of(b, c->rank),
+				       b->cfg.timeout_ms);
+	}
+	memcpy(c->na, f->buf + BOOTSTRAP_HDR, BOOTSTRAP_NONCE);
+	free(f->buf);
+	free(f);
+	/* 2. our hello, with our nonce and the MAC over both and the frame */
+	if (bs_random(c->nc, sizeof c->nc) != 0)
+		return bs_fail(b, MK_ERR_IO, "no random bytes from the OS (getrandom: %s)",
+			       strerror(errno));
+	bootstrap_header(buf, type, b->rank, 0, (uint32_t)len);
+	if (!p2p)
+		memcpy(buf + BOOTSTRAP_HDR, hello, len - BOOTSTRAP_NONCE - BOOTSTRAP_MAC);
+	memcpy(buf + BOOTSTRAP_HDR + len - BOOTSTRAP_NONCE - BOOTSTRAP_MAC, c->nc, BOOTSTRAP_NONCE);
+	bs_hello_mac(key, type, c->rank, c->na, buf, BOOTSTRAP_HDR + len - BOOTSTRAP_MAC,
+		     buf + BOOTSTRAP_HDR + len - BOOTSTRAP_MAC);
+	if (bs_send_frame(b, c, type, 0, buf + BOOTSTRAP_HDR, len, deadline) != MK_OK)
+		return b->failed;
+	/* 3. the acceptor's proof, before we say anything else */
+	while (!(f = bs_take_conn(b, c, BOOTSTRAP_ACCEPT, 0))) {
+		if (c->closed)
+			return bs_fail(b, MK_ERR_PEER, "rank %d (host %s) closed the connection during "
+				       "the handshake", c->rank, bs_host_of(b, c->rank));
+		if ((st = bs_step(b, deadline, NULL)) < 0)
+			return b->failed;
+		if (st > 0)
+			return bs_fail(b, MK_ERR_PEER, "rank %d (host %s) did not finish the handshake "
+				       "within %u ms", c->rank, bs_host_of(b, c->rank),
+				       b->cfg.timeout_ms);
+	}
+	bs_accept_mac(key, p2p, c->rank, b->rank, c->na, c->nc, want);
+	st = bs_equal(want, f->buf + BOOTSTRAP_HDR, BOOTSTRAP_MAC);
+	free(f->buf);
+	free(f);
+	if (!st) {
+		if (p2p)
+			return bs_fail(b, MK_ERR_PEER, "the listener of rank %d (host %s) did not prove "
+				       "it is that rank: another process holds its port?", c->rank,
+				       bs_host_of(b, c->rank));
+		return bs_fail(b, MK_ERR_PEER, "rank %d: whoever listens at %s:%d did not prove it is "
+			       "this job's rank 0 (another MK_JOB_TOKEN, or another process holds "
+			       "the port)", b->rank, b->cfg.root_host, b->cfg.root_port);
+	}
+	c->authed = 1;
 	return MK_OK;
 }
 
@@ -300,8 +452,9 @@ mk_status bootstrap_create(const bootstrap_cfg *cfg, bootstrap **out, char *err,
 	mk_status st;
 
 	*out = NULL;
+	static const unsigned char zero[BOOTSTRAP_KEY];
 	if (!cfg || cfg->world < 1 || cfg->world > BOOTSTRAP_MAX_WORLD || cfg->rank < 0 ||
-	    cfg->rank >= cfg->world || !cfg->token || !cfg->timeout_ms) {
+	    cfg->rank >= cfg->world || !memcmp(cfg->key, zero, BOOTSTRAP_KEY) || !cfg->timeout_ms) {
 		bs_fmt(err, n, "bootstrap: invalid configuration");
 		if (cfg && cfg->root_fd >= 0)
 			close(cfg->root_fd);
@@ -322,8 +475,16 @@ mk_status bootstrap_create(const bootstrap_cfg *cfg, bootstrap **out, char *err,
 	b->world = cfg->world;
 	b->jfd = b->lfd = -1;
 	b->selft = &b->self;
+	b->mem_max = cfg->max_mem ? cfg->max_mem : BOOTSTRAP_MEM_MAX;
 	deadline = bs_now_ms() + cfg->timeout_ms;
 	st = alloc_tables(b);
+	if (st == MK_OK && b->rank == 0) {
+		/* the key of point-to-point connections: only for those who join */
+		if (bs_random(b->session, sizeof b->session) != 0)
+			st = bs_fail(b, MK_ERR_IO, "no random bytes from the OS (getrandom: %s)",
+				     strerror(errno));
+		b->have_session = 1;
+	}
 	if (st == MK_OK)
 		st = b->rank == 0 ? join_root(b, deadline) : join_rank(b, deadline);
 	b->cfg.root_fd = -1;   /* taken over as jfd, closed with it */
@@ -347,7 +508,7 @@ static void say_bye(bootstrap *b, conn *c)
 {
 	if (!c || c->closed || c->fd < 0)
 		return;
-	bs_send_now(c->fd, BOOTSTRAP_BYE, b->rank, 0, b->cfg.token, 0, NULL);
+	bs_send_now(c->fd, BOOTSTRAP_BYE, b->rank, 0, 0, NULL);
 	shutdown(c->fd, SHUT_WR);
 }
 
@@ -395,14 +556,14 @@ void bootstrap_destroy(bootstrap *b)
 			}
 		}
 	}
-	bs_conn_free(b->root);
+	bs_conn_free(b, b->root);
 	for (int r = 0; b->in && r < b->world; r++) {
-		bs_conn_free(b->star ? b->star[r] : NULL);
-		bs_conn_free(b->in[r]);
-		bs_conn_free(b->out[r]);
+		bs_conn_free(b, b->star ? b->star[r] : NULL);
+		bs_conn_free(b, b->in[r]);
+		bs_conn_free(b, b->out[r]);
 	}
 	for (int i = 0; i < b->npend; i++)
-		bs_conn_free(b->pend[i]);
+		bs_conn_free(b, b->pend[i]);
 	if (b->jfd >= 0)
 		close(b->jfd);
 	if (b->lfd >= 0)
@@ -415,6 +576,8 @@ void bootstrap_destroy(bootstrap *b)
 	free(b->locals);
 	free(b->pfd);
 	free(b->pconn);
+	memset(b->session, 0, sizeof b->session);
+	memset(b->cfg.key, 0, sizeof b->cfg.key);
 	free(b);
 }
 
@@ -422,7 +585,15 @@ int bootstrap_rank(const bootstrap *b) { return b->rank; }
 int bootstrap_world(const bootstrap *b) { return b->world; }
 int bootstrap_local_rank(const bootstrap *b) { return b->local_rank; }
 int bootstrap_local_world(const bootstrap *b) { return b->local_world; }
-uint64_t bootstrap_token(const bootstrap *b) { return b->cfg.token; }
+uint64_t bootstrap_job_id(const bootstrap *b)
+{
+	static const unsigned char zero[BOOTSTRAP_NONCE];
+	unsigned char m[BOOTSTRAP_MAC];
+	uint64_t id;
+	bootstrap_mac(b->session, "mk job id", 0, zero, NULL, 0, m);
+	id = le_get64(m);
+	return id ? id : 1;
+}
 unsigned bootstrap_timeout_ms(const bootstrap *b) { return b->cfg.timeout_ms; }
 const char *bootstrap_error(const bootstrap *b) { return b ? b->err : ""; }
 

@@ -14,11 +14,12 @@
  * Connections: a non-root rank has one to rank 0 (`root`); rank 0 has one
  * from each rank (`star`).  Point-to-point traffic uses `out[p]` (opened by
  * us to p's listener, we only write) and `in[p]` (opened by p, we only
- * read).  A connection is pending until its first frame (HELLO on the root
- * listener, PEER_HELLO on the point-to-point one) names a valid rank with
- * the job's token; a stranger is dropped, told why if only its token is
- * wrong.  A close without a BYE is a crash: the operation fails naming the
- * rank, and rank 0 sends ABORT to everyone so that nobody waits it out.
+ * read).  A connection we accept is pending until its hello (HELLO on the
+ * root listener, PEER_HELLO on the point-to-point one) proves it knows the
+ * key (bootstrap_int.h has the handshake); a stranger is refused, always
+ * alike and late.  A close without a BYE is a crash: the operation fails
+ * naming the rank, and rank 0 sends ABORT to everyone so that nobody waits
+ * it out.
  */
 #include "bootstrap_int.h"
 
@@ -78,12 +79,27 @@ void bs_free_frames(frame *f)
 	}
 }
 
-void bs_conn_free(conn *c)
+/* What connections hold (frames being read and queued) is counted per
+ * connection and in all, and capped both ways (rx). */
+static void hold(bootstrap *b, conn *c, size_t n)
+{
+	c->held += n;
+	b->mem += n;
+}
+
+static void release(bootstrap *b, conn *c, size_t n)
+{
+	c->held -= n;
+	b->mem -= n;
+}
+
+void bs_conn_free(bootstrap *b, conn *c)
 {
 	if (!c)
 		return;
 	if (c->fd >= 0)
 		close(c->fd);
+	b->mem -= c->held;
 	free(c->buf);
 	bs_free_frames(c->q);
 	free(c);
@@ -108,23 +124,33 @@ static void sock_opts(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
-void bs_send_now(int fd, uint32_t type, int rank, uint32_t tag, uint64_t token,
-		 int32_t about, const char *text)
+int bs_send_raw(int fd, uint32_t type, int rank, uint32_t tag, const void *pay, size_t len)
 {
 	unsigned char buf[BOOTSTRAP_HDR + 4 + BOOTSTRAP_TEXT];
+	if (len > sizeof buf - BOOTSTRAP_HDR)
+		return -1;
+	bootstrap_header(buf, type, rank, tag, (uint32_t)len);
+	if (len)
+		memcpy(buf + BOOTSTRAP_HDR, pay, len);
+	return send(fd, buf, BOOTSTRAP_HDR + len, MSG_NOSIGNAL | MSG_DONTWAIT) ==
+	       (ssize_t)(BOOTSTRAP_HDR + len) ? 0 : -1;
+}
+
+void bs_send_now(int fd, uint32_t type, int rank, uint32_t tag, int32_t about, const char *text)
+{
+	unsigned char pay[4 + BOOTSTRAP_TEXT];
 	size_t len = 0;
 	if (type == BOOTSTRAP_REJECT || type == BOOTSTRAP_ABORT) {
 		size_t tl = text ? strlen(text) : 0;
 		if (tl > BOOTSTRAP_TEXT)
 			tl = BOOTSTRAP_TEXT;
-		le_put32(buf + BOOTSTRAP_HDR, (uint32_t)about);
-		memcpy(buf + BOOTSTRAP_HDR + 4, text, tl);
+		le_put32(pay, (uint32_t)about);
+		if (tl)
+			memcpy(pay + 4, text, tl);
 		len = 4 + tl;
 	}
-	bootstrap_header(buf, type, rank, tag, (uint32_t)len, token);
-	if (send(fd, buf, BOOTSTRAP_HDR + len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
-		/* best effort: the peer may be gone already */
-	}
+	/* best effort: the peer may be gone already */
+	(void)bs_send_raw(fd, type, rank, tag, pay, len);
 }
 
 void bs_broadcast_abort(bootstrap *b, int about)
@@ -134,7 +160,7 @@ void bs_broadcast_abort(bootstrap *b, int about)
 	b->abort_sent = 1;
 	for (int r = 1; r < b->world; r++)
 		if (b->star[r] && !b->star[r]->closed && r != about)
-			bs_send_now(b->star[r]->fd, BOOTSTRAP_ABORT, 0, 0, b->cfg.token, about, b->err);
+			bs_send_now(b->star[r]->fd, BOOTSTRAP_ABORT, 0, 0, about, b->err);
 }
 
 static mk_status peer_lost(bootstrap *b, conn *c, const char *how)
@@ -148,63 +174,98 @@ static mk_status peer_lost(bootstrap *b, conn *c, const char *how)
 /* ---- frames arriving ---------------------------------------------------------- */
 static void drop_pending(bootstrap *b, int i)
 {
-	bs_conn_free(b->pend[i]);
+	bs_conn_free(b, b->pend[i]);
 	b->pend[i] = b->pend[--b->npend];
 }
 
-/* Tells a stranger why it may not join.  The frame carries the stranger's
- * own token, so that it can read the answer without learning ours. */
-static void reject(bootstrap *b, conn *c, uint64_t token, int reason, const char *why)
+/* A connection that has not proved itself is refused, always alike: it is
+ * no longer read, and gets the one REJECT text only after
+ * BOOTSTRAP_REFUSE_MS (bs_step), so that a stranger learns nothing from the
+ * answer, or its timing, and guessing is slow. */
+static void refuse(bootstrap *b, conn *c)
 {
-	bs_send_now(c->fd, BOOTSTRAP_REJECT, b->rank, 0, token, reason, why);
+	if (c->buf) {
+		release(b, c, c->need);
+		free(c->buf);
+		c->buf = NULL;
+	}
+	c->hhave = 0;
+	c->refused = bs_now_ms();
 }
 
-/* A pending connection's first frame.  Returns 1 if it was adopted, 0 if it
- * is to be dropped. */
+/* To one that has proved itself (it is of this job), the real reason. */
+static void reject(conn *c, int rank, int reason, const char *why)
+{
+	bs_send_now(c->fd, BOOTSTRAP_REJECT, rank, 0, reason, why);
+}
+
+/* A pending connection's hello, complete in c->buf and shaped right (rx
+ * checked the header, deliver the payload).  Returns 1 when adopted, 0
+ * when refused (kept until its REJECT), -1 to drop it now. */
 static int adopt(bootstrap *b, conn *c, const bootstrap_msg *m)
 {
+	const int p2p = c->kind == C_PEND_P2P;
+	const unsigned char *key = p2p ? b->session : b->cfg.key;
+	unsigned char mac[BOOTSTRAP_MAC];
 	char why[BOOTSTRAP_TEXT];
-	if (c->kind == C_PEND_JOIN) {
-		if (m->type != BOOTSTRAP_HELLO)
-			return 0;
+
+	if (m->type != (p2p ? BOOTSTRAP_PEER_HELLO : BOOTSTRAP_HELLO)) {
+		refuse(b, c);
+		return 0;
+	}
+	bs_hello_mac(key, m->type, b->rank, c->na, c->buf, c->need - BOOTSTRAP_MAC, mac);
+	if (!bs_equal(mac, m->mac, BOOTSTRAP_MAC)) {
+		refuse(b, c);
+		return 0;
+	}
+	/* from here on it is one of the job's ranks, or the key has leaked */
+	memcpy(c->nc, m->nonce, BOOTSTRAP_NONCE);
+	if (!p2p) {
 		if ((int)m->world != b->world) {
 			snprintf(why, sizeof why, "rank %d says the world has %u ranks, rank 0 says %d",
 				 m->rank, m->world, b->world);
-			reject(b, c, m->token, 2, why);
-			return 0;
+			reject(c, b->rank, 2, why);
+			return -1;
 		}
 		if (b->star[m->rank]) {
 			snprintf(why, sizeof why, "rank %d has already joined", m->rank);
-			reject(b, c, m->token, 3, why);
-			return 0;
+			reject(c, b->rank, 3, why);
+			return -1;
 		}
+	} else if (m->rank == b->rank || b->in[m->rank]) {
+		snprintf(why, sizeof why, "rank %d is already connected to rank %d", m->rank, b->rank);
+		reject(c, b->rank, 3, why);
+		return -1;
+	}
+	bs_accept_mac(key, p2p, b->rank, m->rank, c->na, c->nc, mac);
+	if (bs_send_raw(c->fd, BOOTSTRAP_ACCEPT, b->rank, 0, mac, sizeof mac) != 0)
+		return -1;
+	c->authed = 1;
+	c->rank = m->rank;
+	if (p2p) {
+		c->kind = C_IN;
+		b->in[m->rank] = c;
+	} else {
 		c->kind = C_STAR;
-		c->rank = m->rank;
 		b->star[m->rank] = c;
 		b->table[m->rank] = m->addr;
-		return 1;
 	}
-	if (m->type != BOOTSTRAP_PEER_HELLO || m->rank == b->rank || b->in[m->rank])
-		return 0;
-	c->kind = C_IN;
-	c->rank = m->rank;
-	b->in[m->rank] = c;
 	return 1;
 }
 
-/* A complete frame in c->buf.  Returns 0, or -1 when the connection is to be
- * dropped (pending) or the bootstrap failed (b->failed). */
+/* A complete frame in c->buf.  Returns 0; 1 when a pending connection was
+ * adopted; -1 when the connection is to be dropped (pending) or the
+ * bootstrap failed (b->failed). */
 static int deliver(bootstrap *b, conn *c, int pending_index)
 {
 	bootstrap_msg m;
 	char why[256];
 	frame *f;
 
-	if (bootstrap_parse(c->buf, c->need, b->cfg.token, b->world, &m, why, sizeof why)) {
+	if (bootstrap_parse(c->buf, c->need, b->world, &m, why, sizeof why)) {
 		if (c->rank < 0) {
-			if (m.fault == BOOTSTRAP_FAULT_TOKEN)
-				reject(b, c, m.token, 1, "wrong job token");
-			return -1;
+			refuse(b, c);
+			return 0;
 		}
 		bs_fail(b, MK_ERR_PEER, "rank %d (host %s) sent a bad message: %s", c->rank,
 			bs_host_of(b, c->rank), why);
@@ -212,16 +273,33 @@ static int deliver(bootstrap *b, conn *c, int pending_index)
 		return -1;
 	}
 	if (c->rank < 0) {
-		free(c->buf);
-		c->buf = NULL;
-		if (!adopt(b, c, &m))
-			return -1;
+		int r;
+		if (c->kind == C_PEND_P2P && !b->have_session)
+			return 0;   /* parked until WELCOME gives us the key (bs_step) */
+		r = adopt(b, c, &m);
+		if (c->buf) {
+			release(b, c, c->need);
+			free(c->buf);
+			c->buf = NULL;
+		}
+		if (r <= 0)
+			return r;
 		b->pend[pending_index] = b->pend[--b->npend];
 		return 1;
 	}
 	if (m.rank != c->rank) {
 		bs_fail(b, MK_ERR_PEER, "the connection of rank %d carried a %s from rank %d", c->rank,
 			bs_type_name(m.type), m.rank);
+		return -1;
+	}
+	/* on a connection we opened, before the acceptor's proof: its challenge
+	 * once, then its ACCEPT; a REJECT, ABORT or BYE; nothing else */
+	if (!c->authed && c->hs < 2 && m.type != BOOTSTRAP_REJECT && m.type != BOOTSTRAP_ABORT &&
+	    m.type != BOOTSTRAP_BYE &&
+	    !(m.type == BOOTSTRAP_CHALLENGE && c->hs == 0) &&
+	    !(m.type == BOOTSTRAP_ACCEPT && c->hs == 1)) {
+		bs_fail(b, MK_ERR_PEER, "rank %d (host %s) sent a %s before proving itself", c->rank,
+			bs_host_of(b, c->rank), bs_type_name(m.type));
 		return -1;
 	}
 	switch (m.type) {
@@ -233,10 +311,16 @@ static int deliver(bootstrap *b, conn *c, int pending_index)
 			bs_fail(b, MK_ERR_PEER, "the job failed (reported by rank %d): %s", m.rank, m.text);
 		return -1;
 	case BOOTSTRAP_REJECT:
-		bs_fail(b, MK_ERR_PEER, "rank %d refused this rank (%d): %s", m.rank, b->rank, m.text);
+		if (c->kind == C_ROOT)
+			bs_fail(b, MK_ERR_PEER, "rank 0 (%s:%d) refused this rank (%d): %s",
+				b->cfg.root_host, b->cfg.root_port, b->rank, m.text);
+		else
+			bs_fail(b, MK_ERR_PEER, "rank %d (host %s) refused this rank (%d): %s", m.rank,
+				bs_host_of(b, m.rank), b->rank, m.text);
 		return -1;
 	case BOOTSTRAP_BYE:
 		c->bye = 1;
+		release(b, c, c->need);
 		free(c->buf);
 		c->buf = NULL;
 		return 0;
@@ -244,13 +328,17 @@ static int deliver(bootstrap *b, conn *c, int pending_index)
 	case BOOTSTRAP_PEER_HELLO:
 		bs_fail(b, MK_ERR_PEER, "rank %d said hello twice", c->rank);
 		return -1;
+	case BOOTSTRAP_CHALLENGE:
+	case BOOTSTRAP_ACCEPT:
+		if (c->authed || (c->kind != C_ROOT && c->kind != C_OUT)) {
+			bs_fail(b, MK_ERR_PEER, "rank %d (host %s) sent a %s out of turn", c->rank,
+				bs_host_of(b, c->rank), bs_type_name(m.type));
+			return -1;
+		}
+		c->hs++;   /* queued for bs_handshake */
+		break;
 	default:
 		break;
-	}
-	if (c->qbytes + m.len > QUEUE_MAX) {
-		bs_fail(b, MK_ERR_PEER, "rank %d sent more than %zu bytes nobody has read", c->rank,
-			QUEUE_MAX);
-		return -1;
 	}
 	if (!(f = calloc(1, sizeof *f))) {
 		bs_fail(b, MK_ERR_NOMEM, "out of memory queueing a message from rank %d", c->rank);
@@ -259,24 +347,60 @@ static int deliver(bootstrap *b, conn *c, int pending_index)
 	f->type = m.type;
 	f->tag = m.tag;
 	f->len = m.len;
-	f->buf = c->buf;
+	f->buf = c->buf;   /* still held: released when taken */
 	c->buf = NULL;
 	*c->qt = f;
 	c->qt = &f->next;
-	c->qbytes += m.len;
 	return 0;
 }
 
-/* Reads what is there.  Returns 0; -1 to drop a pending connection; sets
- * b->failed on an established one. */
+/* The header of a frame from c is in c->hdr: may its payload be read?
+ * Before a connection proves itself it may send only its hello, of the
+ * hello's size, so a stranger makes us hold a few hundred bytes at most;
+ * after, what it and all connections leave unread is capped.  Returns 0,
+ * or -1 (refused if pending, else b->failed). */
+static int admit(bootstrap *b, conn *c, const bootstrap_msg *m)
+{
+	size_t need = BOOTSTRAP_HDR + (size_t)m->len;
+	if (c->rank < 0) {
+		uint32_t want = c->kind == C_PEND_P2P ? BOOTSTRAP_PEER_HELLO : BOOTSTRAP_HELLO;
+		size_t wl = c->kind == C_PEND_P2P ? BOOTSTRAP_PEER_HELLO_WIRE : BOOTSTRAP_HELLO_WIRE;
+		if (m->type != want || m->len != wl) {
+			refuse(b, c);
+			return -1;
+		}
+		return 0;
+	}
+	if (c->held + need > BOOTSTRAP_QUEUE_MAX) {
+		bs_fail(b, MK_ERR_PEER, "rank %d (host %s) sent more than %zu bytes nobody has read",
+			c->rank, bs_host_of(b, c->rank), (size_t)BOOTSTRAP_QUEUE_MAX);
+		bs_broadcast_abort(b, c->rank);
+		return -1;
+	}
+	if (b->mem + need > b->mem_max) {
+		bs_fail(b, MK_ERR_PEER, "a %s of %u bytes from rank %d (host %s) would make %zu bytes "
+			"from all ranks that nobody has read, over the maximum of %zu",
+			bs_type_name(m->type), m->len, c->rank, bs_host_of(b, c->rank), b->mem + need,
+			b->mem_max);
+		bs_broadcast_abort(b, c->rank);
+		return -1;
+	}
+	return 0;
+}
+
+/* Reads what is there.  Returns 0; 1 when a pending connection was
+ * adopted; -1 to drop a pending connection; sets b->failed on an
+ * established one. */
 static int rx(bootstrap *b, conn *c, int pending_index)
 {
-	for (;;) {
+	while (!c->refused) {
 		ssize_t k;
 		if (!c->buf) {
 			k = recv(c->fd, c->hdr + c->hhave, BOOTSTRAP_HDR - c->hhave, 0);
-		} else {
+		} else if (c->have < c->need) {
 			k = recv(c->fd, c->buf + c->have, c->need - c->have, 0);
+		} else {
+			return 0;   /* a parked hello: nothing more is read */
 		}
 		if (k < 0) {
 			if (errno == EINTR)
@@ -309,20 +433,18 @@ static int rx(bootstrap *b, conn *c, int pending_index)
 				continue;
 			c->hhave = 0;
 			if (bootstrap_parse_header(c->hdr, BOOTSTRAP_HDR, b->world, &m, why,
-						   sizeof why) != MK_OK ||
-			    m.token != b->cfg.token) {
+						   sizeof why) != MK_OK) {
 				if (c->rank < 0) {
-					if (m.fault == BOOTSTRAP_FAULT_NONE)
-						reject(b, c, m.token, 1, "wrong job token");
-					return -1;
+					refuse(b, c);
+					return 0;
 				}
-				if (m.fault == BOOTSTRAP_FAULT_NONE)
-					snprintf(why, sizeof why, "another job's token");
 				bs_fail(b, MK_ERR_PEER, "rank %d (host %s) sent a bad message: %s",
 					c->rank, bs_host_of(b, c->rank), why);
 				bs_broadcast_abort(b, -1);
 				return -1;
 			}
+			if (admit(b, c, &m) != 0)
+				return c->rank < 0 ? 0 : -1;
 			c->need = BOOTSTRAP_HDR + (size_t)m.len;
 			c->have = BOOTSTRAP_HDR;
 			if (!(c->buf = malloc(c->need))) {
@@ -332,18 +454,18 @@ static int rx(bootstrap *b, conn *c, int pending_index)
 					c->need, c->rank);
 				return -1;
 			}
+			hold(b, c, c->need);
 			memcpy(c->buf, c->hdr, BOOTSTRAP_HDR);
 		} else {
 			c->have += (size_t)k;
 		}
 		if (c->buf && c->have == c->need) {
 			int r = deliver(b, c, pending_index);
-			if (r < 0)
-				return -1;
-			if (r > 0)
-				return 1; /* adopted: no longer pending */
+			if (r != 0)
+				return r;
 		}
 	}
+	return 0;
 }
 
 static void accept_all(bootstrap *b, int lfd, int kind)
@@ -355,15 +477,28 @@ static void accept_all(bootstrap *b, int lfd, int kind)
 			return;
 		sock_opts(fd);
 		if (b->npend == MAX_PENDING) {
-			int oldest = 0;
-			for (int i = 1; i < b->npend; i++)
-				if (b->pend[i]->born < b->pend[oldest]->born)
-					oldest = i;
-			drop_pending(b, oldest);
+			/* full: a refused one goes first (told now), else the oldest */
+			int victim = 0;
+			for (int i = 1; i < b->npend; i++) {
+				conn *v = b->pend[victim], *p = b->pend[i];
+				if ((p->refused != 0) > (v->refused != 0) ||
+				    ((p->refused != 0) == (v->refused != 0) && p->born < v->born))
+					victim = i;
+			}
+			if (b->pend[victim]->refused)
+				bs_send_now(b->pend[victim]->fd, BOOTSTRAP_REJECT, b->rank, 0, 1,
+					    BOOTSTRAP_REFUSED);
+			drop_pending(b, victim);
 		}
 		if (!(c = bs_conn_new(fd, kind, -1))) {
 			close(fd);
 			return;
+		}
+		/* the challenge first: a fresh nonce for this connection only */
+		if (bs_random(c->na, sizeof c->na) != 0 ||
+		    bs_send_raw(fd, BOOTSTRAP_CHALLENGE, b->rank, 0, c->na, sizeof c->na) != 0) {
+			bs_conn_free(b, c);
+			continue;
 		}
 		b->pend[b->npend++] = c;
 	}
@@ -393,6 +528,34 @@ static int add_pfd(bootstrap *b, size_t *n, int fd, short ev, conn *c)
 	return 0;
 }
 
+/* Pending connections: refused ones get their REJECT when their time is up,
+ * silent ones are dropped, parked hellos are taken once the session key is
+ * known.  Returns -1 when the bootstrap failed. */
+static int tend_pending(bootstrap *b)
+{
+	int64_t now = bs_now_ms();
+	for (int j = 0; j < b->npend;) {
+		conn *c = b->pend[j];
+		if (c->refused && now - c->refused >= BOOTSTRAP_REFUSE_MS) {
+			bs_send_now(c->fd, BOOTSTRAP_REJECT, b->rank, 0, 1, BOOTSTRAP_REFUSED);
+			drop_pending(b, j);
+		} else if (!c->refused && now - c->born > PENDING_MS) {
+			drop_pending(b, j);
+		} else if (!c->refused && c->buf && c->have == c->need && b->have_session) {
+			int r = deliver(b, c, j);
+			if (r < 0)
+				drop_pending(b, j);
+			if (b->failed)
+				return -1;
+			if (r == 0)
+				j++;
+		} else {
+			j++;
+		}
+	}
+	return 0;
+}
+
 int bs_step(bootstrap *b, int64_t deadline, wjob *w)
 {
 	size_t n = 0, i;
@@ -415,8 +578,17 @@ int bs_step(bootstrap *b, int64_t deadline, wjob *w)
 			if (cs[j] && !cs[j]->closed)
 				bad |= add_pfd(b, &n, cs[j]->fd, POLLIN, cs[j]);
 	}
-	for (int j = 0; j < b->npend; j++)
-		bad |= add_pfd(b, &n, b->pend[j]->fd, POLLIN, b->pend[j]);
+	for (int j = 0; j < b->npend; j++) {
+		conn *c = b->pend[j];
+		if (c->refused) {
+			/* not read any more; wake up when its REJECT is due */
+			int64_t due = c->refused + BOOTSTRAP_REFUSE_MS - bs_now_ms();
+			if (due < left)
+				left = due > 0 ? due : 0;
+		} else if (!(c->buf && c->have == c->need)) {
+			bad |= add_pfd(b, &n, c->fd, POLLIN, c);
+		}
+	}
 	if (bad)
 		return bs_fail(b, MK_ERR_NOMEM, "out of memory"), -1;
 	if (w && w->done < w->len) {
@@ -445,7 +617,7 @@ int bs_step(bootstrap *b, int64_t deadline, wjob *w)
 			if (pi == b->npend)
 				continue;
 			if (rx(b, c, pi) < 0) {
-				/* adopted frames come back as 1; -1 drops it */
+				/* adopted ones come back as 1; -1 drops it */
 				for (pi = 0; pi < b->npend && b->pend[pi] != c; pi++)
 					;
 				if (pi < b->npend)
@@ -468,22 +640,15 @@ int bs_step(bootstrap *b, int64_t deadline, wjob *w)
 				return -1;
 		}
 	}
-	for (int j = 0; j < b->npend;) {
-		if (bs_now_ms() - b->pend[j]->born > PENDING_MS)
-			drop_pending(b, j);
-		else
-			j++;
-	}
-	return 0;
+	return tend_pending(b);
 }
 
-unsigned char *bs_frame_new(uint32_t type, int rank, uint32_t tag, uint64_t token,
-			    const void *pay, size_t len)
+unsigned char *bs_frame_new(uint32_t type, int rank, uint32_t tag, const void *pay, size_t len)
 {
 	unsigned char *buf = malloc(BOOTSTRAP_HDR + len + 1);
 	if (!buf)
 		return NULL;
-	bootstrap_header(buf, type, rank, tag, (uint32_t)len, token);
+	bootstrap_header(buf, type, rank, tag, (uint32_t)len);
 	if (len)
 		memcpy(buf + BOOTSTRAP_HDR, pay, len);
 	return buf;
@@ -504,7 +669,7 @@ mk_status bs_send_frame(bootstrap *b, conn *c, uint32_t type, uint32_t tag, cons
 	if (c->closed)
 		return bs_fail(b, MK_ERR_PEER, "rank %d has left (its bootstrap was destroyed)",
 			       c->rank);
-	if (!(buf = bs_frame_new(type, b->rank, tag, b->cfg.token, pay, len)))
+	if (!(buf = bs_frame_new(type, b->rank, tag, pay, len)))
 		return bs_fail(b, MK_ERR_NOMEM, "out of memory");
 	w.c = c;
 	w.buf = buf;
@@ -538,11 +703,11 @@ frame *bs_take(frame **q, frame ***qt, uint32_t type, uint32_t tag)
 	return NULL;
 }
 
-frame *bs_take_conn(conn *c, uint32_t type, uint32_t tag)
+frame *bs_take_conn(bootstrap *b, conn *c, uint32_t type, uint32_t tag)
 {
 	frame *f = c ? bs_take(&c->q, &c->qt, type, tag) : NULL;
 	if (f)
-		c->qbytes -= f->len;
+		release(b, c, BOOTSTRAP_HDR + (size_t)f->len);
 	return f;
 }
 

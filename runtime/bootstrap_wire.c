@@ -38,10 +38,11 @@ static void clean_text(char *dst, size_t n, const unsigned char *src, size_t len
 
 /* ---- the wire format -------------------------------------------------------
  * header: u32 magic, u16 version, u16 type, i32 rank, u32 tag, u32 length,
- *         u32 reserved (0), u64 token; then `length` payload bytes. */
+ *         u32 reserved (0); then `length` payload bytes.  No secret travels:
+ *         connections prove themselves with MACs (bootstrap_int.h). */
 static const char *const type_names[] = {
 	"?", "HELLO", "WELCOME", "REJECT", "GATHER", "GATHERED",
-	"PEER_HELLO", "P2P", "ABORT", "BYE",
+	"PEER_HELLO", "P2P", "ABORT", "BYE", "CHALLENGE", "ACCEPT",
 };
 
 const char *bs_type_name(uint32_t t)
@@ -49,8 +50,7 @@ const char *bs_type_name(uint32_t t)
 	return t < BOOTSTRAP_TYPE_END ? type_names[t] : "?";
 }
 
-void bootstrap_header(void *hdr, uint32_t type, int32_t rank, uint32_t tag, uint32_t len,
-		      uint64_t token)
+void bootstrap_header(void *hdr, uint32_t type, int32_t rank, uint32_t tag, uint32_t len)
 {
 	unsigned char *p = hdr;
 	le_put32(p, BOOTSTRAP_MAGIC);
@@ -60,7 +60,6 @@ void bootstrap_header(void *hdr, uint32_t type, int32_t rank, uint32_t tag, uint
 	le_put32(p + 12, tag);
 	le_put32(p + 16, len);
 	le_put32(p + 20, 0);
-	le_put64(p + 24, token);
 }
 
 void bootstrap_addr_put(unsigned char *p, const bootstrap_addr *a)
@@ -96,11 +95,16 @@ static uint64_t type_max(uint32_t type, int world)
 	case BOOTSTRAP_HELLO:
 		return BOOTSTRAP_HELLO_WIRE;
 	case BOOTSTRAP_WELCOME:
-		return world ? (uint64_t)world * BOOTSTRAP_ADDR_WIRE : BOOTSTRAP_MAX_PAYLOAD;
+		return world ? BOOTSTRAP_WELCOME_WIRE(world) : BOOTSTRAP_MAX_PAYLOAD;
 	case BOOTSTRAP_REJECT:
 	case BOOTSTRAP_ABORT:
 		return 4 + BOOTSTRAP_TEXT;
 	case BOOTSTRAP_PEER_HELLO:
+		return BOOTSTRAP_PEER_HELLO_WIRE;
+	case BOOTSTRAP_CHALLENGE:
+		return BOOTSTRAP_CHALLENGE_WIRE;
+	case BOOTSTRAP_ACCEPT:
+		return BOOTSTRAP_ACCEPT_WIRE;
 	case BOOTSTRAP_BYE:
 		return 0;
 	default:
@@ -142,7 +146,6 @@ mk_status bootstrap_parse_header(const void *buf, size_t n, int world, bootstrap
 	m->tag = le_get32(p + 12);
 	m->len = le_get32(p + 16);
 	reserved = le_get32(p + 20);
-	m->token = le_get64(p + 24);
 	if (magic != BOOTSTRAP_MAGIC)
 		return refuse(m, BOOTSTRAP_FAULT_MAGIC, err, errn,
 			      "bad magic 0x%08x: not an mk bootstrap message", magic);
@@ -171,8 +174,8 @@ mk_status bootstrap_parse_header(const void *buf, size_t n, int world, bootstrap
 	return MK_OK;
 }
 
-mk_status bootstrap_parse(const void *buf, size_t n, uint64_t token, int world,
-			  bootstrap_msg *m, char *err, size_t errn)
+mk_status bootstrap_parse(const void *buf, size_t n, int world, bootstrap_msg *m, char *err,
+			  size_t errn)
 {
 	const unsigned char *p = buf, *q;
 	mk_status st = bootstrap_parse_header(buf, n, world, m, err, errn);
@@ -187,10 +190,6 @@ mk_status bootstrap_parse(const void *buf, size_t n, uint64_t token, int world,
 		return refuse(m, BOOTSTRAP_FAULT_EXTRA, err, errn,
 			      "%zu bytes after a %s of %u bytes",
 			      n - BOOTSTRAP_HDR - m->len, bs_type_name(m->type), m->len);
-	if (m->token != token)
-		return refuse(m, BOOTSTRAP_FAULT_TOKEN, err, errn,
-			      "%s from rank %d with another job's token", bs_type_name(m->type),
-			      m->rank);
 	q = m->payload = p + BOOTSTRAP_HDR;
 	switch (m->type) {
 	case BOOTSTRAP_HELLO:
@@ -206,9 +205,32 @@ mk_status bootstrap_parse(const void *buf, size_t n, uint64_t token, int world,
 		if (bootstrap_addr_get(q + 4, &m->addr) != 0)
 			return refuse(m, BOOTSTRAP_FAULT_FIELD, err, errn,
 				      "HELLO from rank %d: bad address", m->rank);
+		m->nonce = q + 4 + BOOTSTRAP_ADDR_WIRE;
+		m->mac = m->nonce + BOOTSTRAP_NONCE;
+		break;
+	case BOOTSTRAP_PEER_HELLO:
+		if (m->len != BOOTSTRAP_PEER_HELLO_WIRE)
+			return refuse(m, BOOTSTRAP_FAULT_LENGTH, err, errn,
+				      "PEER_HELLO of %u bytes, expected %d", m->len,
+				      BOOTSTRAP_PEER_HELLO_WIRE);
+		m->nonce = q;
+		m->mac = q + BOOTSTRAP_NONCE;
+		break;
+	case BOOTSTRAP_CHALLENGE:
+		if (m->len != BOOTSTRAP_CHALLENGE_WIRE)
+			return refuse(m, BOOTSTRAP_FAULT_LENGTH, err, errn,
+				      "CHALLENGE of %u bytes, expected %d", m->len,
+				      BOOTSTRAP_CHALLENGE_WIRE);
+		m->nonce = q;
+		break;
+	case BOOTSTRAP_ACCEPT:
+		if (m->len != BOOTSTRAP_ACCEPT_WIRE)
+			return refuse(m, BOOTSTRAP_FAULT_LENGTH, err, errn,
+				      "ACCEPT of %u bytes, expected %d", m->len, BOOTSTRAP_ACCEPT_WIRE);
+		m->mac = q;
 		break;
 	case BOOTSTRAP_WELCOME:
-		if (world <= 0 || m->len != (uint64_t)world * BOOTSTRAP_ADDR_WIRE)
+		if (world <= 0 || m->len != BOOTSTRAP_WELCOME_WIRE(world))
 			return refuse(m, BOOTSTRAP_FAULT_LENGTH, err, errn,
 				      "WELCOME of %u bytes for a world of %d", m->len, world);
 		for (int r = 0; r < world; r++) {
@@ -217,6 +239,7 @@ mk_status bootstrap_parse(const void *buf, size_t n, uint64_t token, int world,
 				return refuse(m, BOOTSTRAP_FAULT_FIELD, err, errn,
 					      "WELCOME: bad address for rank %d", r);
 		}
+		m->mac = q + (size_t)world * BOOTSTRAP_ADDR_WIRE;
 		break;
 	case BOOTSTRAP_REJECT:
 	case BOOTSTRAP_ABORT:

@@ -299,7 +299,7 @@ mk_status mk_comm_create(mk_comm **out, char *err, size_t n)
 		if (g >= 0 && g < w)
 			c->local_of[g] = i;
 	}
-	fdpass_cfg fc = {.token = bootstrap_token(c->b), .rank = bootstrap_local_rank(c->b),
+	fdpass_cfg fc = {.token = bootstrap_job_id(c->b), .rank = bootstrap_local_rank(c->b),
 			 .nranks = bootstrap_local_world(c->b),
 			 .timeout_ms = bootstrap_timeout_ms(c->b)};
 	st = fdpass_create(&fc, &c->f, err, n);

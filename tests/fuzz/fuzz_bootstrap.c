@@ -2,11 +2,13 @@
  * of what arrives from the network and from local peers.
  *
  * The first byte picks how the rest is read: as a whole bootstrap frame
- * (with the job's token, for a few world sizes, and with the input's own
- * token so that payload checks are reached), as a header alone, or as an
- * fd-passing datagram with some number of descriptors.  A refusal must say
- * why (a fault and a message); an acceptance must describe a payload inside
- * the input.  Anything else - a crash, a sanitizer report, a hang - is a bug.
+ * (for a few world sizes), as a header alone, or as an fd-passing datagram
+ * with some number of descriptors (with the job's id, or the input's own so
+ * that the later checks are reached) and as an fd-passing endpoint.  A
+ * refusal must say why (a fault and a message); an acceptance must describe
+ * a payload inside the input.  Anything else - a crash, a sanitizer report,
+ * a hang - is a bug.  (Frames carry no token since version 2: connections
+ * prove themselves with MACs, which random bytes do not reach.)
  *
  * Build and run: tools/fuzz.sh SECONDS (or make fuzz).
  */
@@ -23,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static uint64_t token_of(const uint8_t *p, size_t n)
 {
 	uint64_t t = 0;
-	if (n < BOOTSTRAP_HDR)
+	if (n < FDPASS_HDR)
 		return 1;
 	for (int i = 0; i < 8; i++)
 		t |= (uint64_t)p[24 + i] << (8 * i);
@@ -49,11 +51,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 0:
 	case 1: {
 		int w = worlds[(how >> 2) % 5];
-		uint64_t tok = how & 0x80 ? token_of(p, n) : 0x5eedull;
 		err[0] = 0;
-		if (bootstrap_parse(p, n, tok, w, &m, err, sizeof err) == MK_OK) {
+		if (bootstrap_parse(p, n, w, &m, err, sizeof err) == MK_OK) {
+			const uint8_t *end = p + n;
 			if (m.fault != BOOTSTRAP_FAULT_NONE || (size_t)BOOTSTRAP_HDR + m.len != n ||
 			    (m.len && m.payload != p + BOOTSTRAP_HDR))
+				abort();
+			/* nonces and MACs lie inside the frame */
+			if ((m.nonce && (m.nonce < p || m.nonce + BOOTSTRAP_NONCE > end)) ||
+			    (m.mac && (m.mac < p || m.mac + BOOTSTRAP_MAC > end)))
 				abort();
 			if (m.type == BOOTSTRAP_WELCOME && w > 0) {
 				bootstrap_addr a;
@@ -79,6 +85,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (fdpass_parse(p, n, fds, tok, 1 + (how >> 4), &f, err, sizeof err) == MK_OK &&
 		    (f.nfds != (uint32_t)fds || (size_t)FDPASS_HDR + f.len != n))
 			abort();
+		if (n >= FDPASS_EP_WIRE) {
+			fdpass_ep ep;
+			if (fdpass_ep_get(p, &ep) == 0 && !memchr(ep.name, 0, sizeof ep.name))
+				abort();
+		}
 		break;
 	}
 	}

@@ -144,7 +144,7 @@ int main(int argc, char **argv)
 
 	memset(&bc, 0, sizeof bc);
 	bc.world = 1;
-	bc.token = 11;
+	bootstrap_set_token(&bc, "gpu_proxy");
 	bc.timeout_ms = 10000;
 	bc.root_fd = -1;
 	bc.local_rank = bc.local_world = -1;

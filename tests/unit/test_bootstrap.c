@@ -1,10 +1,15 @@
 /* test_bootstrap.c - the TCP rendezvous across real processes on loopback:
  * allgather, barrier, point to point (incl. 2 MiB both ways at once), local
- * ranks; strangers (garbage, truncated, oversized frames, wrong token,
- * version, rank, world size, silence) rejected while the job joins; a rank,
- * rank 0, a point-to-point peer that disappears; timeouts; the frame parser
- * against every truncation and random corruption; configuration from the
- * variables of mpirun, Slurm and torchrun.  Exit 0 = pass.
+ * ranks; strangers (garbage, truncated, oversized frames, a wrong key,
+ * version, rank, world size, silence) refused while the job joins, all with
+ * the same words and none before BOOTSTRAP_REFUSE_MS; a rank, rank 0, a
+ * point-to-point peer that disappears; timeouts; the frame parser against
+ * every truncation and random corruption; configuration from the variables
+ * of mpirun, Slurm and torchrun.  Issue 21: listeners bound to the root's
+ * address (or MK_IFACE), never every interface by default; a stranger that
+ * holds the job key but did not join cannot pass for a rank point to point;
+ * a pending connection cannot make rank 0 hold a big frame; what all
+ * connections leave unread is capped.  Exit 0 = pass.
  */
 #include "mkt_proc.h"
 
@@ -13,7 +18,8 @@
 #include "runtime/bootstrap.h"
 
 static int port, lfd = -1;
-static const uint64_t TOKEN = 0x5eed0fc0ffee1234ull;
+static const char *const TOKEN = "test_bootstrap's token";
+static unsigned char KEY[BOOTSTRAP_KEY];
 
 static bootstrap_cfg cfg_for(int rank, int world, unsigned timeout_ms)
 {
@@ -24,7 +30,7 @@ static bootstrap_cfg cfg_for(int rank, int world, unsigned timeout_ms)
 	c.local_rank = c.local_world = -1;
 	snprintf(c.root_host, sizeof c.root_host, "127.0.0.1");
 	c.root_port = port;
-	c.token = TOKEN;
+	bootstrap_set_token(&c, TOKEN);
 	c.host_id = 1;
 	c.timeout_ms = timeout_ms;
 	c.root_fd = -1;
@@ -44,20 +50,25 @@ static void new_listener(void)
 }
 
 /* ---- parser ----------------------------------------------------------------- */
-static size_t frame(unsigned char *buf, uint32_t type, int rank, uint32_t tag, uint64_t token,
-		    const void *pay, uint32_t len)
+static size_t frame(unsigned char *buf, uint32_t type, int rank, uint32_t tag, const void *pay,
+		    uint32_t len)
 {
-	bootstrap_header(buf, type, rank, tag, len, token);
+	bootstrap_header(buf, type, rank, tag, len);
 	if (len)
 		memcpy(buf + BOOTSTRAP_HDR, pay, len);
 	return BOOTSTRAP_HDR + len;
 }
 
-static size_t hello(unsigned char *buf, int rank, uint32_t world, uint64_t token)
+/* A HELLO as rank `rank` of `world` answering challenge na, MAC'd with key
+ * (NULL: no valid MAC). */
+static size_t hello_for(unsigned char *buf, int rank, uint32_t world, const unsigned char *key,
+			const unsigned char *na)
 {
 	unsigned char pay[BOOTSTRAP_HELLO_WIRE];
 	bootstrap_addr a;
+	size_t n;
 	memset(&a, 0, sizeof a);
+	memset(pay, 0, sizeof pay);
 	a.family = 4;
 	a.port = 1234;
 	a.addr[0] = 127;
@@ -67,7 +78,17 @@ static size_t hello(unsigned char *buf, int rank, uint32_t world, uint64_t token
 	pay[1] = (unsigned char)(world >> 8);
 	pay[2] = pay[3] = 0;
 	bootstrap_addr_put(pay + 4, &a);
-	return frame(buf, BOOTSTRAP_HELLO, rank, 0, token, pay, sizeof pay);
+	memset(pay + 4 + BOOTSTRAP_ADDR_WIRE, 0x4e, BOOTSTRAP_NONCE);   /* our nonce */
+	n = frame(buf, BOOTSTRAP_HELLO, rank, 0, pay, sizeof pay);
+	if (key)
+		bootstrap_mac(key, "mk hello", 0, na, buf, n - BOOTSTRAP_MAC, buf + n - BOOTSTRAP_MAC);
+	return n;
+}
+
+static size_t hello(unsigned char *buf, int rank, uint32_t world)
+{
+	static const unsigned char na[BOOTSTRAP_NONCE];
+	return hello_for(buf, rank, world, KEY, na);
 }
 
 static void test_parser(void)
@@ -78,84 +99,122 @@ static void test_parser(void)
 	size_t n;
 	int all_short = 1, ok_ct = 0;
 
-	n = hello(buf, 1, 4, TOKEN);
+	n = hello(buf, 1, 4);
 	{
-		mk_status st = bootstrap_parse(buf, n, TOKEN, 4, &m, err, sizeof err);
+		mk_status st = bootstrap_parse(buf, n, 4, &m, err, sizeof err);
 		mkt_check(st == MK_OK && m.type == BOOTSTRAP_HELLO && m.world == 4 &&
-			  m.addr.port == 1234, "a HELLO parses: world %u port %u", m.world,
+			  m.addr.port == 1234 && m.nonce == buf + n - 48 && m.mac == buf + n - 32,
+			  "a HELLO parses: world %u port %u, nonce and MAC at the end", m.world,
 			  m.addr.port);
 	}
 	for (size_t k = 0; k < n; k++)
-		if (bootstrap_parse(buf, k, TOKEN, 4, &m, err, sizeof err) == MK_OK ||
+		if (bootstrap_parse(buf, k, 4, &m, err, sizeof err) == MK_OK ||
 		    m.fault != BOOTSTRAP_FAULT_SHORT)
 			all_short = 0;
 	mkt_check(all_short, "every truncation of a HELLO is refused as short (%zu cases)", n);
 	memcpy(cp, buf, n);
 	cp[n] = 0;
-	mkt_check(bootstrap_parse(cp, n + 1, TOKEN, 4, &m, err, sizeof err) != MK_OK &&
+	mkt_check(bootstrap_parse(cp, n + 1, 4, &m, err, sizeof err) != MK_OK &&
 		  m.fault == BOOTSTRAP_FAULT_EXTRA, "a byte too many: %s", err);
-	mkt_check(bootstrap_parse(buf, n, TOKEN + 1, 4, &m, err, sizeof err) != MK_OK &&
-		  m.fault == BOOTSTRAP_FAULT_TOKEN, "another job's token: %s", err);
+	{
+		/* the handshake's frames, exactly their size */
+		unsigned char nb[BOOTSTRAP_HDR + 64], pb[64];
+		memset(nb, 7, sizeof nb);
+		memset(pb, 7, sizeof pb);
+		mkt_check(bootstrap_parse(nb, frame(nb, BOOTSTRAP_CHALLENGE, 0, 0, pb, 16), 4, &m,
+					  err, sizeof err) == MK_OK && m.nonce == nb + BOOTSTRAP_HDR,
+			  "a CHALLENGE parses");
+		mkt_check(bootstrap_parse(nb, frame(nb, BOOTSTRAP_CHALLENGE, 0, 0, pb, 15), 4, &m,
+					  err, sizeof err) != MK_OK && m.fault == BOOTSTRAP_FAULT_LENGTH,
+			  "a CHALLENGE of 15 bytes: %s", err);
+		mkt_check(bootstrap_parse(nb, frame(nb, BOOTSTRAP_ACCEPT, 0, 0, pb, 32), 4, &m,
+					  err, sizeof err) == MK_OK && m.mac == nb + BOOTSTRAP_HDR,
+			  "an ACCEPT parses");
+		mkt_check(bootstrap_parse(nb, frame(nb, BOOTSTRAP_PEER_HELLO, 1, 0, pb, 48), 4, &m,
+					  err, sizeof err) == MK_OK && m.nonce && m.mac,
+			  "a PEER_HELLO parses");
+		mkt_check(bootstrap_parse(nb, frame(nb, BOOTSTRAP_PEER_HELLO, 1, 0, pb, 0), 4, &m,
+					  err, sizeof err) != MK_OK, "a PEER_HELLO without nonce and "
+			  "MAC: %s", err);
+	}
+	{
+		/* the MAC covers key, label, acceptor, nonce, bytes */
+		unsigned char k2[BOOTSTRAP_KEY], na[BOOTSTRAP_NONCE] = {1}, m1[32], m2[32];
+		int differ = 1;
+		memcpy(k2, KEY, sizeof k2);
+		bootstrap_mac(KEY, "mk hello", 0, na, buf, n, m1);
+		k2[31] ^= 1;
+		bootstrap_mac(k2, "mk hello", 0, na, buf, n, m2);
+		differ &= !!memcmp(m1, m2, 32);
+		bootstrap_mac(KEY, "mk hellp", 0, na, buf, n, m2);
+		differ &= !!memcmp(m1, m2, 32);
+		bootstrap_mac(KEY, "mk hello", 1, na, buf, n, m2);
+		differ &= !!memcmp(m1, m2, 32);
+		na[15] = 1;
+		bootstrap_mac(KEY, "mk hello", 0, na, buf, n, m2);
+		differ &= !!memcmp(m1, m2, 32);
+		mkt_check(differ, "the MAC changes with the key, label, acceptor and nonce");
+	}
 	memcpy(cp, buf, n);
 	cp[0] ^= 1;
-	mkt_check(bootstrap_parse(cp, n, TOKEN, 4, &m, err, sizeof err) != MK_OK &&
+	mkt_check(bootstrap_parse(cp, n, 4, &m, err, sizeof err) != MK_OK &&
 		  m.fault == BOOTSTRAP_FAULT_MAGIC, "bad magic: %s", err);
 	memcpy(cp, buf, n);
 	cp[4] = 9;
-	mkt_check(bootstrap_parse(cp, n, TOKEN, 4, &m, err, sizeof err) != MK_OK &&
+	mkt_check(bootstrap_parse(cp, n, 4, &m, err, sizeof err) != MK_OK &&
 		  m.fault == BOOTSTRAP_FAULT_VERSION, "bad version: %s", err);
 	memcpy(cp, buf, n);
 	cp[6] = 0;
-	mkt_check(bootstrap_parse(cp, n, TOKEN, 4, &m, err, sizeof err) != MK_OK &&
+	mkt_check(bootstrap_parse(cp, n, 4, &m, err, sizeof err) != MK_OK &&
 		  m.fault == BOOTSTRAP_FAULT_TYPE, "type 0: %s", err);
 	cp[6] = BOOTSTRAP_TYPE_END;
-	mkt_check(bootstrap_parse(cp, n, TOKEN, 4, &m, err, sizeof err) != MK_OK &&
+	mkt_check(bootstrap_parse(cp, n, 4, &m, err, sizeof err) != MK_OK &&
 		  m.fault == BOOTSTRAP_FAULT_TYPE, "type past the end: %s", err);
 	memcpy(cp, buf, n);
 	cp[20] = 1;
-	mkt_check(bootstrap_parse(cp, n, TOKEN, 4, &m, err, sizeof err) != MK_OK &&
+	mkt_check(bootstrap_parse(cp, n, 4, &m, err, sizeof err) != MK_OK &&
 		  m.fault == BOOTSTRAP_FAULT_FIELD, "reserved bits: %s", err);
-	n = hello(buf, 4, 4, TOKEN);
-	mkt_check(bootstrap_parse(buf, n, TOKEN, 4, &m, err, sizeof err) != MK_OK &&
+	n = hello(buf, 4, 4);
+	mkt_check(bootstrap_parse(buf, n, 4, &m, err, sizeof err) != MK_OK &&
 		  m.fault == BOOTSTRAP_FAULT_FIELD, "rank 4 of 4: %s", err);
-	n = hello(buf, 0, 4, TOKEN);
-	mkt_check(bootstrap_parse(buf, n, TOKEN, 4, &m, err, sizeof err) != MK_OK &&
+	n = hello(buf, 0, 4);
+	mkt_check(bootstrap_parse(buf, n, 4, &m, err, sizeof err) != MK_OK &&
 		  m.fault == BOOTSTRAP_FAULT_FIELD, "HELLO from rank 0: %s", err);
-	n = hello(buf, 3, 2, TOKEN);
-	mkt_check(bootstrap_parse(buf, n, TOKEN, 0, &m, err, sizeof err) != MK_OK &&
+	n = hello(buf, 3, 2);
+	mkt_check(bootstrap_parse(buf, n, 0, &m, err, sizeof err) != MK_OK &&
 		  m.fault == BOOTSTRAP_FAULT_FIELD, "HELLO rank 3 of a world of 2: %s", err);
-	n = hello(buf, 1, 4, TOKEN);
+	n = hello(buf, 1, 4);
 	buf[BOOTSTRAP_HDR + 4 + 8] = 5;   /* family */
-	mkt_check(bootstrap_parse(buf, n, TOKEN, 4, &m, err, sizeof err) != MK_OK &&
+	mkt_check(bootstrap_parse(buf, n, 4, &m, err, sizeof err) != MK_OK &&
 		  m.fault == BOOTSTRAP_FAULT_FIELD, "HELLO with address family 5: %s", err);
-	n = hello(buf, 1, 4, TOKEN);
+	n = hello(buf, 1, 4);
 	memset(buf + BOOTSTRAP_HDR + 4 + 32, 'x', BOOTSTRAP_HOSTNAME);
-	mkt_check(bootstrap_parse(buf, n, TOKEN, 4, &m, err, sizeof err) != MK_OK,
+	mkt_check(bootstrap_parse(buf, n, 4, &m, err, sizeof err) != MK_OK,
 		  "HELLO with an unterminated host name: %s", err);
 
-	bootstrap_header(buf, BOOTSTRAP_P2P, 1, 0, BOOTSTRAP_MAX_PAYLOAD + 1, TOKEN);
+	bootstrap_header(buf, BOOTSTRAP_P2P, 1, 0, BOOTSTRAP_MAX_PAYLOAD + 1);
 	mkt_check(bootstrap_parse_header(buf, BOOTSTRAP_HDR, 4, &m, err, sizeof err) != MK_OK &&
 		  m.fault == BOOTSTRAP_FAULT_LENGTH, "oversized length in the header: %s", err);
-	bootstrap_header(buf, BOOTSTRAP_P2P, 1, 0, 0xffffffffu, TOKEN);
+	bootstrap_header(buf, BOOTSTRAP_P2P, 1, 0, 0xffffffffu);
 	mkt_check(bootstrap_parse_header(buf, BOOTSTRAP_HDR, 4, &m, err, sizeof err) != MK_OK &&
 		  m.fault == BOOTSTRAP_FAULT_LENGTH, "length 0xffffffff: %s", err);
-	bootstrap_header(buf, BOOTSTRAP_HELLO, 1, 0, 5000, TOKEN);
+	bootstrap_header(buf, BOOTSTRAP_HELLO, 1, 0, 5000);
 	mkt_check(bootstrap_parse_header(buf, BOOTSTRAP_HDR, 4, &m, err, sizeof err) != MK_OK &&
 		  m.fault == BOOTSTRAP_FAULT_LENGTH, "HELLO claiming 5000 bytes: %s", err);
-	bootstrap_header(buf, BOOTSTRAP_WELCOME, 0, 0, 4 * BOOTSTRAP_ADDR_WIRE + 1, TOKEN);
+	bootstrap_header(buf, BOOTSTRAP_WELCOME, 0, 0, BOOTSTRAP_WELCOME_WIRE(4) + 1);
 	mkt_check(bootstrap_parse_header(buf, BOOTSTRAP_HDR, 4, &m, err, sizeof err) != MK_OK &&
 		  m.fault == BOOTSTRAP_FAULT_LENGTH, "WELCOME too long for the world: %s", err);
-	bootstrap_header(buf, BOOTSTRAP_BYE, 1, 0, 1, TOKEN);
+	bootstrap_header(buf, BOOTSTRAP_BYE, 1, 0, 1);
 	mkt_check(bootstrap_parse_header(buf, BOOTSTRAP_HDR, 4, &m, err, sizeof err) != MK_OK &&
 		  m.fault == BOOTSTRAP_FAULT_LENGTH, "BYE with a payload: %s", err);
 	{
 		unsigned char pay[8] = {7, 0, 0, 0, 'h', 'i', 1, 'x'};
-		n = frame(buf, BOOTSTRAP_ABORT, 0, 0, TOKEN, pay, sizeof pay);
-		mkt_check(bootstrap_parse(buf, n, TOKEN, 4, &m, err, sizeof err) != MK_OK &&
+		n = frame(buf, BOOTSTRAP_ABORT, 0, 0, pay, sizeof pay);
+		mkt_check(bootstrap_parse(buf, n, 4, &m, err, sizeof err) != MK_OK &&
 			  m.fault == BOOTSTRAP_FAULT_FIELD, "ABORT about rank 7 of 4: %s", err);
 		pay[0] = 2;
-		n = frame(buf, BOOTSTRAP_ABORT, 0, 0, TOKEN, pay, 8);
-		mkt_check(bootstrap_parse(buf, n, TOKEN, 4, &m, err, sizeof err) == MK_OK,
+		n = frame(buf, BOOTSTRAP_ABORT, 0, 0, pay, 8);
+		mkt_check(bootstrap_parse(buf, n, 4, &m, err, sizeof err) == MK_OK,
 			  "ABORT about rank 2 parses");
 		mkt_check(m.about == 2 && !strcmp(m.text, "hi?x"),
 			  "ABORT text is made printable: '%s'", m.text);
@@ -165,7 +224,7 @@ static void test_parser(void)
 		unsigned seed = 12345;
 		int bad_fault = 0;
 		for (int it = 0; it < 20000; it++) {
-			size_t len = hello(buf, 1 + it % 3, 4, TOKEN);
+			size_t len = hello(buf, 1 + it % 3, 4);
 			int flips = 1 + it % 4;
 			for (int f = 0; f < flips; f++) {
 				seed = seed * 1103515245u + 12345u;
@@ -174,7 +233,7 @@ static void test_parser(void)
 			seed = seed * 1103515245u + 12345u;
 			if ((seed >> 16) % 5 == 0)
 				len = (seed >> 3) % (len + 1);
-			if (bootstrap_parse(buf, len, TOKEN, 4, &m, err, sizeof err) == MK_OK)
+			if (bootstrap_parse(buf, len, 4, &m, err, sizeof err) == MK_OK)
 				ok_ct++;
 			else if (m.fault == BOOTSTRAP_FAULT_NONE)
 				bad_fault++;
@@ -207,9 +266,13 @@ static void test_config(void)
 		const char *t[] = {"MK_RANK", "3", "MK_WORLD_SIZE", "8", "MK_ROOT", "node1:5000",
 				   "MK_JOB_TOKEN", "secret", "MK_HOST_ID", "a", NULL};
 		mk_status st = conf(t, &c, err);
+		bootstrap_cfg k;
+		memset(&k, 0, sizeof k);
+		bootstrap_set_token(&k, "secret");
 		mkt_check(st == MK_OK && c.rank == 3 && c.world == 8 &&
 			  !strcmp(c.root_host, "node1") && c.root_port == 5000 &&
-			  c.token == bootstrap_hash("secret") && c.host_id == bootstrap_hash("a"),
+			  !memcmp(c.key, k.key, BOOTSTRAP_KEY) && !c.token_derived &&
+			  c.host_id == bootstrap_hash("a") && c.root_fd == -1 && !c.iface[0],
 			  "MK_* variables: %s", c.source);
 	}
 	{
@@ -226,9 +289,11 @@ static void test_config(void)
 			  c.local_world == 2 && !strcmp(c.root_host, "::1") && c.root_port == 7000,
 			  "Open MPI variables, IPv6 root: %s", s ? err : c.source);
 		conf(u, &d, err);
-		mkt_check(c.token == d.token, "ranks of one job derive one token");
+		mkt_check(!memcmp(c.key, d.key, BOOTSTRAP_KEY) && c.token_derived &&
+			  strstr(c.source, "guessable"), "ranks of one job derive one key, said to "
+			  "be guessable: %s", c.source);
 		conf(v, &d, err);
-		mkt_check(c.token != d.token, "another job id, another token");
+		mkt_check(memcmp(c.key, d.key, BOOTSTRAP_KEY) != 0, "another job id, another key");
 	}
 	{
 		const char *t[] = {"PMI_RANK", "2", "PMI_SIZE", "3", "MK_ROOT", "h:1", NULL};
@@ -260,8 +325,36 @@ static void test_config(void)
 	}
 	{
 		const char *t[] = {NULL};
-		mkt_check(conf(t, &c, err) == MK_OK && c.rank == 0 && c.world == 1 && c.token,
-			  "no variables: rank 0 of 1");
+		static const unsigned char zero[BOOTSTRAP_KEY];
+		mkt_check(conf(t, &c, err) == MK_OK && c.rank == 0 && c.world == 1 &&
+			  memcmp(c.key, zero, BOOTSTRAP_KEY) != 0, "no variables: rank 0 of 1");
+	}
+	{
+		/* MK_ROOT_FD: a listening socket of this process, for rank 0 only */
+		int lp, l = mkt_listen(&lp), f = dup(2);
+		char ls[16], fs[16];
+		snprintf(ls, sizeof ls, "%d", l);
+		snprintf(fs, sizeof fs, "%d", f);
+		{
+			const char *t[] = {"MK_RANK", "0", "MK_WORLD_SIZE", "2", "MK_ROOT", "h:1",
+					   "MK_ROOT_FD", ls, "MK_IFACE", "lo", NULL};
+			mkt_check(conf(t, &c, err) == MK_OK && c.root_fd == l && !strcmp(c.iface, "lo"),
+				  "MK_ROOT_FD=%s (listening) and MK_IFACE=lo taken", ls);
+		}
+		{
+			const char *t[] = {"MK_RANK", "0", "MK_WORLD_SIZE", "2", "MK_ROOT", "h:1",
+					   "MK_ROOT_FD", fs, NULL};
+			mkt_check(conf(t, &c, err) == MK_ERR_INVALID && strstr(err, "MK_ROOT_FD"),
+				  "MK_ROOT_FD naming a non-socket: %s", err);
+		}
+		{
+			const char *t[] = {"MK_RANK", "1", "MK_WORLD_SIZE", "2", "MK_ROOT", "h:1",
+					   "MK_ROOT_FD", ls, NULL};
+			mkt_check(conf(t, &c, err) == MK_OK && c.root_fd == -1,
+				  "MK_ROOT_FD is rank 0's only");
+		}
+		close(l);
+		close(f);
 	}
 	{
 		const char *t1[] = {"MK_RANK", "1", NULL};
@@ -428,11 +521,11 @@ static int rank1_real(void *arg)
 	uint64_t v = 6, vs[2] = {0, 0};
 	mk_status st;
 	if (arg)
-		c.token = TOKEN ^ 1;
+		bootstrap_set_token(&c, "another job's token");
 	st = bootstrap_create(&c, &b, err, sizeof err);
 	if (arg) {
-		mkt_check(st == MK_ERR_PEER && strstr(err, "wrong job token"),
-			  "a rank with another token is told: %s", err);
+		mkt_check(st == MK_ERR_PEER && strstr(err, BOOTSTRAP_REFUSED),
+			  "a rank with another token is refused like any stranger: %s", err);
 		return mkt_failures ? 1 : 0;
 	}
 	mkt_check(st == MK_OK, "rank 1 joined: %s", st ? err : "ok");
@@ -444,19 +537,39 @@ static int rank1_real(void *arg)
 	return mkt_failures ? 1 : 0;
 }
 
-static int dial(void)
+static int dial_port(int p)
 {
 	struct sockaddr_in sa;
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 	memset(&sa, 0, sizeof sa);
 	sa.sin_family = AF_INET;
-	sa.sin_port = htons((uint16_t)port);
+	sa.sin_port = htons((uint16_t)p);
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
 		close(fd);
 		return -1;
 	}
 	return fd;
+}
+
+static int dial(void) { return dial_port(port); }
+
+/* Reads exactly n bytes within ms; returns how many came. */
+static int read_n(int fd, unsigned char *buf, size_t n, int ms)
+{
+	size_t have = 0;
+	int64_t end = mkt_now_ms() + ms;
+	while (have < n) {
+		struct pollfd p = {fd, POLLIN, 0};
+		ssize_t k;
+		if (poll(&p, 1, (int)(end - mkt_now_ms())) <= 0)
+			break;
+		k = read(fd, buf + have, n - have);
+		if (k <= 0)
+			break;
+		have += (size_t)k;
+	}
+	return (int)have;
 }
 
 /* Reads until the peer closes or 3 s pass; returns bytes read, -1 on timeout. */
@@ -478,81 +591,190 @@ static int read_to_close(int fd, unsigned char *buf, size_t cap)
 	}
 }
 
-static void stranger(const char *what, const void *bytes, size_t n, int expect_reject,
-		     const char *reason)
+/* Connects to port p and takes the challenge; -1 when none came. */
+static int dial_challenged(int p, unsigned char na[BOOTSTRAP_NONCE])
 {
-	unsigned char reply[1024];
-	int fd = dial(), got;
+	unsigned char ch[BOOTSTRAP_HDR + BOOTSTRAP_CHALLENGE_WIRE];
+	bootstrap_msg m;
+	char err[128];
+	int fd = dial_port(p);
+	if (fd < 0)
+		return -1;
+	if (read_n(fd, ch, sizeof ch, 3000) != (int)sizeof ch ||
+	    bootstrap_parse(ch, sizeof ch, 0, &m, err, sizeof err) != MK_OK ||
+	    m.type != BOOTSTRAP_CHALLENGE) {
+		close(fd);
+		return -1;
+	}
+	memcpy(na, m.nonce, BOOTSTRAP_NONCE);
+	return fd;
+}
+
+static unsigned char first_reject[512];
+static int first_reject_n = -1;
+
+/* A stranger: takes the challenge, lets make() write what it sends (given
+ * the challenge), and expects `reason` back in a REJECT: the one refusal
+ * text, not before BOOTSTRAP_REFUSE_MS, the same bytes every time (NULL
+ * reason: it hangs up itself). */
+static void stranger_of(const char *what, size_t (*make)(unsigned char *, const unsigned char *),
+			const char *reason)
+{
+	unsigned char reply[1024], buf[4096], na[BOOTSTRAP_NONCE];
+	int fd = dial_challenged(port, na), got;
+	size_t n;
 	bootstrap_msg m;
 	char err[256] = "";
+	int64_t t;
 	if (fd < 0) {
-		mkt_check(0, "%s: cannot connect", what);
+		mkt_check(0, "%s: no challenge on connecting", what);
 		return;
 	}
-	if (send(fd, bytes, n, MSG_NOSIGNAL) != (ssize_t)n)
+	n = make(buf, na);
+	t = mkt_now_ms();
+	if (send(fd, buf, n, MSG_NOSIGNAL) != (ssize_t)n)
 		mkt_check(0, "%s: send", what);
-	if (expect_reject < 0) {   /* truncated: hang up ourselves */
+	if (!reason) {   /* truncated: hang up ourselves */
 		close(fd);
 		mkt_check(1, "%s: sent and hung up", what);
 		return;
 	}
 	got = read_to_close(fd, reply, sizeof reply);
+	t = mkt_now_ms() - t;
 	close(fd);
-	if (!expect_reject) {
-		mkt_check(got == 0, "%s: connection closed by rank 0 without a word (%d)", what, got);
-		return;
-	}
 	mkt_check(got > BOOTSTRAP_HDR &&
-		  bootstrap_parse(reply, (size_t)got, ((const unsigned char *)bytes)[24] |
-				  (uint64_t)((const unsigned char *)bytes)[25] << 8 |
-				  (uint64_t)((const unsigned char *)bytes)[26] << 16 |
-				  (uint64_t)((const unsigned char *)bytes)[27] << 24 |
-				  (uint64_t)((const unsigned char *)bytes)[28] << 32 |
-				  (uint64_t)((const unsigned char *)bytes)[29] << 40 |
-				  (uint64_t)((const unsigned char *)bytes)[30] << 48 |
-				  (uint64_t)((const unsigned char *)bytes)[31] << 56,
-				  2, &m, err, sizeof err) == MK_OK &&
+		  bootstrap_parse(reply, (size_t)got, 2, &m, err, sizeof err) == MK_OK &&
 		  m.type == BOOTSTRAP_REJECT && strstr(m.text, reason),
-		  "%s: rejected, told '%s' %s", what, m.text, err);
+		  "%s: rejected after %lld ms, told '%s' %s", what, (long long)t, m.text, err);
+	if (!strcmp(reason, BOOTSTRAP_REFUSED)) {
+		mkt_check(t >= BOOTSTRAP_REFUSE_MS - 20, "%s: no answer for %d ms (%lld)", what,
+			  BOOTSTRAP_REFUSE_MS, (long long)t);
+		if (first_reject_n < 0) {
+			first_reject_n = got;
+			memcpy(first_reject, reply, (size_t)got);
+		} else {
+			mkt_check(got == first_reject_n && !memcmp(reply, first_reject, (size_t)got),
+				  "%s: the same bytes as every refusal", what);
+		}
+	}
+}
+
+static size_t mk_garbage(unsigned char *b, const unsigned char *na)
+{
+	(void)na;
+	for (int i = 0; i < 64; i++)
+		b[i] = (unsigned char)(i * 37 + 5);
+	return 64;
+}
+static size_t mk_trunc_hdr(unsigned char *b, const unsigned char *na)
+{
+	hello_for(b, 1, 2, KEY, na);
+	return 10;
+}
+static size_t mk_trunc_pay(unsigned char *b, const unsigned char *na)
+{
+	return hello_for(b, 1, 2, KEY, na) - 30;
+}
+static size_t mk_4gb(unsigned char *b, const unsigned char *na)
+{
+	(void)na;
+	bootstrap_header(b, BOOTSTRAP_P2P, 1, 0, 0xfffffff0u);
+	return BOOTSTRAP_HDR;
+}
+static size_t mk_16mb(unsigned char *b, const unsigned char *na)
+{
+	(void)na;
+	bootstrap_header(b, BOOTSTRAP_GATHER, 1, 1, BOOTSTRAP_MAX_PAYLOAD);
+	memset(b + BOOTSTRAP_HDR, 0, 1000);
+	return BOOTSTRAP_HDR + 1000;   /* and more would follow */
+}
+static size_t mk_hello_100k(unsigned char *b, const unsigned char *na)
+{
+	(void)na;
+	bootstrap_header(b, BOOTSTRAP_HELLO, 1, 0, 100000);
+	return BOOTSTRAP_HDR;
+}
+static size_t mk_wrong_key(unsigned char *b, const unsigned char *na)
+{
+	unsigned char k[BOOTSTRAP_KEY];
+	bootstrap_cfg c;
+	memset(&c, 0, sizeof c);
+	bootstrap_set_token(&c, "not the token");
+	memcpy(k, c.key, sizeof k);
+	return hello_for(b, 1, 2, k, na);
+}
+static size_t mk_old_nonce(unsigned char *b, const unsigned char *na)
+{
+	unsigned char other[BOOTSTRAP_NONCE];
+	memcpy(other, na, sizeof other);
+	other[0] ^= 1;   /* a HELLO made for another challenge: a replay */
+	return hello_for(b, 1, 2, KEY, other);
+}
+static size_t mk_no_mac(unsigned char *b, const unsigned char *na)
+{
+	return hello_for(b, 1, 2, NULL, na);
+}
+static size_t mk_version1(unsigned char *b, const unsigned char *na)
+{
+	size_t n = hello_for(b, 1, 2, KEY, na);
+	b[4] = 1;
+	return n;
+}
+static size_t mk_rank0(unsigned char *b, const unsigned char *na)
+{
+	return hello_for(b, 0, 2, KEY, na);
+}
+static size_t mk_rank7(unsigned char *b, const unsigned char *na)
+{
+	return hello_for(b, 7, 8, KEY, na);
+}
+static size_t mk_world3(unsigned char *b, const unsigned char *na)
+{
+	return hello_for(b, 1, 3, KEY, na);   /* of the job (right MAC), wrong world */
+}
+static size_t mk_gather(unsigned char *b, const unsigned char *na)
+{
+	(void)na;
+	bootstrap_header(b, BOOTSTRAP_GATHER, 1, 1, 8);
+	memset(b + BOOTSTRAP_HDR, 0, 8);
+	return BOOTSTRAP_HDR + 8;
+}
+static size_t mk_peer_hello(unsigned char *b, const unsigned char *na)
+{
+	unsigned char pay[BOOTSTRAP_PEER_HELLO_WIRE];
+	size_t n;
+	memset(pay, 1, sizeof pay);
+	n = frame(b, BOOTSTRAP_PEER_HELLO, 1, 0, pay, sizeof pay);
+	bootstrap_mac(KEY, "mk peer hello", 0, na, b, n - BOOTSTRAP_MAC, b + n - BOOTSTRAP_MAC);
+	return n;
 }
 
 static void test_strangers(void)
 {
-	unsigned char buf[4096];
 	pid_t root, wrong, real;
 	int64_t t0 = mkt_now_ms();
 	int silent, rc;
-	size_t n;
 
 	new_listener();
 	root = mkt_spawn(root_alone, NULL);
-	{
-		unsigned char junk[64];
-		for (int i = 0; i < 64; i++)
-			junk[i] = (unsigned char)(i * 37 + 5);
-		stranger("64 bytes of garbage", junk, sizeof junk, 0, NULL);
-	}
-	n = hello(buf, 1, 2, TOKEN);
-	stranger("a truncated header", buf, 10, -1, NULL);
-	stranger("a HELLO cut in the middle of its payload", buf, n - 30, -1, NULL);
-	bootstrap_header(buf, BOOTSTRAP_P2P, 1, 0, 0xfffffff0u, TOKEN);
-	stranger("a header claiming 4 GB", buf, BOOTSTRAP_HDR, 0, NULL);
-	bootstrap_header(buf, BOOTSTRAP_HELLO, 1, 0, 100000, TOKEN);
-	stranger("a HELLO claiming 100000 bytes", buf, BOOTSTRAP_HDR, 0, NULL);
-	n = hello(buf, 1, 2, TOKEN ^ 0xff);
-	stranger("a HELLO with another job's token", buf, n, 1, "wrong job token");
-	n = hello(buf, 1, 2, TOKEN);
-	buf[4] = 2;
-	stranger("a HELLO of protocol version 2", buf, n, 0, NULL);
-	n = hello(buf, 0, 2, TOKEN);
-	stranger("a HELLO claiming rank 0", buf, n, 0, NULL);
-	n = hello(buf, 7, 8, TOKEN);
-	stranger("a HELLO claiming rank 7 of 2", buf, n, 0, NULL);
-	n = hello(buf, 1, 3, TOKEN);
-	stranger("a HELLO with world size 3", buf, n, 1, "world");
-	bootstrap_header(buf, BOOTSTRAP_GATHER, 1, 1, 8, TOKEN);
-	memset(buf + BOOTSTRAP_HDR, 0, 8);
-	stranger("a GATHER before any HELLO", buf, BOOTSTRAP_HDR + 8, 0, NULL);
+	stranger_of("64 bytes of garbage", mk_garbage, BOOTSTRAP_REFUSED);
+	stranger_of("a truncated header", mk_trunc_hdr, NULL);
+	stranger_of("a HELLO cut in the middle of its payload", mk_trunc_pay, NULL);
+	stranger_of("a header claiming 4 GB", mk_4gb, BOOTSTRAP_REFUSED);
+	stranger_of("a GATHER of 16 MiB before any HELLO (not waited for)", mk_16mb,
+		    BOOTSTRAP_REFUSED);
+	stranger_of("a HELLO claiming 100000 bytes", mk_hello_100k, BOOTSTRAP_REFUSED);
+	stranger_of("a HELLO with another job's key", mk_wrong_key, BOOTSTRAP_REFUSED);
+	stranger_of("a HELLO made for another challenge (a replay)", mk_old_nonce,
+		    BOOTSTRAP_REFUSED);
+	stranger_of("a HELLO without a MAC", mk_no_mac, BOOTSTRAP_REFUSED);
+	stranger_of("a HELLO of protocol version 1", mk_version1, BOOTSTRAP_REFUSED);
+	stranger_of("a HELLO claiming rank 0", mk_rank0, BOOTSTRAP_REFUSED);
+	stranger_of("a HELLO claiming rank 7 of 2", mk_rank7, BOOTSTRAP_REFUSED);
+	stranger_of("a GATHER before any HELLO", mk_gather, BOOTSTRAP_REFUSED);
+	stranger_of("a PEER_HELLO on the join port", mk_peer_hello, BOOTSTRAP_REFUSED);
+	/* with the key, a rank of the job: told the real reason */
+	stranger_of("a HELLO of this job with world size 3", mk_world3, "world");
 	silent = dial();
 	mkt_check(silent >= 0, "a stranger that connects and says nothing");
 
@@ -574,6 +796,237 @@ static void test_strangers(void)
 	}
 	close(silent);
 	fprintf(stderr, "      strangers: %lld ms\n", (long long)(mkt_now_ms() - t0));
+}
+
+/* ---- listeners, impostors, memory (issue 21) ------------------------------------------ */
+/* The TCP sockets this process listens on, as "addr:port" in buf; returns
+ * how many of them listen on every interface. */
+static int listeners(char *buf, size_t n, int *p2p_port)
+{
+	int any = 0;
+	size_t k = 0;
+	buf[0] = 0;
+	for (int fd = 3; fd < 1024; fd++) {
+		int acc = 0;
+		socklen_t al = sizeof acc;
+		struct sockaddr_in sa;
+		socklen_t sl = sizeof sa;
+		if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &al) != 0 || !acc ||
+		    getsockname(fd, (struct sockaddr *)&sa, &sl) != 0 || sa.sin_family != AF_INET)
+			continue;
+		any += sa.sin_addr.s_addr == htonl(INADDR_ANY);
+		if (p2p_port)
+			*p2p_port = ntohs(sa.sin_port);
+		k += (size_t)snprintf(buf + k, n > k ? n - k : 0, "%s%s:%d", k ? ", " : "",
+				      inet_ntoa(sa.sin_addr), ntohs(sa.sin_port));
+	}
+	return any;
+}
+
+static const char *bind_iface;   /* MK_IFACE for rank_binds, or NULL */
+static int bind_root_fd;         /* rank 0 binds MK_ROOT itself (0) or gets lfd (1) */
+
+static int rank_binds(void *arg)
+{
+	int rank = (int)(intptr_t)arg, any;
+	bootstrap_cfg c = cfg_for(rank, 2, 10000);
+	bootstrap *b;
+	char err[512], ls[256];
+	mk_status st;
+	if (rank == 0 && !bind_root_fd) {
+		close(c.root_fd);
+		c.root_fd = -1;   /* MK_ROOT=127.0.0.1:port, bound here */
+	}
+	if (bind_iface)
+		snprintf(c.iface, sizeof c.iface, "%s", bind_iface);
+	st = bootstrap_create(&c, &b, err, sizeof err);
+	if (st) {
+		mkt_check(0, "rank %d joins: %s", rank, err);
+		return 1;
+	}
+	any = listeners(ls, sizeof ls, NULL);
+	if (bind_iface && !strcmp(bind_iface, "any"))
+		mkt_check(any == 1, "rank %d, MK_IFACE=any: on every interface, as asked (%s)", rank,
+			  ls);
+	else
+		mkt_check(any == 0 && strstr(ls, "127.0.0.1:"), "rank %d%s%s: listens on 127.0.0.1 "
+			  "only, not every interface (%s)", rank, bind_iface ? ", MK_IFACE=" : "",
+			  bind_iface ? bind_iface : rank || bind_root_fd ? "" : ", binding MK_ROOT", ls);
+	{
+		char got[8];
+		size_t len;
+		mkt_check(bootstrap_send(b, 1 - rank, 1, "hi", 2) == MK_OK &&
+			  bootstrap_recv(b, 1 - rank, 1, got, sizeof got, &len) == MK_OK,
+			  "rank %d: point to point works", rank);
+	}
+	bootstrap_destroy(b);
+	return mkt_failures ? 1 : 0;
+}
+
+static void test_binds(void)
+{
+	static const char *ifaces[] = {NULL, NULL, "lo", "127.0.0.1", "any"};
+	for (int i = 0; i < 5; i++) {
+		int rcs[2];
+		char what[64];
+		bind_iface = ifaces[i];
+		bind_root_fd = i == 1;
+		new_listener();
+		if (!bind_root_fd) {
+			close(lfd);   /* rank 0 binds the port itself */
+			lfd = -1;
+		}
+		snprintf(what, sizeof what, "binds %s", ifaces[i] ? ifaces[i] : i ? "fd" : "MK_ROOT");
+		run_ranks(what, 2, rank_binds, 20000, rcs);
+		mkt_check(rcs[0] == 0 && rcs[1] == 0, "%s: ranks exit 0 (%d %d)", what, rcs[0], rcs[1]);
+	}
+	bind_iface = NULL;
+	bind_root_fd = 1;
+	{
+		/* an MK_ROOT that is not this machine's: an error, not every interface */
+		bootstrap_cfg c;
+		bootstrap *b = NULL;
+		char err[512];
+		new_listener();
+		c = cfg_for(0, 2, 500);
+		close(c.root_fd);
+		c.root_fd = -1;
+		snprintf(c.root_host, sizeof c.root_host, "192.0.2.1");   /* TEST-NET-1 */
+		mkt_check(bootstrap_create(&c, &b, err, sizeof err) == MK_ERR_IO &&
+			  strstr(err, "MK_IFACE"), "MK_ROOT not of this machine: %s", err);
+		lfd = -1;
+	}
+}
+
+/* A stranger that has the job key but did not join cannot pass for rank 1
+ * on rank 0's point-to-point listener: without the session key it is
+ * refused, and rank 0 hears only the real rank 1. */
+static int imp_pipe[2], go_pipe[2];
+
+static int imp_rank(void *arg)
+{
+	int rank = (int)(intptr_t)arg, p2p = 0;
+	bootstrap_cfg c = cfg_for(rank, 2, 15000);
+	bootstrap *b;
+	char err[512], ls[256], got[16];
+	size_t len = 0;
+	mk_status st = bootstrap_create(&c, &b, err, sizeof err);
+	if (st) {
+		mkt_check(0, "impostor test: rank %d joins: %s", rank, err);
+		return 1;
+	}
+	if (rank == 0) {
+		listeners(ls, sizeof ls, &p2p);   /* the join port is closed: only p2p is left */
+		if (write(imp_pipe[1], &p2p, sizeof p2p) != (ssize_t)sizeof p2p)
+			return 2;
+		st = bootstrap_recv(b, 1, 77, got, sizeof got, &len);
+		mkt_check(st == MK_OK && len == 4 && !memcmp(got, "real", 4),
+			  "rank 0 hears the real rank 1 only: '%.*s' %s", (int)len, got,
+			  bootstrap_error(b));
+	} else {
+		char go;
+		if (read(go_pipe[0], &go, 1) != 1)
+			return 2;
+		st = bootstrap_send(b, 0, 77, "real", 4);
+		mkt_check(st == MK_OK, "the real rank 1 connects after the impostor: %s",
+			  bootstrap_error(b));
+	}
+	mkt_check(bootstrap_barrier(b) == MK_OK, "impostor test: rank %d barrier", rank);
+	bootstrap_destroy(b);
+	return mkt_failures ? 1 : 0;
+}
+
+static void test_impostor(void)
+{
+	int rcs[2], p2p = 0, fd;
+	pid_t pids[2];
+	unsigned char na[BOOTSTRAP_NONCE], buf[256], reply[512];
+	int64_t t0 = mkt_now_ms();
+
+	if (pipe(imp_pipe) != 0 || pipe(go_pipe) != 0)
+		return;
+	new_listener();
+	for (int r = 0; r < 2; r++)
+		pids[r] = mkt_spawn(imp_rank, (void *)(intptr_t)r);
+	close(lfd);
+	lfd = -1;
+	if (read_n(imp_pipe[0], (unsigned char *)&p2p, sizeof p2p, 10000) != (int)sizeof p2p) {
+		mkt_check(0, "rank 0's point-to-point port");
+	} else if ((fd = dial_challenged(p2p, na)) < 0) {
+		mkt_check(0, "no challenge from rank 0's point-to-point listener");
+	} else {
+		/* PEER_HELLO as rank 1, MAC'd with the job key (all it has), then a
+		 * message as rank 1 */
+		size_t n;
+		int got;
+		bootstrap_msg m;
+		char err[128];
+		unsigned char pay[BOOTSTRAP_PEER_HELLO_WIRE];
+		memset(pay, 3, sizeof pay);
+		n = frame(buf, BOOTSTRAP_PEER_HELLO, 1, 0, pay, sizeof pay);
+		bootstrap_mac(KEY, "mk peer hello", 0, na, buf, n - BOOTSTRAP_MAC,
+			      buf + n - BOOTSTRAP_MAC);
+		n += frame(buf + n, BOOTSTRAP_P2P, 1, 77, "evil", 4);
+		if (send(fd, buf, n, MSG_NOSIGNAL) != (ssize_t)n)
+			mkt_check(0, "impostor: send");
+		got = read_to_close(fd, reply, sizeof reply);
+		mkt_check(got > BOOTSTRAP_HDR &&
+			  bootstrap_parse(reply, (size_t)got, 2, &m, err, sizeof err) == MK_OK &&
+			  m.type == BOOTSTRAP_REJECT && strstr(m.text, BOOTSTRAP_REFUSED),
+			  "a PEER_HELLO as rank 1 with the job key but not the session's: refused "
+			  "('%s')", m.text);
+		close(fd);
+	}
+	if (write(go_pipe[1], "g", 1) != 1)
+		mkt_check(0, "go");
+	for (int r = 0; r < 2; r++) {
+		rcs[r] = mkt_reap(pids[r], t0 + 30000);
+		mkt_check(rcs[r] == 0, "impostor test: rank %d exits 0 (%d)", r, rcs[r]);
+	}
+	close(imp_pipe[0]);
+	close(imp_pipe[1]);
+	close(go_pipe[0]);
+	close(go_pipe[1]);
+}
+
+/* What the ranks leave unread at rank 0, all together, is capped. */
+static int mem_rank(void *arg)
+{
+	int rank = (int)(intptr_t)arg;
+	bootstrap_cfg c = cfg_for(rank, 3, 8000);
+	bootstrap *b;
+	char err[512], got[8];
+	size_t len, big = 600u << 10;
+	mk_status st;
+	if (rank == 0)
+		c.max_mem = 1u << 20;
+	st = bootstrap_create(&c, &b, err, sizeof err);
+	if (st) {
+		mkt_check(0, "mem test: rank %d joins: %s", rank, err);
+		return 1;
+	}
+	if (rank == 0) {
+		st = bootstrap_recv(b, 1, 6, got, sizeof got, &len);   /* never sent */
+		mkt_check(st == MK_ERR_PEER && strstr(bootstrap_error(b), "nobody has read") &&
+			  strstr(bootstrap_error(b), "maximum of 1048576"),
+			  "rank 0: 2 x 600 KiB unread over a cap of 1 MiB: %s", bootstrap_error(b));
+	} else {
+		char *p = calloc(1, big);
+		bootstrap_send(b, 0, 5, p, big);
+		free(p);
+		bootstrap_barrier(b);   /* fails: rank 0 gave up */
+	}
+	bootstrap_destroy(b);
+	return mkt_failures ? 1 : 0;
+}
+
+static void test_memory(void)
+{
+	int rcs[3];
+	new_listener();
+	run_ranks("memory cap", 3, mem_rank, 30000, rcs);
+	for (int r = 0; r < 3; r++)
+		mkt_check(rcs[r] == 0, "mem test: rank %d exits 0 (%d)", r, rcs[r]);
 }
 
 /* ---- ranks that disappear ------------------------------------------------------------ */
@@ -711,11 +1164,18 @@ static void test_p2p_and_timeouts(void)
 
 int main(void)
 {
+	bootstrap_cfg k;
 	signal(SIGPIPE, SIG_IGN);
+	memset(&k, 0, sizeof k);
+	bootstrap_set_token(&k, TOKEN);
+	memcpy(KEY, k.key, sizeof KEY);
 	test_parser();
 	test_config();
 	test_happy();
 	test_strangers();
+	test_binds();
+	test_impostor();
+	test_memory();
 	test_deaths();
 	test_p2p_and_timeouts();
 	return mkt_summary("test_bootstrap");

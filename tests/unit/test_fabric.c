@@ -283,7 +283,7 @@ static int run_rank(void *arg)
 	bc.local_rank = bc.local_world = -1;
 	snprintf(bc.root_host, sizeof bc.root_host, "127.0.0.1");
 	bc.root_port = port;
-	bc.token = 0xfab;
+	bootstrap_set_token(&bc, "test_fabric");
 	bc.host_id = (uint64_t)r->rank / 2 + 1;   /* two "nodes" of two */
 	bc.timeout_ms = 15000;
 	bc.root_fd = r->rank == 0 ? lfd : -1;

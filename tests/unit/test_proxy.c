@@ -46,7 +46,7 @@ static int setup(void)
 	setenv("FI_TCP_IFACE", "lo", 0);
 	memset(&c, 0, sizeof c);
 	c.world = 1;
-	c.token = 7;
+	bootstrap_set_token(&c, "test_proxy");
 	c.timeout_ms = 10000;
 	c.root_fd = -1;
 	c.local_rank = c.local_world = -1;

@@ -16,7 +16,7 @@ static bootstrap *one(void)
 	char err[256];
 	memset(&c, 0, sizeof c);
 	c.world = 1;
-	c.token = 3;
+	bootstrap_set_token(&c, "test_verbs");
 	c.timeout_ms = 5000;
 	c.root_fd = -1;
 	c.local_rank = c.local_world = -1;
