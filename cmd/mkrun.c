@@ -11,6 +11,7 @@
  * bad command line.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -757,16 +759,40 @@ static int spawn(int argc, char **argv, int n)
 			"mkrun: warning: %d ranks share %d GPU%s without MPS: their kernels time-slice and "
 			"every wait on another rank crawls; start the MPS daemon "
 			"(nvidia-cuda-mps-control -d, as root)\n", n, ndev, ndev > 1 ? "s" : "");
-	/* a free port for the rendezvous */
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	/* the rendezvous: a socket listening on loopback from now on, handed to
+	 * rank 0 (MK_ROOT_FD) rather than a port closed here and bound again
+	 * there, which another process could take in between */
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t sl = sizeof sa;
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) || getsockname(fd, (struct sockaddr *)&sa, &sl)) {
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) || listen(fd, 1024) ||
+	    getsockname(fd, (struct sockaddr *)&sa, &sl)) {
 		fprintf(stderr, "mkrun: no local port for the rendezvous: %s\n", strerror(errno));
+		if (fd >= 0)
+			close(fd);
 		return 1;
 	}
 	int port = ntohs(sa.sin_port);
-	close(fd);
+	/* the job token: 128 bits from the OS, which nobody else can guess */
+	char token[2 * 16 + 1];
+	{
+		unsigned char r[16];
+		size_t got = 0;
+		while (got < sizeof r) {
+			ssize_t k = getrandom(r + got, sizeof r - got, 0);
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k <= 0) {
+				fprintf(stderr, "mkrun: no random bytes for the job token (getrandom: %s)\n",
+					strerror(errno));
+				close(fd);
+				return 1;
+			}
+			got += (size_t)k;
+		}
+		for (int i = 0; i < 16; i++)
+			snprintf(token + 2 * i, 3, "%02x", r[i]);
+	}
 	char **args = calloc((size_t)argc + 1, sizeof *args);
 	if (!args)
 		return 1;
@@ -778,15 +804,16 @@ static int spawn(int argc, char **argv, int n)
 		}
 		args[na++] = argv[i];
 	}
-	char token[64];
-	snprintf(token, sizeof token, "mkrun-%d-%ld", (int)getpid(), (long)time(NULL));
 	pid_t *pids = calloc((size_t)n, sizeof *pids);
-	if (!pids)
+	if (!pids) {
+		close(fd);
 		return 1;
+	}
 	for (int r = 0; r < n; r++) {
 		pid_t pid = fork();
 		if (pid < 0) {
 			fprintf(stderr, "mkrun: fork: %s\n", strerror(errno));
+			close(fd);
 			return 1;
 		}
 		if (pid == 0) {
@@ -800,6 +827,14 @@ static int spawn(int argc, char **argv, int n)
 			snprintf(v, sizeof v, "127.0.0.1:%d", port);
 			setenv("MK_ROOT", v, 1);
 			setenv("MK_JOB_TOKEN", token, 1);
+			if (r == 0) {
+				/* rank 0 keeps the listening socket across exec */
+				snprintf(v, sizeof v, "%d", fd);
+				setenv("MK_ROOT_FD", v, 1);
+				fcntl(fd, F_SETFD, 0);
+			} else {
+				unsetenv("MK_ROOT_FD");   /* the socket closes on exec */
+			}
 			/* the ranks are all here: libfabric's tcp provider (RDMA between
 			 * the mesh's "nodes") on loopback, unless told otherwise */
 			setenv("FI_TCP_IFACE", "lo", 0);
@@ -813,6 +848,7 @@ static int spawn(int argc, char **argv, int n)
 		}
 		pids[r] = pid;
 	}
+	close(fd);   /* rank 0 has it now */
 	int worst = 0;
 	for (int r = 0; r < n; r++) {
 		int status = 0;
