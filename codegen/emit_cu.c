@@ -16,6 +16,7 @@
 
 typedef struct em {
 	int sys;      /* ranks are separate processes */
+	int per_stage;/* also one kernel per stage */
 	const ir_sched *s;
 	const ir_prog *p;
 	strbuf *o;
@@ -133,9 +134,11 @@ static void header(em *E, int sys)
 		  "#define MK_NFLAGS %d\n"
 		  "#define MK_SMEM %d  // dynamic shared memory of every CTA, bytes\n"
 		  "#define MK_NTMAPS %d\n"
-		  "#define MK_MULTIPROC %d  // ranks are separate processes: READY/DONE protocol\n\n",
+		  "#define MK_MULTIPROC %d  // ranks are separate processes: READY/DONE protocol\n"
+		  "#define MK_RDMA %d  // RDMA stages: tasks that write to a rank of another node\n"
+		  "#define MK_PER_STAGE %d  // also one kernel per stage (benchmarks)\n\n",
 		  p->nodes, p->gpus, p->world, s->ctas, s->threads, s->ntasks, s->nflags, s->smem,
-		  cg_tmaps(s, NULL, 0), sys);
+		  cg_tmaps(s, NULL, 0), sys, E->rl.tasks > 0, E->per_stage);
 	if (E->rl.tasks)
 		sb_printf(o, "// RDMA stages: flags 0 .. MK_NRFLAGS-1 are written (the epoch, by one RDMA\n"
 			  "// task each), in the RDMA flag area; then a READY word per rank rank 0\n"
@@ -227,19 +230,8 @@ static void tables(em *E)
 		if (E->other_w3[i] >= 0)
 			sb_printf(o, ", W3_%s = %d", p->ops[i].stage, sid++);
 	sb_puts(o, " };\n\n");
-	sb_puts(o, "struct mk_task {\n"
-		   "\tshort stage;          // op\n"
-		   "\tshort nread, nwait, nsig;\n"
-		   "\tint read0, wait0, sig0;  // into MK_READS / MK_WAITS / MK_SIGNALS\n"
-		   "\tint lo[3], hi[3];     // the box written, rank 0's view, 3-D\n"
-		   "};\n"
-		   "struct mk_read {         // a box read: tensor, rank (rank 0's view), its wait\n"
-		   "\tshort tensor, rank, wait;\n"
-		   "\tint lo[3], hi[3];\n"
-		   "};\n"
-		   "struct mk_fref { int rank, index; };  // a flag of a rank (rank 0's view)\n\n");
 	int nr = 0, nw = 0, ns = 0;
-	sb_puts(o, "__device__ const mk_task MK_TASKS[MK_NTASKS + 1] = {\n");
+	sb_puts(o, "__device__ const mkd_task MK_TASKS[MK_NTASKS + 1] = {\n");
 	for (int c = 0; c < s->ctas; c++) {
 		int a = s->cta_first[c], b = s->cta_first[c + 1];
 		if (a < b)
@@ -288,7 +280,7 @@ static void tables(em *E)
 		sb_printf(o, "%s%s%d", c ? "," : "", c % 16 ? " " : "\n\t", s->cta_first[c]);
 	sb_puts(o, "\n};\n\n");
 
-	sb_printf(o, "__device__ const mk_read MK_READS[%d] = {\n", nr + 1);
+	sb_printf(o, "__device__ const mkd_read MK_READS[%d] = {\n", nr + 1);
 	for (int i = 0; i < s->ntasks; i++)
 		for (int j = 0; j < s->tasks[i].nreads; j++) {
 			const ir_region *g = &s->tasks[i].reads[j];
@@ -303,14 +295,14 @@ static void tables(em *E)
 		}
 	sb_puts(o, "\t{0, 0, -1, {0, 0, 0}, {0, 0, 0}}\n};\n");
 
-	sb_printf(o, "__device__ const mk_fref MK_WAITS[%d] = {", nw + 1);
+	sb_printf(o, "__device__ const mkd_fref MK_WAITS[%d] = {", nw + 1);
 	int k = 0;
 	for (int i = 0; i < s->ntasks; i++)
 		for (int j = 0; j < s->tasks[i].nwaits; j++, k++)
 			sb_printf(o, "%s%s{%d, %d}", k ? "," : "", k % 8 ? " " : "\n\t",
 				  s->tasks[i].waits[j].rank, s->tasks[i].waits[j].index);
 	sb_printf(o, "%s{0, 0}\n};\n", k ? ", " : "\n\t");
-	sb_printf(o, "__device__ const mk_fref MK_SIGNALS[%d] = {", ns + 1);
+	sb_printf(o, "__device__ const mkd_fref MK_SIGNALS[%d] = {", ns + 1);
 	k = 0;
 	for (int i = 0; i < s->ntasks; i++)
 		for (int j = 0; j < s->tasks[i].nsignals; j++, k++)
@@ -332,40 +324,9 @@ static void tables(em *E)
 		sb_puts(o, "};\n__device__ const int MK_RFROM[MK_NRDST] = {");
 		for (int j = 0; j < E->rl.ndst; j++)
 			sb_printf(o, "%s%d", j ? ", " : "", rank_inverse(E->rdst[j], p->nodes, p->gpus));
-		sb_puts(o, "};\n#endif\n"
-			   "// the largest proxy ticket of this CTA's run: delivered before it ends\n"
-			   "__shared__ u64 mk_ticket;\n\n"
-			   "// a flag of a rank: written flags in its RDMA flag area, counters in its flag array\n"
-			   "static __device__ __forceinline__ const u64 *mk_flag(const mkd_params &p, int r, int f)\n"
-			   "{\n"
-			   "\treturn f < MK_NRFLAGS ? (const u64 *)p.ranks[r].rflags + f : (const u64 *)p.ranks[r].flags + f;\n"
-			   "}\n\n");
+		sb_puts(o, "};\n#endif\n\n");
 	}
-
-	sb_printf(o,
-		"// Wait k of a task (thread 0 only; false when the run is aborted).\n"
-		"__attribute__((unused)) static __device__ __forceinline__ bool mk_wait(const mkd_params &p, int rank, int cta,\n"
-		"\t\t\t\t\t\t  int i, const mk_task &t, int k, u64 epoch)\n"
-		"{\n"
-		"\tconst mk_fref f = MK_WAITS[t.wait0 + k];\n"
-		"\tconst int fr = mkd_shift_rank<MK_NODES, MK_GPUS>(f.rank, rank);\n"
-		"\treturn mkd_wait(p, %s, epoch * MK_EXPECTED[f.index],\n"
-		"\t\t\tfr, f.index, mkd_waiter{rank, cta, i, t.stage});\n"
-		"}\n\n"
-		"// The box read r of a task, as rank `rank` sees it.\n"
-		"struct mk_box {\n"
-		"\tint tensor, rank;\n"
-		"\ti64 lo[3], hi[3];\n"
-		"};\n"
-		"__attribute__((unused)) static __device__ __forceinline__ mk_box mk_read_box(int rank, const mk_task &t, int r)\n"
-		"{\n"
-		"\tconst mk_read &g = MK_READS[t.read0 + r];\n"
-		"\tmk_box b;\n"
-		"\tb.tensor = g.tensor;\n"
-		"\tb.rank = mkd_shift_rank<MK_NODES, MK_GPUS>(g.rank, rank);\n"
-		"\tmkd_box_shift<MK_NODES, MK_GPUS>(MK_T[g.tensor], rank, g.lo, g.hi, b.lo, b.hi);\n"
-		"\treturn b;\n"
-		"}\n\n", E->rl.tasks ? "mk_flag(p, fr, f.index)" : "(const u64 *)p.ranks[fr].flags + f.index");
+	sb_puts(o, "#include \"mkd/task.cuh\"  // a task's waits and boxes: mkd_task_wait, mkd_read_box\n\n");
 }
 
 /* ---- stage functions ------------------------------------------------------ */
@@ -381,7 +342,7 @@ static void stage_head(em *E, const ir_op *op, const char *what)
 	sb_printf(E->o, "static __device__ %s bool stage_%s(const mkd_params &p, int rank, "
 		  "int cta, int i, u64 epoch, char *smem)\n{\n",
 		  op->kind == OP_MATMUL ? "__forceinline__" : "__noinline__", op->stage);
-	sb_puts(E->o, "\tconst mk_task &t = MK_TASKS[i];\n");
+	sb_puts(E->o, "\tconst mkd_task &t = MK_TASKS[i];\n");
 	sb_printf(E->o, "\ti64 lo[3], hi[3];  // the box of %s this rank writes\n"
 		  "\tmkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_%s], rank, t.lo, t.hi, lo, hi);\n",
 		  p->tensors[op->out].name, p->tensors[op->out].name);
@@ -398,7 +359,7 @@ static void stage_copy(em *E, const ir_op *op)
 	 * the vector copy where it cannot run (alignment, too little smem) */
 	stage_head(E, op, "copy a box from the rank that holds it");
 	sb_printf(E->o,
-		  "\tconst mk_box s = mk_read_box(rank, t, 0);\n"
+		  "\tconst mkd_box s = mkd_read_box(rank, t, 0);\n"
 		  "\tconst mkd_tensor &S = MK_T[s.tensor], &D = MK_T[T_%s];\n"
 		  "\tconst i64 rb = (hi[2] - lo[2]) * %d;  // bytes of one row of the box\n"
 		  "\tconst bool whole = rb == D.local[2] * %d && rb == S.local[2] * %d;\n"
@@ -445,7 +406,7 @@ static void stage_reduce(em *E, const ir_op *op)
 		  "\tconst int rows = (int)(hi[1] - lo[1]), cols = (int)(hi[2] - lo[2]);\n"
 		  "\tfor (i64 e = 0; e < hi[0] - lo[0]; e++) {\n"
 		  "\t\tif (threadIdx.x < t.nread) {\n"
-		  "\t\t\tconst mk_box s = mk_read_box(rank, t, threadIdx.x);\n"
+		  "\t\t\tconst mkd_box s = mkd_read_box(rank, t, threadIdx.x);\n"
 		  "\t\t\tsrc[threadIdx.x] = (const %s *)mkd_at<MK_GPUS>(p, s.tensor, MK_T[s.tensor], s.rank,\n"
 		  "\t\t\t\t\t\t\t\t\t  s.lo[0] + e, s.lo[1], s.lo[2]);\n"
 		  "\t\t\tld[threadIdx.x] = (int)MK_T[s.tensor].local[2];\n"
@@ -481,7 +442,7 @@ static void stage_attention(em *E, const ir_op *op)
 	stage_head(E, op, tc ? "online softmax over the key blocks as they arrive (tensor cores)"
 			     : "online softmax over the key blocks as they arrive");
 	sb_printf(E->o,
-		  "\tconst mk_box qb = mk_read_box(rank, t, 0);\n"
+		  "\tconst mkd_box qb = mkd_read_box(rank, t, 0);\n"
 		  "\tconst %s *Qp = (const %s *)mkd_at<MK_GPUS>(p, qb.tensor, MK_T[qb.tensor], qb.rank, qb.lo[0], qb.lo[1], 0);\n"
 		  "\t%s *Op = (%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, lo[0], lo[1], 0);\n"
 		  "\tconst int rows = (int)(hi[1] - lo[1]);\n",
@@ -500,16 +461,16 @@ static void stage_attention(em *E, const ir_op *op)
 			  (long long)D, (long long)D, (long long)D, scale);
 	sb_printf(E->o,
 		  "\tfor (int b = 1; b + 1 < t.nread; b += 2) {\n"
-		  "\t\tconst mk_box kb = mk_read_box(rank, t, b), vb = mk_read_box(rank, t, b + 1);\n"
+		  "\t\tconst mkd_box kb = mkd_read_box(rank, t, b), vb = mkd_read_box(rank, t, b + 1);\n"
 		  "\t\tif (%d && kb.lo[1] > lo[1] + rows - 1)\n"
 		  "\t\t\tcontinue;  // causal: the whole block lies after the last query\n"
 		  "\t\tif (threadIdx.x == 0) {\n"
 		  "\t\t\tbool ok = true;\n"
 		  "\t\t\tconst int wk = MK_READS[t.read0 + b].wait, wv = MK_READS[t.read0 + b + 1].wait;\n"
 		  "\t\t\tif (wk >= 0)\n"
-		  "\t\t\t\tok = mk_wait(p, rank, cta, i, t, wk, epoch);\n"
+		  "\t\t\t\tok = mkd_task_wait(p, rank, cta, i, t, wk, epoch);\n"
 		  "\t\t\tif (ok && wv >= 0)\n"
-		  "\t\t\t\tok = mk_wait(p, rank, cta, i, t, wv, epoch);\n"
+		  "\t\t\t\tok = mkd_task_wait(p, rank, cta, i, t, wv, epoch);\n"
 		  "\t\t\tgood = ok;\n"
 		  "\t\t}\n"
 		  "\t\t__syncthreads();\n"
@@ -540,7 +501,7 @@ static void stage_sum(em *E, const ir_op *op)
 	const ir_tensor *x = &p->tensors[op->in[0]], *y = &p->tensors[op->out];
 	stage_head(E, op, "row sums");
 	sb_printf(E->o,
-		  "\tconst mk_box s = mk_read_box(rank, t, 0);\n"
+		  "\tconst mkd_box s = mkd_read_box(rank, t, 0);\n"
 		  "\tfor (i64 e = 0; e < s.hi[0] - s.lo[0]; e++)\n"
 		  "\t\tmkd_row_sum((const %s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, s.lo[0] + e, s.lo[1], s.lo[2]),\n"
 		  "\t\t\tMK_T[T_%s].local[2], (%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, %s),\n"
@@ -843,12 +804,12 @@ static void stage_rdma(em *E, const ir_op *op)
 	sb_printf(E->o, "static __device__ __noinline__ bool rdma_%s(const mkd_params &p, int rank, "
 		  "int cta, int i, u64 epoch, char *smem)\n{\n", op->stage);
 	sb_printf(E->o,
-		  "\tconst mk_task &t = MK_TASKS[i];\n"
-		  "\tconst mk_fref f = MK_SIGNALS[t.sig0];  // its flag, on the rank it writes\n"
+		  "\tconst mkd_task &t = MK_TASKS[i];\n"
+		  "\tconst mkd_fref f = MK_SIGNALS[t.sig0];  // its flag, on the rank it writes\n"
 		  "\tconst int dst = mkd_shift_rank<MK_NODES, MK_GPUS>(f.rank, rank);\n"
 		  "\ti64 lo[3], hi[3];  // the box of %s written on rank dst\n"
 		  "\tmkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_%s], rank, t.lo, t.hi, lo, hi);\n"
-		  "\tconst mk_box s = mk_read_box(rank, t, 0);\n"
+		  "\tconst mkd_box s = mkd_read_box(rank, t, 0);\n"
 		  "%s"
 		  "#if MK_MULTIPROC\n"
 		  "\t__shared__ int ok;\n"
@@ -858,7 +819,7 @@ static void stage_rdma(em *E, const ir_op *op)
 		  "\t\t\tj++;\n"
 		  "\t\tok = mkd_rdma_put<MK_GPUS>(p, rank, s.tensor, MK_T[s.tensor], s.lo, T_%s, MK_T[T_%s],\n"
 		  "\t\t\tdst, lo, hi, f.index, MK_NRFLAGS + j, MK_NFLAGS + 2 + j, MK_NRFLAGS + MK_NRDST,\n"
-		  "\t\t\tepoch, &mk_ticket, mkd_waiter{rank, cta, i, t.stage});\n"
+		  "\t\t\tepoch, &mkd_ticket, mkd_waiter{rank, cta, i, t.stage});\n"
 		  "\t}\n"
 		  "\t__syncthreads();\n"
 		  "\treturn ok;\n"
@@ -962,7 +923,7 @@ static void stage_dispatch_nodes(em *E, const ir_op *op)
 		  "\t__shared__ const %s *x[MK_WORLD];\n"
 		  "\t__shared__ i64 ldx[MK_WORLD];\n"
 		  "\tif (threadIdx.x < t.nread) {\n"
-		  "\t\tconst mk_box b = mk_read_box(rank, t, threadIdx.x);\n"
+		  "\t\tconst mkd_box b = mkd_read_box(rank, t, threadIdx.x);\n"
 		  "\t\tconst char *a = mkd_at<MK_GPUS>(p, b.tensor, MK_T[b.tensor], b.rank, b.lo[0], b.lo[1], b.lo[2]);\n"
 		  "\t\tconst int g = b.rank %% MK_GPUS;\n"
 		  "\t\tif (b.tensor == T_%s)\n"
@@ -1009,7 +970,7 @@ static void stage_dispatch(em *E, const ir_op *op)
 		  "\t__shared__ const int *route[MK_WORLD];\n"
 		  "\t__shared__ const %s *x[MK_WORLD];\n"
 		  "\tif (threadIdx.x < t.nread) {\n"
-		  "\t\tconst mk_box b = mk_read_box(rank, t, threadIdx.x);\n"
+		  "\t\tconst mkd_box b = mkd_read_box(rank, t, threadIdx.x);\n"
 		  "\t\tif (b.tensor == T_%s)\n"
 		  "\t\t\troute[b.rank] = (const int *)p.ranks[b.rank].buf[T_%s];\n"
 		  "\t\telse\n"
@@ -1060,7 +1021,7 @@ static void stage_combine_nodes(em *E, const ir_op *op)
 		  "\tconst int node = rank / MK_GPUS, gi = rank %% MK_GPUS;\n"
 		  "\tif (t.stage == W_%s) {  // rows [t.lo[1] - 1, t.hi[1] - 1) of slice t.lo[0]\n"
 		  "\t\tif (threadIdx.x >= 1 && threadIdx.x < t.nread) {\n"
-		  "\t\t\tconst mk_box b = mk_read_box(rank, t, threadIdx.x);\n"
+		  "\t\t\tconst mkd_box b = mkd_read_box(rank, t, threadIdx.x);\n"
 		  "\t\t\tconst char *a = mkd_at<MK_GPUS>(p, b.tensor, MK_T[b.tensor], b.rank, b.lo[0], b.lo[1], b.lo[2]);\n"
 		  "\t\t\tconst int g = b.rank %% MK_GPUS;\n"
 		  "\t\t\tif (b.tensor == T_%s)\n"
@@ -1092,7 +1053,7 @@ static void stage_combine_nodes(em *E, const ir_op *op)
 		  "\t__shared__ const int *pk[MK_NODES];\n"
 		  "\t__shared__ const float *bk[MK_NODES];\n"
 		  "\tif (threadIdx.x >= 2 && threadIdx.x < 2 + 2 * MK_GPUS) {\n"
-		  "\t\tconst mk_box b = mk_read_box(rank, t, threadIdx.x);\n"
+		  "\t\tconst mkd_box b = mkd_read_box(rank, t, threadIdx.x);\n"
 		  "\t\tif (b.tensor == T_%s)\n"
 		  "\t\t\troute[b.rank %% MK_GPUS] = (const int *)p.ranks[b.rank].buf[T_%s];\n"
 		  "\t\telse\n"
@@ -1204,6 +1165,12 @@ static void stages(em *E)
 			stage_rdma(E, &p->ops[i]);
 }
 
+/* What the loop (mkd/kernel.cuh) takes from the stages: which wait for each
+ * read themselves, and the switch from a task's stage to its function; with
+ * per_stage the tasks of each stage; then the loop itself and the entry
+ * points: the kernel, and with per_stage one kernel per stage (comparisons
+ * with separate launches and CUDA graphs: the same tasks, ordered by kernel
+ * boundaries instead of flags). */
 static void kernel(em *E, int per_stage)
 {
 	const ir_prog *p = E->p;
@@ -1225,222 +1192,80 @@ static void kernel(em *E, int per_stage)
 		if (E->other_w3[i] >= 0)
 			sb_puts(o, ", false");
 	sb_puts(o, "};\n\n");
-	sb_puts(o,
-		"// One task: wait on its flags (bounded), run its stage, signal.  All\n"
-		"// threads of the CTA call it; false when the run is aborted.\n"
-		"static __device__ __forceinline__ bool mk_run_task(const mkd_params &p, int rank, int cta, int i,\n"
-		"\t\t\t\t\t\t   u64 epoch, char *smem, int *ok)\n"
-		"{\n"
-		"\tconst mk_task &t = MK_TASKS[i];\n"
-		"\tif (threadIdx.x == 0) {\n"
-		"\t\tbool good = true;\n"
-		"\t\tif (!MK_PROGRESSIVE[t.stage])  // else the stage waits per read\n"
-		"\t\t\tfor (int w = 0; w < t.nwait && good; w++)\n"
-		"\t\t\t\tgood = mk_wait(p, rank, cta, i, t, w, epoch);\n"
-		"#if MK_MULTIPROC\n"
-		"\t\tfor (int r = 0; r < t.nread && good; r++)  // peers' inputs: their kernel started\n"
-		"\t\t\tif (MK_READS[t.read0 + r].wait == -2) {\n"
-		"\t\t\t\tconst int x = mkd_shift_rank<MK_NODES, MK_GPUS>(MK_READS[t.read0 + r].rank, rank);\n"
-		"\t\t\t\tgood = mkd_wait(p, (const u64 *)p.ranks[x].flags + MK_NFLAGS, epoch, x,\n"
-		"\t\t\t\t\t\tMK_NFLAGS, mkd_waiter{rank, cta, i, t.stage});\n"
-		"\t\t\t}\n"
-		"#endif\n"
-		"\t\t*ok = good;\n"
-		"\t\tif (p.trace)\n"
-		"\t\t\tp.trace[(i64)rank * MK_NTASKS + i].t0 = mkd_globaltimer();\n"
-		"\t}\n"
-		"\t__syncthreads();\n"
-		"\tbool done = *ok;\n"
-		"\tif (done) {\n"
-		"\t\tswitch (t.stage) {\n");
+	sb_puts(o, "// Task i's stage function, by its stage (all threads of the CTA; false when\n"
+		   "// the run is aborted).\n"
+		   "static __device__ __forceinline__ bool mk_stage(int stage, const mkd_params &p, int rank, int cta,\n"
+		   "\t\t\t\t\t\tint i, u64 epoch, char *smem)\n"
+		   "{\n"
+		   "\tswitch (stage) {\n");
 	for (int i = 0; i < p->nops; i++)
 		if (has_stage_tasks(E, i))
-			sb_printf(o, "\t\tcase S_%s: done = stage_%s(p, rank, cta, i, epoch, smem); break;\n",
+			sb_printf(o, "\tcase S_%s: return stage_%s(p, rank, cta, i, epoch, smem);\n",
 				  p->ops[i].stage, p->ops[i].stage);
 	for (int i = 0; i < p->nops; i++)
 		if (E->rdma_op[i])
-			sb_printf(o, "\t\tcase R_%s: done = rdma_%s(p, rank, cta, i, epoch, smem); break;\n",
+			sb_printf(o, "\tcase R_%s: return rdma_%s(p, rank, cta, i, epoch, smem);\n",
 				  p->ops[i].stage, p->ops[i].stage);
 	for (int i = 0; i < p->nops; i++)
 		if (E->other_w[i] >= 0)
-			sb_printf(o, "\t\tcase W_%s: done = stage_%s(p, rank, cta, i, epoch, smem); break;\n",
+			sb_printf(o, "\tcase W_%s: return stage_%s(p, rank, cta, i, epoch, smem);\n",
 				  p->ops[i].stage, p->ops[i].stage);
 	for (int i = 0; i < p->nops; i++)
 		if (E->other_w2[i] >= 0)
-			sb_printf(o, "\t\tcase W2_%s: done = stage_%s(p, rank, cta, i, epoch, smem); break;\n",
+			sb_printf(o, "\tcase W2_%s: return stage_%s(p, rank, cta, i, epoch, smem);\n",
 				  p->ops[i].stage, p->ops[i].stage);
 	for (int i = 0; i < p->nops; i++)
 		if (E->other_w3[i] >= 0)
-			sb_printf(o, "\t\tcase W3_%s: done = stage_%s(p, rank, cta, i, epoch, smem); break;\n",
+			sb_printf(o, "\tcase W3_%s: return stage_%s(p, rank, cta, i, epoch, smem);\n",
 				  p->ops[i].stage, p->ops[i].stage);
-	sb_printf(o,
-		"\t\t}\n"
-		"\t}\n"
-		"\tif (!done)\n"
-		"\t\treturn false;\n"
-		"\t__syncthreads();\n"
-		"\tif (threadIdx.x == 0) {\n"
-		"\t\tfor (int k = 0; k < t.nsig; k++) {\n"
-		"\t\t\tconst mk_fref f = MK_SIGNALS[t.sig0 + k];\n"
-		"%s"
-		"\t\t\tconst int fr = mkd_shift_rank<MK_NODES, MK_GPUS>(f.rank, rank);\n"
-		"\t\t\tmkd_signal((u64 *)p.ranks[fr].flags + f.index);\n"
-		"\t\t}\n"
-		"\t\tif (p.trace)\n"
-		"\t\t\tp.trace[(i64)rank * MK_NTASKS + i].t1 = mkd_globaltimer();\n"
-		"\t}\n"
-		"\treturn true;\n"
-		"}\n\n", E->rl.tasks ? "\t\t\tif (f.index < MK_NRFLAGS)\n"
-					"\t\t\t\tcontinue;  // written by the RDMA stage itself\n" : "");
-	if (E->rl.tasks)
-		sb_puts(o,
-			"#if MK_MULTIPROC\n"
-			"// The start of a run with RDMA stages, thread 0 of CTA 0: the ranks that\n"
-			"// write here may (a failure is in the report: every wait then leaves).\n"
-			"static __device__ __noinline__ void mk_rdma_start(const mkd_params &p, int rank, int cta, u64 epoch)\n"
-			"{\n"
-			"\tmkd_rdma_ready<MK_NODES, MK_GPUS>(p, rank, MK_RFROM, MK_NRDST, MK_NRFLAGS, epoch, &mk_ticket,\n"
-			"\t\t\t\t\t   mkd_waiter{rank, cta, -1, -1});\n"
-			"}\n\n"
-			"// The end of a run with RDMA stages, thread 0: this CTA's commands are\n"
-			"// delivered (its sources may be rewritten); on CTA 0 also everything other\n"
-			"// ranks send here has landed (this rank's written flags reach the epoch).\n"
-			"static __device__ __noinline__ bool mk_rdma_end(const mkd_params &p, int rank, int cta, u64 epoch)\n"
-			"{\n"
-			"\tif (mk_ticket && !mkd_proxy_wait_done(p, p.ring, mk_ticket, mkd_waiter{rank, cta, -1, -1}))\n"
-			"\t\treturn false;\n"
-			"\tfor (int f = 0; cta == 0 && f < MK_NRFLAGS; f++)\n"
-			"\t\tif (!mkd_wait(p, (const u64 *)p.ranks[rank].rflags + f, epoch, rank, f,\n"
-			"\t\t\t      mkd_waiter{rank, cta, -1, -1}))\n"
-			"\t\t\treturn false;\n"
-			"\treturn true;\n"
-			"}\n"
-			"#endif\n\n");
+	sb_puts(o, "\t}\n"
+		   "\treturn true;\n"
+		   "}\n\n");
 	char name[128];
-	cg_kernel_name(E->s, name, sizeof name);
-	sb_printf(o,
+	cg_kernel_name(s, name, sizeof name);
+	if (per_stage) {
+		sb_puts(o, "// ---- the tasks of each stage, for the per-stage kernels\n");
+		int k = 0;
+		sb_printf(o, "__device__ const int MK_STAGE_TASKS[%d] = {", s->ntasks + 1);
+		int *first = calloc((size_t)p->nops + 1, sizeof(int));
+		if (!first) {
+			fail(E, "out of memory", NULL);
+			return;
+		}
+		for (int op = 0; op < p->nops; op++) {
+			first[op] = k;
+			for (int i = 0; i < s->ntasks; i++)
+				if (s->tasks[i].op == op) {
+					sb_printf(o, "%s%s%d", k ? "," : "", k % 16 ? " " : "\n\t", i);
+					k++;
+				}
+		}
+		first[p->nops] = k;
+		sb_puts(o, k ? ", 0\n};\n" : "\n\t0\n};\n");
+		sb_puts(o, "__device__ const int MK_STAGE_FIRST[] = {");
+		for (int op = 0; op <= p->nops; op++)
+			sb_printf(o, "%s%d", op ? ", " : "", first[op]);
+		sb_puts(o, "};\n\n");
+		free(first);
+	}
+	sb_printf(o, "#include \"mkd/kernel.cuh\"  // the persistent loop: mkd_run_task, mkd_kernel\n\n"
 		  "// ---- the kernel: CTAs of rank (rank_base + blockIdx.x / MK_CTAS) walk their\n"
 		  "// task list.  Resident mode (p.control) repeats it for every epoch the\n"
 		  "// host rings in on the doorbell.\n"
 		  "extern \"C\" __global__ void __launch_bounds__(MK_THREADS, 1)\n"
-		  "%s(const __grid_constant__ mkd_params p)\n{\n"
-		  "\textern __shared__ __align__(128) char smem[];\n"
-		  "\t__shared__ int ok;\n"
-		  "\t__shared__ u64 epoch_s;\n"
-		  "\tconst int rank = p.rank_base + blockIdx.x / MK_CTAS;\n"
-		  "\tconst int cta = blockIdx.x %% MK_CTAS;\n"
-		  "\tu64 last = p.epoch;  // resident: the epoch already done\n"
-		  "\tu64 runs = 0;        // resident: runs of this launch\n"
-		  "\tfor (;;) {\n"
-		  "\t\tif (threadIdx.x == 0) {\n"
-		  "\t\t\tu64 e = p.epoch;\n"
-		  "\t\t\tif (p.control) {  // resident: wait for the host's next epoch\n"
-		  "\t\t\t\tfor (;;) {\n"
-		  "\t\t\t\t\tif (mkd_ld_volatile_u32(&p.report->aborted)) {\n"
-		  "\t\t\t\t\t\te = MKD_STOP;\n"
-		  "\t\t\t\t\t\tbreak;\n"
-		  "\t\t\t\t\t}\n"
-		  "\t\t\t\t\te = blockIdx.x == 0 ? mkd_ld_acquire_sys(&p.control->doorbell)\n"
-		  "\t\t\t\t\t\t\t   : mkd_ld_acquire(&p.gate[0]);\n"
-		  "\t\t\t\t\tif (e != last)\n"
-		  "\t\t\t\t\t\tbreak;\n"
-		  "\t\t\t\t\t__nanosleep(blockIdx.x == 0 ? 500 : 64);\n"
-		  "\t\t\t\t}\n"
-		  "\t\t\t\tif (blockIdx.x == 0)  // pass it on to the other CTAs\n"
-		  "\t\t\t\t\tmkd_st_release(&p.gate[0], e);\n"
-		  "\t\t\t}\n"
-		  "\t\t\tepoch_s = e;\n%s"
-		  "\t\t}\n"
-		  "\t\t__syncthreads();\n"
-		  "\t\tconst u64 epoch = epoch_s;\n"
-		  "\t\tif (epoch == MKD_STOP)\n"
-		  "\t\t\tbreak;\n"
-		  "\t\tbool aborted = false;\n"
-		  "#if MK_MULTIPROC\n"
-		  "\t\tif (cta == 0 && threadIdx.x == 0)  // this rank's inputs are in place\n"
-		  "\t\t\tmkd_signal((u64 *)p.ranks[rank].flags + MK_NFLAGS);\n%s"
-		  "#endif\n"
-		  "\t\tfor (int i = MK_CTA_FIRST[cta]; i < MK_CTA_FIRST[cta + 1] && !aborted; i++)\n"
-		  "\t\t\taborted = !mk_run_task(p, rank, cta, i, epoch, smem, &ok);\n"
-		  "#if MK_MULTIPROC\n"
-		  "\t\t// leave the run only when every rank of the node is done with it\n"
-		  "\t\t__syncthreads();\n%s"
-		  "\t\tif (!aborted && threadIdx.x == 0) {\n"
-		  "\t\t\tmkd_signal((u64 *)p.ranks[rank].flags + MK_NFLAGS + 1);\n"
-		  "\t\t\tif (cta == 0)\n"
-		  "\t\t\t\tfor (int g = 0; g < MK_GPUS && ok; g++) {\n"
-		  "\t\t\t\t\tconst int x = rank - rank %% MK_GPUS + g;\n"
-		  "\t\t\t\t\tok = mkd_wait(p, (const u64 *)p.ranks[x].flags + MK_NFLAGS + 1,\n"
-		  "\t\t\t\t\t\t\tepoch * MK_CTAS, x, MK_NFLAGS + 1, mkd_waiter{rank, cta, -1, -1});\n"
-		  "\t\t\t\t}\n"
-		  "\t\t\telse\n"
-		  "\t\t\t\tok = 1;\n"
-		  "\t\t}\n"
-		  "\t\t__syncthreads();\n"
-		  "\t\taborted = aborted || !ok;\n"
-		  "#endif\n"
-		  "\t\tif (!p.control || aborted)\n"
-		  "\t\t\tbreak;\n"
-		  "\t\tlast = epoch;\n"
-		  "\t\truns++;\n"
-		  "\t\tif (threadIdx.x == 0) {  // resident: this CTA is done with the epoch\n"
-		  "\t\t\tmkd_red_release(&p.gate[1], 1);\n"
-		  "\t\t\tif (blockIdx.x == 0) {  // all of them: tell the host\n"
-		  "\t\t\t\twhile (mkd_ld_acquire(&p.gate[1]) < runs * gridDim.x &&\n"
-		  "\t\t\t\t       !mkd_ld_volatile_u32(&p.report->aborted))\n"
-		  "\t\t\t\t\t__nanosleep(64);\n"
-		  "\t\t\t\tmkd_st_release_sys(&p.control->done, epoch);\n"
-		  "\t\t\t}\n"
-		  "\t\t}\n"
-		  "\t}\n"
-		  "}\n", name,
-		  E->rl.tasks ? "\t\t\tmk_ticket = 0;\n" : "",
-		  E->rl.tasks ? "\t\tif (cta == 0 && threadIdx.x == 0)  // and the ranks that write here may\n"
-				"\t\t\tmk_rdma_start(p, rank, cta, epoch);\n" : "",
-		  E->rl.tasks ? "\t\tif (!aborted && threadIdx.x == 0 && !mk_rdma_end(p, rank, cta, epoch)) {\n"
-				"\t\t\taborted = true;\n"
-				"\t\t\tok = 0;\n"
-				"\t\t}\n" : "");
+		  "%s(const __grid_constant__ mkd_params p)\n"
+		  "{\n"
+		  "\tmkd_kernel(p);\n"
+		  "}\n", name);
 	if (!per_stage)
 		return;
-	/* one kernel per stage, for comparisons: the same tasks, ordered by
-	 * kernel boundaries instead of flags (their waits pass at once) */
 	sb_puts(o, "\n// ---- one kernel per stage (benchmarks: separate launches, CUDA graphs)\n");
-	int k = 0;
-	sb_printf(o, "__device__ const int MK_STAGE_TASKS[%d] = {", s->ntasks + 1);
-	int *first = calloc((size_t)p->nops + 1, sizeof(int));
-	if (!first) {
-		fail(E, "out of memory", NULL);
-		return;
-	}
-	for (int op = 0; op < p->nops; op++) {
-		first[op] = k;
-		for (int i = 0; i < s->ntasks; i++)
-			if (s->tasks[i].op == op) {
-				sb_printf(o, "%s%s%d", k ? "," : "", k % 16 ? " " : "\n\t", i);
-				k++;
-			}
-	}
-	first[p->nops] = k;
-	sb_puts(o, k ? ", 0\n};\n" : "\n\t0\n};\n");
-	sb_puts(o, "__device__ const int MK_STAGE_FIRST[] = {");
-	for (int op = 0; op <= p->nops; op++)
-		sb_printf(o, "%s%d", op ? ", " : "", first[op]);
-	sb_puts(o, "};\n\n");
-	free(first);
 	for (int op = 0; op < p->nops; op++)
-		sb_printf(o,
-			  "extern \"C\" __global__ void __launch_bounds__(MK_THREADS, 1)\n"
-			  "%s__s%d(const __grid_constant__ mkd_params p)  // stage %s\n{\n"
-			  "\textern __shared__ __align__(128) char smem[];\n"
-			  "\t__shared__ int ok;\n"
-			  "\tconst int rank = p.rank_base + blockIdx.x / MK_CTAS;\n"
-			  "\tconst int cta = blockIdx.x %% MK_CTAS;\n"
-			  "\tfor (int j = MK_STAGE_FIRST[%d] + cta; j < MK_STAGE_FIRST[%d]; j += MK_CTAS)\n"
-			  "\t\tif (!mk_run_task(p, rank, cta, MK_STAGE_TASKS[j], p.epoch, smem, &ok))\n"
-			  "\t\t\tbreak;\n"
-			  "}\n\n",
-			  name, op, p->ops[op].stage, op, op + 1);
+		sb_printf(o, "extern \"C\" __global__ void __launch_bounds__(MK_THREADS, 1)\n"
+			  "%s__s%d(const __grid_constant__ mkd_params p)  // stage %s\n"
+			  "{\n"
+			  "\tmkd_stage_kernel<%d>(p);\n"
+			  "}\n\n", name, op, p->ops[op].stage, op);
 }
 
 int cg_emit_cuda(const ir_sched *s, const cg_emit_opts *o, strbuf *out, char *err, size_t n)
@@ -1450,6 +1275,7 @@ int cg_emit_cuda(const ir_sched *s, const cg_emit_opts *o, strbuf *out, char *er
 	if (sys < 0)
 		sys = s->ranks_per_gpu < s->prog->world;
 	E.sys = sys;
+	E.per_stage = o ? o->per_stage : 0;
 	if (cg_rdma_layout(s, &E.rl, NULL, 0) != 0) {
 		fail(&E, "RDMA stages: the written flags must come first, tensors at most 64",
 		     s->prog->name);
