@@ -1,10 +1,13 @@
 /* emit.h - CUDA C for one persistent kernel from a verified schedule.
  *
- * The source is self-contained apart from the embedded device library
- * (#include "mkd/mkd.cuh"), byte-stable, and commented with the stage and
- * tile each table row and function serves.  Layout of the generated file:
- * constants, tensor table, task table (rank 0's view), stage functions, the
- * kernel (role loop: wait, run the stage, signal), resident-mode wrapper.
+ * The source is self-contained apart from the embedded device library,
+ * byte-stable, and commented with the stage and tile each table row and
+ * function serves.  Layout of the generated file: constants (MK_*), tensor
+ * table, stage enum, task tables (rank 0's view), #include "mkd/task.cuh",
+ * stage functions, the progressive table and the stage dispatch mk_stage,
+ * #include "mkd/kernel.cuh" (the fixed loop: wait, run the stage, signal;
+ * resident mode; the multi-process protocol), and with per_stage the
+ * per-stage kernels' tables.
  */
 #ifndef MK_EMIT_H
 #define MK_EMIT_H

@@ -1,11 +1,20 @@
-/* emit_cu.c - the persistent kernel as CUDA C.  See emit.h for the layout.
+/* emit_cu.c - the persistent kernel as CUDA C: the driver.  See emit.h for
+ * the layout of the generated file.
  *
  * Everything rank-dependent is computed on the device from rank 0's tables:
  * a task row holds rank 0's write box and peer; the kernel maps them with
  * sigma_rank (mkd/mesh.cuh, mkd/tensor.cuh), exactly as ir_task_shift does
  * on the host, so one source serves every rank.
+ *
+ * This file writes what varies from schedule to schedule: the constants,
+ * the tensor and task tables, the stage list (one enum value per kind of
+ * task of an op: S_, R_, W_, W2_, W3_) and what walks it (the progressive
+ * table, the task table's stage column, the dispatch mk_stage), and the
+ * per-stage kernels' tables.  The stage functions come from emit_stage.c
+ * and emit_moe.c; the loop that runs the tasks is fixed and lives in the
+ * device library (mkd/task.cuh, mkd/kernel.cuh).
  */
-#include "emit.h"
+#include "emit_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,30 +23,14 @@
 #include "../compiler/inspect.h"
 #include "mkd/abi.cuh"
 
-typedef struct em {
-	int sys;      /* ranks are separate processes */
-	const ir_sched *s;
-	const ir_prog *p;
-	strbuf *o;
-	char *err;
-	size_t nerr;
-	int bad;
-	cg_rdma rl;   /* RDMA stages (rl.tasks > 0) */
-	int *rdst;    /* [rl.ndst] ranks rank 0 writes to */
-	char *rdma_op;/* [nops] 1: the op has RDMA tasks (an R_ stage) */
-	int *other_w; /* [nops] the tensor its other tasks write (a W_ stage), -1 */
-	int *other_w2, *other_w3;  /* [nops] a second and third one (W2_, W3_: MoE
-	                              between nodes), -1 */
-} em;
-
-static void fail(em *E, const char *msg, const char *what)
+void cg_fail(cg_em *E, const char *msg, const char *what)
 {
 	if (!E->bad)
 		snprintf(E->err, E->nerr, "%s%s%s", msg, what ? ": " : "", what ? what : "");
 	E->bad = 1;
 }
 
-static const char *ctype(ir_dtype t)
+const char *cg_ctype(ir_dtype t)
 {
 	switch (t) {
 	case DT_BF16: return "mkd_bf16";
@@ -104,7 +97,7 @@ void cg_kernel_name(const ir_sched *s, char *buf, size_t n)
 	snprintf(buf, n, "mk_%s", s->prog->name);
 }
 
-static void header(em *E, int sys)
+static void header(cg_em *E, int sys)
 {
 	const ir_sched *s = E->s;
 	const ir_prog *p = E->p;
@@ -133,9 +126,11 @@ static void header(em *E, int sys)
 		  "#define MK_NFLAGS %d\n"
 		  "#define MK_SMEM %d  // dynamic shared memory of every CTA, bytes\n"
 		  "#define MK_NTMAPS %d\n"
-		  "#define MK_MULTIPROC %d  // ranks are separate processes: READY/DONE protocol\n\n",
+		  "#define MK_MULTIPROC %d  // ranks are separate processes: READY/DONE protocol\n"
+		  "#define MK_RDMA %d  // RDMA stages: tasks that write to a rank of another node\n"
+		  "#define MK_PER_STAGE %d  // also one kernel per stage (benchmarks)\n\n",
 		  p->nodes, p->gpus, p->world, s->ctas, s->threads, s->ntasks, s->nflags, s->smem,
-		  p->ntmaps, sys);
+		  p->ntmaps, sys, E->rl.tasks > 0, E->per_stage);
 	if (E->rl.tasks)
 		sb_printf(o, "// RDMA stages: flags 0 .. MK_NRFLAGS-1 are written (the epoch, by one RDMA\n"
 			  "// task each), in the RDMA flag area; then a READY word per rank rank 0\n"
@@ -144,7 +139,7 @@ static void header(em *E, int sys)
 			  "#define MK_NRFLAGS %d\n#define MK_NRDST %d\n\n", E->rl.nflags, E->rl.ndst);
 }
 
-static void tensors(em *E)
+static void tensors(cg_em *E)
 {
 	const ir_prog *p = E->p;
 	strbuf *o = E->o;
@@ -157,7 +152,7 @@ static void tensors(em *E)
 	for (int t = 0; t < p->ntensors; t++) {
 		const ir_tensor *x = &p->tensors[t];
 		if (x->ndim > 3) {
-			fail(E, "tensors of more than 3 dimensions cannot be generated yet", x->name);
+			cg_fail(E, "tensors of more than 3 dimensions cannot be generated yet", x->name);
 			return;
 		}
 		long long loc[3] = {1, 1, 1}, rot[3] = {0, 0, 0};
@@ -205,41 +200,127 @@ static int progressive(const ir_op *op)
 	return op->kind == OP_ATTENTION;
 }
 
-static void tables(em *E)
+/* ---- the stage list -------------------------------------------------------- */
+
+static const char *const stage_prefix[] = {
+#define X(k, prefix, fn, what) prefix,
+	CG_STAGE_KINDS(X)
+#undef X
+};
+static const char *const stage_fn[] = {
+#define X(k, prefix, fn, what) fn,
+	CG_STAGE_KINDS(X)
+#undef X
+};
+
+/* The index in E->st of op's stage of this kind, or -1. */
+static int stage_find(const cg_em *E, int op, cg_stage_kind k)
+{
+	for (int j = 0; j < E->nst; j++)
+		if (E->st[j].op == op && E->st[j].kind == k)
+			return j;
+	return -1;
+}
+
+int cg_stage_tensor(const cg_em *E, int op, cg_stage_kind k)
+{
+	int j = stage_find(E, op, k);
+	return j < 0 ? -1 : E->st[j].tensor;
+}
+
+/* The stage a task runs in: its op's RDMA stage, or the one for the tensor
+ * it writes. */
+static int stage_of_task(const cg_em *E, const ir_task *t)
+{
+	if (t->kind == TASK_RDMA)
+		return stage_find(E, t->op, CG_R);
+	for (int j = 0; j < E->nst; j++)
+		if (E->st[j].op == t->op && E->st[j].kind != CG_R && E->st[j].tensor == t->write.tensor)
+			return j;
+	return -1;
+}
+
+/* Every op has an S stage (with a function when it has tasks other than
+ * RDMA ones: an op without any gets no function and no case, since every
+ * extra callee of the kernel costs registers around the calls); then, op by
+ * op, an R stage for its RDMA tasks; then W, W2, W3 stages for tasks writing
+ * tensors other than the op's out (a reduction across nodes: its
+ * node-partials; a dispatch: its routing table, between nodes also its
+ * packed rows and the tables of the rows received; a combine between nodes:
+ * its partial sums), numbered by tensor: W the lowest. */
+static void build_stages(cg_em *E)
+{
+	const ir_sched *s = E->s;
+	const ir_prog *p = E->p;
+	const int n = p->nops;
+	int *w = malloc(((size_t)n * 5 + 1) * sizeof(int));  /* [n][3] W tensors, [n] R, [n] fn */
+	E->st = calloc((size_t)n * CG_NKINDS + 1, sizeof(cg_stage));
+	if (!w || !E->st) {
+		free(w);
+		cg_fail(E, "out of memory", NULL);
+		return;
+	}
+	int *rt = w + 3 * n, *fn = w + 4 * n;
+	for (int i = 0; i < 5 * n; i++)
+		w[i] = i < 4 * n ? -1 : 0;
+	for (int i = 0; i < s->ntasks && !E->bad; i++) {
+		const ir_task *t = &s->tasks[i];
+		const ir_op *op = &p->ops[t->op];
+		if (t->kind == TASK_RDMA) {
+			if (rt[t->op] < 0)
+				rt[t->op] = t->write.tensor;
+			continue;
+		}
+		fn[t->op] = 1;
+		if (t->write.tensor == op->out)
+			continue;
+		const int x = t->write.tensor;
+		int *o3 = w + 3 * t->op;
+		if (t->kind != TASK_REDUCE && t->kind != TASK_ROUTE && t->kind != TASK_PACK &&
+		    t->kind != TASK_COMBINE) {
+			cg_fail(E, "a stage whose tasks write several tensors", op->stage);
+			continue;
+		}
+		if (o3[0] == x || o3[1] == x || o3[2] == x)
+			continue;
+		if (o3[2] >= 0) {
+			cg_fail(E, "a stage whose tasks write more than four tensors", op->stage);
+			continue;
+		}
+		int at = o3[0] < 0 ? 0 : o3[1] < 0 ? 1 : 2;
+		o3[at] = x;
+		for (int j = at; j > 0 && o3[j] < o3[j - 1]; j--) {
+			int y = o3[j];
+			o3[j] = o3[j - 1];
+			o3[j - 1] = y;
+		}
+	}
+	for (int i = 0; i < n; i++)
+		E->st[E->nst++] = (cg_stage){i, CG_S, p->ops[i].out, fn[i], progressive(&p->ops[i])};
+	for (int i = 0; i < n; i++)
+		if (rt[i] >= 0)
+			E->st[E->nst++] = (cg_stage){i, CG_R, rt[i], 1, 0};
+	for (int k = 0; k < 3; k++)
+		for (int i = 0; i < n; i++)
+			if (w[3 * i + k] >= 0)
+				E->st[E->nst++] = (cg_stage){i, (cg_stage_kind)(CG_W + k), w[3 * i + k], 1, 0};
+	free(w);
+}
+
+/* ---- tables ----------------------------------------------------------------- */
+
+static void tables(cg_em *E)
 {
 	const ir_sched *s = E->s;
 	const ir_prog *p = E->p;
 	strbuf *o = E->o;
 	sb_puts(o, "// ---- stages: one per op\nenum {");
-	for (int i = 0; i < p->nops; i++)
-		sb_printf(o, "%s S_%s = %d", i ? "," : "", p->ops[i].stage, i);
-	int sid = p->nops;
-	for (int i = 0; i < p->nops; i++)  /* RDMA tasks of an op: their own */
-		if (E->rdma_op[i])
-			sb_printf(o, ", R_%s = %d", p->ops[i].stage, sid++);
-	for (int i = 0; i < p->nops; i++)  /* and tasks writing another tensor */
-		if (E->other_w[i] >= 0)
-			sb_printf(o, ", W_%s = %d", p->ops[i].stage, sid++);
-	for (int i = 0; i < p->nops; i++)
-		if (E->other_w2[i] >= 0)
-			sb_printf(o, ", W2_%s = %d", p->ops[i].stage, sid++);
-	for (int i = 0; i < p->nops; i++)
-		if (E->other_w3[i] >= 0)
-			sb_printf(o, ", W3_%s = %d", p->ops[i].stage, sid++);
+	for (int j = 0; j < E->nst; j++)
+		sb_printf(o, "%s %s_%s = %d", j ? "," : "", stage_prefix[E->st[j].kind],
+			  p->ops[E->st[j].op].stage, j);
 	sb_puts(o, " };\n\n");
-	sb_puts(o, "struct mk_task {\n"
-		   "\tshort stage;          // op\n"
-		   "\tshort nread, nwait, nsig;\n"
-		   "\tint read0, wait0, sig0;  // into MK_READS / MK_WAITS / MK_SIGNALS\n"
-		   "\tint lo[3], hi[3];     // the box written, rank 0's view, 3-D\n"
-		   "};\n"
-		   "struct mk_read {         // a box read: tensor, rank (rank 0's view), its wait\n"
-		   "\tshort tensor, rank, wait;\n"
-		   "\tint lo[3], hi[3];\n"
-		   "};\n"
-		   "struct mk_fref { int rank, index; };  // a flag of a rank (rank 0's view)\n\n");
 	int nr = 0, nw = 0, ns = 0;
-	sb_puts(o, "__device__ const mk_task MK_TASKS[MK_NTASKS + 1] = {\n");
+	sb_puts(o, "__device__ const mkd_task MK_TASKS[MK_NTASKS + 1] = {\n");
 	for (int c = 0; c < s->ctas; c++) {
 		int a = s->cta_first[c], b = s->cta_first[c + 1];
 		if (a < b)
@@ -250,28 +331,30 @@ static void tables(em *E)
 			long long lo[3], hi[3];
 			box3(x, &t->write, lo, hi);
 			if (t->kind == TASK_COPY && t->write.rank != 0) {
-				fail(E, "a copy task writes another rank's memory", p->ops[t->op].stage);
+				cg_fail(E, "a copy task writes another rank's memory", p->ops[t->op].stage);
 				return;
 			}
 			if (t->kind == TASK_RDMA && t->nreads != 1) {
-				fail(E, "an RDMA task must read one box", p->ops[t->op].stage);
+				cg_fail(E, "an RDMA task must read one box", p->ops[t->op].stage);
 				return;
 			}
 			if (progressive(&p->ops[t->op]))
 				for (int k = 0; k < t->nreads; k++)
 					if (t->read_wait[k] == -3) {
-						fail(E, "a stage that waits per read, reading data several RDMA "
-						     "writes deliver, is not built yet", p->ops[t->op].stage);
+						cg_fail(E, "a stage that waits per read, reading data several RDMA "
+							"writes deliver, is not built yet", p->ops[t->op].stage);
 						return;
 					}
+			const int st = stage_of_task(E, t);
+			if (st < 0) {
+				cg_fail(E, "a task without a stage", p->ops[t->op].stage);
+				return;
+			}
 			strbuf r;
 			sb_init(&r);
 			inspect_region(p, &t->write, &r);
-			const int wt = t->write.tensor;
 			sb_printf(o, "\t{%s_%s, %d, %d, %d, %d, %d, %d, {%lld, %lld, %lld}, {%lld, %lld, %lld}},"
-				  " // t%d %s %s\n", t->kind == TASK_RDMA ? "R"
-				  : wt == p->ops[t->op].out ? "S" : wt == E->other_w2[t->op] ? "W2"
-				  : wt == E->other_w3[t->op] ? "W3" : "W",
+				  " // t%d %s %s\n", stage_prefix[E->st[st].kind],
 				  p->ops[t->op].stage, t->nreads, t->nwaits, t->nsignals, nr, nw, ns,
 				  lo[0], lo[1], lo[2], hi[0], hi[1], hi[2], i, ir_task_name(t->kind),
 				  sb_str(&r));
@@ -288,7 +371,7 @@ static void tables(em *E)
 		sb_printf(o, "%s%s%d", c ? "," : "", c % 16 ? " " : "\n\t", s->cta_first[c]);
 	sb_puts(o, "\n};\n\n");
 
-	sb_printf(o, "__device__ const mk_read MK_READS[%d] = {\n", nr + 1);
+	sb_printf(o, "__device__ const mkd_read MK_READS[%d] = {\n", nr + 1);
 	for (int i = 0; i < s->ntasks; i++)
 		for (int j = 0; j < s->tasks[i].nreads; j++) {
 			const ir_region *g = &s->tasks[i].reads[j];
@@ -297,20 +380,20 @@ static void tables(em *E)
 			int w = s->tasks[i].read_wait[j];
 			if (w < 0 && E->sys && g->rank != 0 && p->tensors[g->tensor].kind == TK_IN)
 				w = -2;  /* a peer's input: wait until its kernel has started */
-			sb_printf(o, "\t{T_%s, %d, %d, {%lld, %lld, %lld}, {%lld, %lld, %lld}},%s\n",
+			sb_printf(o, "\t{T_%s, %d, %d, {%lld, %lld, %lld}, {%lld, %lld, %lld}},\n",
 				  p->tensors[g->tensor].name, g->rank, w,
-				  lo[0], lo[1], lo[2], hi[0], hi[1], hi[2], j ? "" : "");
+				  lo[0], lo[1], lo[2], hi[0], hi[1], hi[2]);
 		}
 	sb_puts(o, "\t{0, 0, -1, {0, 0, 0}, {0, 0, 0}}\n};\n");
 
-	sb_printf(o, "__device__ const mk_fref MK_WAITS[%d] = {", nw + 1);
+	sb_printf(o, "__device__ const mkd_fref MK_WAITS[%d] = {", nw + 1);
 	int k = 0;
 	for (int i = 0; i < s->ntasks; i++)
 		for (int j = 0; j < s->tasks[i].nwaits; j++, k++)
 			sb_printf(o, "%s%s{%d, %d}", k ? "," : "", k % 8 ? " " : "\n\t",
 				  s->tasks[i].waits[j].rank, s->tasks[i].waits[j].index);
 	sb_printf(o, "%s{0, 0}\n};\n", k ? ", " : "\n\t");
-	sb_printf(o, "__device__ const mk_fref MK_SIGNALS[%d] = {", ns + 1);
+	sb_printf(o, "__device__ const mkd_fref MK_SIGNALS[%d] = {", ns + 1);
 	k = 0;
 	for (int i = 0; i < s->ntasks; i++)
 		for (int j = 0; j < s->tasks[i].nsignals; j++, k++)
@@ -332,45 +415,14 @@ static void tables(em *E)
 		sb_puts(o, "};\n__device__ const int MK_RFROM[MK_NRDST] = {");
 		for (int j = 0; j < E->rl.ndst; j++)
 			sb_printf(o, "%s%d", j ? ", " : "", rank_inverse(E->rdst[j], p->nodes, p->gpus));
-		sb_puts(o, "};\n#endif\n"
-			   "// the largest proxy ticket of this CTA's run: delivered before it ends\n"
-			   "__shared__ u64 mk_ticket;\n\n"
-			   "// a flag of a rank: written flags in its RDMA flag area, counters in its flag array\n"
-			   "static __device__ __forceinline__ const u64 *mk_flag(const mkd_params &p, int r, int f)\n"
-			   "{\n"
-			   "\treturn f < MK_NRFLAGS ? (const u64 *)p.ranks[r].rflags + f : (const u64 *)p.ranks[r].flags + f;\n"
-			   "}\n\n");
+		sb_puts(o, "};\n#endif\n\n");
 	}
-
-	sb_printf(o,
-		"// Wait k of a task (thread 0 only; false when the run is aborted).\n"
-		"__attribute__((unused)) static __device__ __forceinline__ bool mk_wait(const mkd_params &p, int rank, int cta,\n"
-		"\t\t\t\t\t\t  int i, const mk_task &t, int k, u64 epoch)\n"
-		"{\n"
-		"\tconst mk_fref f = MK_WAITS[t.wait0 + k];\n"
-		"\tconst int fr = mkd_shift_rank<MK_NODES, MK_GPUS>(f.rank, rank);\n"
-		"\treturn mkd_wait(p, %s, epoch * MK_EXPECTED[f.index],\n"
-		"\t\t\tfr, f.index, mkd_waiter{rank, cta, i, t.stage});\n"
-		"}\n\n"
-		"// The box read r of a task, as rank `rank` sees it.\n"
-		"struct mk_box {\n"
-		"\tint tensor, rank;\n"
-		"\ti64 lo[3], hi[3];\n"
-		"};\n"
-		"__attribute__((unused)) static __device__ __forceinline__ mk_box mk_read_box(int rank, const mk_task &t, int r)\n"
-		"{\n"
-		"\tconst mk_read &g = MK_READS[t.read0 + r];\n"
-		"\tmk_box b;\n"
-		"\tb.tensor = g.tensor;\n"
-		"\tb.rank = mkd_shift_rank<MK_NODES, MK_GPUS>(g.rank, rank);\n"
-		"\tmkd_box_shift<MK_NODES, MK_GPUS>(MK_T[g.tensor], rank, g.lo, g.hi, b.lo, b.hi);\n"
-		"\treturn b;\n"
-		"}\n\n", E->rl.tasks ? "mk_flag(p, fr, f.index)" : "(const u64 *)p.ranks[fr].flags + f.index");
+	sb_puts(o, "#include \"mkd/task.cuh\"  // a task's waits and boxes: mkd_task_wait, mkd_read_box\n\n");
 }
 
-/* ---- stage functions ------------------------------------------------------ */
+/* ---- stage functions -------------------------------------------------------- */
 
-static void stage_head(em *E, const ir_op *op, const char *what)
+void cg_stage_head(cg_em *E, const ir_op *op, const char *what)
 {
 	const ir_prog *p = E->p;
 	sb_printf(E->o, "// stage %s: %s = %s(", op->stage, p->tensors[op->out].name,
@@ -381,986 +433,93 @@ static void stage_head(em *E, const ir_op *op, const char *what)
 	sb_printf(E->o, "static __device__ %s bool stage_%s(const mkd_params &p, int rank, "
 		  "int cta, int i, u64 epoch, char *smem)\n{\n",
 		  op->kind == OP_MATMUL ? "__forceinline__" : "__noinline__", op->stage);
-	sb_puts(E->o, "\tconst mk_task &t = MK_TASKS[i];\n");
+	sb_puts(E->o, "\tconst mkd_task &t = MK_TASKS[i];\n");
 	sb_printf(E->o, "\ti64 lo[3], hi[3];  // the box of %s this rank writes\n"
 		  "\tmkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_%s], rank, t.lo, t.hi, lo, hi);\n",
 		  p->tensors[op->out].name, p->tensors[op->out].name);
 }
 
-static void stage_copy(em *E, const ir_op *op)
-{
-	const ir_prog *p = E->p;
-	const ir_tensor *y = &p->tensors[op->out];
-	int es = ir_dtype_size(y->dtype);
-	/* docs/copies.md: TMA bulk copies measure best for whole rows (one
-	 * contiguous run), 16-byte loads/stores for strided boxes; the bulk
-	 * path needs the CTA's shared memory as its ring and falls back to
-	 * the vector copy where it cannot run (alignment, too little smem) */
-	stage_head(E, op, "copy a box from the rank that holds it");
-	sb_printf(E->o,
-		  "\tconst mk_box s = mk_read_box(rank, t, 0);\n"
-		  "\tconst mkd_tensor &S = MK_T[s.tensor], &D = MK_T[T_%s];\n"
-		  "\tconst i64 rb = (hi[2] - lo[2]) * %d;  // bytes of one row of the box\n"
-		  "\tconst bool whole = rb == D.local[2] * %d && rb == S.local[2] * %d;\n"
-		  "\tfor (i64 e = 0; e < hi[0] - lo[0]; e++) {\n"
-		  "\t\tchar *d = mkd_at<MK_GPUS>(p, T_%s, D, rank, lo[0] + e, lo[1], lo[2]);\n"
-		  "\t\tconst char *f = mkd_at<MK_GPUS>(p, s.tensor, S, s.rank, s.lo[0] + e, s.lo[1], s.lo[2]);\n"
-		  "\t\tif (whole && MK_SMEM > 0)\n"
-		  "\t\t\tmkd_copy_bulk_2d(d, D.local[2] * %d, f, S.local[2] * %d, hi[1] - lo[1], rb, smem, MK_SMEM);\n"
-		  "\t\telse\n"
-		  "\t\t\tmkd_copy_2d(d, D.local[2] * %d, f, S.local[2] * %d, hi[1] - lo[1], rb);\n"
-		  "\t}\n"
-		  "\treturn true;\n}\n\n",
-		  y->name, es, es, es, y->name, es, es, es, es);
-}
-
-/* Y[box] = sum over the reads (one box of X on each rank of the group). */
-static void stage_reduce(em *E, const ir_op *op)
-{
-	const ir_prog *p = E->p;
-	const ir_tensor *y = &p->tensors[op->out];
-	const ir_tensor *x = &p->tensors[op->in[0]];
-	int w = E->other_w[op - p->ops];
-	if (w >= 0 && p->tensors[w].dtype != y->dtype) {
-		fail(E, "a reduction whose node-partials have another element type", op->stage);
-		return;
-	}
-	stage_head(E, op, "sum one box over the group's ranks, fp32");
-	if (w >= 0)  /* one function for both (a second heavy callee makes the kernel spill) */
-		sb_printf(E->o,
-			  "\t// W_%s tasks write %s, the node-partials\n"
-			  "\tconst int yt = t.stage == W_%s ? T_%s : T_%s;\n"
-			  "\tif (yt != T_%s)\n"
-			  "\t\tmkd_box_shift<MK_NODES, MK_GPUS>(MK_T[yt], rank, t.lo, t.hi, lo, hi);\n",
-			  op->stage, p->tensors[w].name, op->stage, p->tensors[w].name, y->name, y->name);
-	else
-		sb_printf(E->o, "\tconst int yt = T_%s;\n", y->name);
-	/* the sources' addresses in shared memory, not registers: the kernel's
-	 * inlined GEMM engine needs those, and a callee holding 8-17 pointers
-	 * makes the kernel spill around the call */
-	sb_printf(E->o,
-		  "\tconst mkd_tensor &Y = MK_T[yt];\n"
-		  "\t__shared__ const %s *src[%d];\n"
-		  "\t__shared__ int ld[%d];\n"
-		  "\tconst int rows = (int)(hi[1] - lo[1]), cols = (int)(hi[2] - lo[2]);\n"
-		  "\tfor (i64 e = 0; e < hi[0] - lo[0]; e++) {\n"
-		  "\t\tif (threadIdx.x < t.nread) {\n"
-		  "\t\t\tconst mk_box s = mk_read_box(rank, t, threadIdx.x);\n"
-		  "\t\t\tsrc[threadIdx.x] = (const %s *)mkd_at<MK_GPUS>(p, s.tensor, MK_T[s.tensor], s.rank,\n"
-		  "\t\t\t\t\t\t\t\t\t  s.lo[0] + e, s.lo[1], s.lo[2]);\n"
-		  "\t\t\tld[threadIdx.x] = (int)MK_T[s.tensor].local[2];\n"
-		  "\t\t}\n"
-		  "\t\t__syncthreads();\n"
-		  "\t\tmkd_reduce_sum_n(src, ld, t.nread,\n"
-		  "\t\t\t(%s *)mkd_at<MK_GPUS>(p, yt, Y, rank, lo[0] + e, lo[1], lo[2]), Y.local[2], rows, cols);\n"
-		  "\t\t__syncthreads();\n"
-		  "\t}\n"
-		  "\treturn true;\n}\n\n",
-		  ctype(x->dtype), IR_MAXREDUCE, IR_MAXREDUCE, ctype(x->dtype), ctype(y->dtype));
-}
-
-/* O[q rows] = softmax(Q K^T * scale) V over the key blocks (reads 1, 3,
- * ... are K blocks, 2, 4, ... V blocks), each waited on just before use.
- * 16-bit inputs: the tensor-core tile (mkd_fa, 128 rows, state in
- * registers); fp32: the CUDA-core tile (64 rows, state in shared memory). */
-static void stage_attention(em *E, const ir_op *op)
-{
-	const ir_prog *p = E->p;
-	const ir_tensor *q = &p->tensors[op->in[0]], *k = &p->tensors[op->in[1]],
-			*o = &p->tensors[op->out];
-	int64_t D = q->shape[q->ndim - 1];
-	const int tc = op->plan.attn.tensor_cores;  /* plan.c: D a multiple of 32, at most 256 */
-	const int causal = op->causal ? 1 : 0;
-	const char *tq = ctype(q->dtype), *tk = ctype(k->dtype), *to = ctype(o->dtype);
-	double scale = op->scalar != 0 ? op->scalar : 1.0 / __builtin_sqrt((double)D);
-	stage_head(E, op, tc ? "online softmax over the key blocks as they arrive (tensor cores)"
-			     : "online softmax over the key blocks as they arrive");
-	sb_printf(E->o,
-		  "\tconst mk_box qb = mk_read_box(rank, t, 0);\n"
-		  "\tconst %s *Qp = (const %s *)mkd_at<MK_GPUS>(p, qb.tensor, MK_T[qb.tensor], qb.rank, qb.lo[0], qb.lo[1], 0);\n"
-		  "\t%s *Op = (%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, lo[0], lo[1], 0);\n"
-		  "\tconst int rows = (int)(hi[1] - lo[1]);\n",
-		  tq, tq, to, to, o->name, o->name);
-	if (tc)
-		sb_printf(E->o,
-			  "\t__shared__ int good;\n"
-			  "\tmkd_fa<%lld, %s> fa;\n"
-			  "\tfa.begin(Qp, MK_T[qb.tensor].local[2], rows, %.9gf, smem);\n",
-			  (long long)D, tq, scale);
-	else
-		sb_printf(E->o,
-			  "\tmkd_attn_state<%lld> *st = (mkd_attn_state<%lld> *)smem;\n"
-			  "\tint &good = st->ok;\n"
-			  "\tmkd_attn_begin<%lld>(st, Qp, MK_T[qb.tensor].local[2], rows, %.9gf);\n",
-			  (long long)D, (long long)D, (long long)D, scale);
-	sb_printf(E->o,
-		  "\tfor (int b = 1; b + 1 < t.nread; b += 2) {\n"
-		  "\t\tconst mk_box kb = mk_read_box(rank, t, b), vb = mk_read_box(rank, t, b + 1);\n"
-		  "\t\tif (%d && kb.lo[1] > lo[1] + rows - 1)\n"
-		  "\t\t\tcontinue;  // causal: the whole block lies after the last query\n"
-		  "\t\tif (threadIdx.x == 0) {\n"
-		  "\t\t\tbool ok = true;\n"
-		  "\t\t\tconst int wk = MK_READS[t.read0 + b].wait, wv = MK_READS[t.read0 + b + 1].wait;\n"
-		  "\t\t\tif (wk >= 0)\n"
-		  "\t\t\t\tok = mk_wait(p, rank, cta, i, t, wk, epoch);\n"
-		  "\t\t\tif (ok && wv >= 0)\n"
-		  "\t\t\t\tok = mk_wait(p, rank, cta, i, t, wv, epoch);\n"
-		  "\t\t\tgood = ok;\n"
-		  "\t\t}\n"
-		  "\t\t__syncthreads();\n"
-		  "\t\tif (!good)\n"
-		  "\t\t\treturn false;\n"
-		  "\t\tconst %s *Kp = (const %s *)mkd_at<MK_GPUS>(p, kb.tensor, MK_T[kb.tensor], kb.rank, kb.lo[0], kb.lo[1], 0);\n"
-		  "\t\tconst %s *Vp = (const %s *)mkd_at<MK_GPUS>(p, vb.tensor, MK_T[vb.tensor], vb.rank, vb.lo[0], vb.lo[1], 0);\n",
-		  causal, tk, tk, tk, tk);
-	if (tc)
-		sb_printf(E->o,
-			  "\t\tfa.block(Kp, Vp, MK_T[kb.tensor].local[2], (int)(kb.hi[1] - kb.lo[1]), rows, %s, lo[1], kb.lo[1]);\n"
-			  "\t}\n"
-			  "\tfa.end(Op, MK_T[T_%s].local[2], rows);\n",
-			  causal ? "true" : "false", o->name);
-	else
-		sb_printf(E->o,
-			  "\t\tmkd_attn_block<%lld>(st, Kp, Vp, MK_T[kb.tensor].local[2], (int)(kb.hi[1] - kb.lo[1]), rows, %d, lo[1], kb.lo[1]);\n"
-			  "\t}\n"
-			  "\tmkd_attn_end<%lld>(st, Op, MK_T[T_%s].local[2], rows);\n",
-			  (long long)D, causal, (long long)D, o->name);
-	sb_puts(E->o, "\treturn true;\n}\n\n");
-}
-
-/* Y[rows] = sum of each row of X. */
-static void stage_sum(em *E, const ir_op *op)
-{
-	const ir_prog *p = E->p;
-	const ir_tensor *x = &p->tensors[op->in[0]], *y = &p->tensors[op->out];
-	stage_head(E, op, "row sums");
-	sb_printf(E->o,
-		  "\tconst mk_box s = mk_read_box(rank, t, 0);\n"
-		  "\tfor (i64 e = 0; e < s.hi[0] - s.lo[0]; e++)\n"
-		  "\t\tmkd_row_sum((const %s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, s.lo[0] + e, s.lo[1], s.lo[2]),\n"
-		  "\t\t\tMK_T[T_%s].local[2], (%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, %s),\n"
-		  "\t\t\t(int)(s.hi[1] - s.lo[1]), (int)(s.hi[2] - s.lo[2]));\n"
-		  "\treturn true;\n}\n\n",
-		  ctype(x->dtype), x->name, x->name, x->name, ctype(y->dtype), y->name, y->name,
-		  y->ndim == 1 ? "0, 0, s.lo[1]" : "0, s.lo[0] + e, s.lo[1]");
-}
-
-static int tmap_rows(const ir_tensor *x)
-{
-	long long r = 1;
-	for (int d = 0; d + 1 < x->ndim; d++)
-		r *= x->local[d];
-	return (int)r;
-}
-
-int cg_tmaps(const ir_sched *s, cg_tmap *out, int max)
-{
-	const ir_prog *p = s->prog;
-	for (int i = 0; i < p->nops; i++) {
-		const ir_op *op = &p->ops[i];
-		const int n = op->plan.mm.tmap;
-		if (op->kind != OP_MATMUL || !op->plan.mm.wgmma || !out || n + 2 > max)
-			continue;
-		const ir_tensor *a = &p->tensors[op->in[0]], *b = &p->tensors[op->in[1]];
-		out[n] = (cg_tmap){op->in[0], tmap_rows(a), a->local[a->ndim - 1], op->plan.mm.bm, 64};
-		out[n + 1] = (cg_tmap){op->in[1], tmap_rows(b), b->local[b->ndim - 1], 64, 64};
-	}
-	return p->ntmaps;
-}
-
-static const char *functor(em *E, const ir_op *op, char *buf, size_t n);
-
-static void stage_matmul(em *E, const ir_op *op)
-{
-	const ir_prog *p = E->p;
-	const ir_tensor *A = &p->tensors[op->in[0]], *B = &p->tensors[op->in[1]],
-			*C = &p->tensors[op->out];
-	const ir_mm_plan mp = op->plan.mm;  /* plan.c */
-	char what[160];
-	if (mp.wgmma)
-		snprintf(what, sizeof what, "tile %d x %d x 64: TMA + wgmma, %d-stage ring on sm_90a; "
-			 "mma.sync elsewhere", mp.bm, mp.bn, mp.wg_stages);
-	else
-		snprintf(what, sizeof what, "tile %d x %d x %d, %d-stage ring (mma.sync)", mp.bm, mp.bn,
-			 mp.bk, mp.stages);
-	char epi[96] = "mkd_epi_none()";
-	if (op->epi) {  /* an elementwise op fused into the epilogue */
-		ir_op u = {0};
-		u.kind = (ir_opkind)(op->epi - 1);
-		u.scalar = op->epi_scalar;
-		char fb[64];
-		snprintf(epi, sizeof epi, "%s", functor(E, &u, fb, sizeof fb));
-		size_t n = strlen(what);
-		snprintf(what + n, sizeof what - n, "; then %s in the epilogue", ir_op_name(u.kind));
-	}
-	/* a task of several tiles walks them row tile by row tile, column
-	 * tile by column tile (lower.c: the `tasks` bound) */
-	const int walk = mp.tiles_m * mp.tiles_n > 1;
-	if (walk) {
-		size_t n = strlen(what);
-		snprintf(what + n, sizeof what - n, "; up to %d x %d tiles a task", mp.tiles_m,
-			 mp.tiles_n);
-	}
-	const char *R = walk ? "r0" : "lo[1]", *N = walk ? "n0" : "lo[2]";
-	/* inlined into the kernel: the engine's wgmma chain and setmaxnreg need it */
-	stage_head(E, op, what);
-	sb_printf(E->o,
-		  "\tconst mkd_tensor &A = MK_T[T_%s], &B = MK_T[T_%s], &C = MK_T[T_%s];\n"
-		  "\tconst i64 k0 = mkd_base<MK_GPUS>(A, 2, rank), K = A.local[2];\n",
-		  A->name, B->name, C->name);
-	const int dop = mp.bucket;
-	const int rt = dop >= 0 ? p->ops[dop].route1 - 1 : -1;
-	/* the rows of expert lo[0]'s bucket that hold tokens: every rank's
-	 * count, or between nodes every source's on this node */
-	char rows_of[320];
-	if (rt >= 0 && p->ops[dop].rroute1)
-		snprintf(rows_of, sizeof rows_of, "mkd_bucket_rows_nodes<MK_NODES, MK_GPUS>(p, T_%s, T_%s, %lld, (int)lo[0], rank)",
-			 p->tensors[rt].name, p->tensors[p->ops[dop].rroute1 - 1].name,
-			 (long long)p->tensors[p->ops[dop].rroute1 - 1].local[1]);
-	else if (rt >= 0)
-		snprintf(rows_of, sizeof rows_of, "mkd_bucket_rows(p, T_%s, MK_WORLD, (int)lo[0])",
-			 p->tensors[rt].name);
-	strbuf body, *o = E->o;
-	sb_init(&body);
-	if (walk) {
-		if (rt >= 0)
-			sb_printf(o, "\tconst int filled = %s;\n", rows_of);
-		sb_printf(o, "\tfor (i64 r0 = lo[1]; r0 < hi[1]; r0 += %d)\n"
-			     "\tfor (i64 n0 = lo[2]; n0 < hi[2]; n0 += %d) {\n", mp.bm, mp.bn);
-		E->o = &body;
-	}
-	sb_printf(E->o,
-		  "\t%s *c = (%s *)mkd_at<MK_GPUS>(p, T_%s, C, rank, lo[0], %s, %s);\n",
-		  ctype(C->dtype), ctype(C->dtype), C->name, R, N);
-	if (walk)
-		sb_printf(E->o,
-			  "\tconst int rows = (int)(hi[1] - r0 < %d ? hi[1] - r0 : %d), "
-			  "cols = (int)(hi[2] - n0 < %d ? hi[2] - n0 : %d);\n",
-			  mp.bm, mp.bm, mp.bn, mp.bn);
-	else
-		sb_puts(E->o, "\tconst int rows = (int)(hi[1] - lo[1]), cols = (int)(hi[2] - lo[2]);\n");
-	if (rt >= 0 && walk)  /* rows of a dispatch's buckets: tiles past the tokens are zeros */
-		sb_puts(E->o,
-			"\tif (r0 >= filled) {  // no tokens here\n"
-			"\t\tmkd_zero_tile(c, C.local[2], rows, cols);\n"
-			"\t\tcontinue;\n"
-			"\t}\n");
-	else if (rt >= 0)
-		sb_printf(E->o,
-			  "\tif (lo[1] >= %s) {  // no tokens here\n"
-			  "\t\tmkd_zero_tile(c, C.local[2], rows, cols);\n"
-			  "\t\treturn true;\n"
-			  "\t}\n", rows_of);
-	if (mp.wgmma)
-		sb_printf(E->o,
-			  "#ifdef MKD_HAS_WGMMA\n"
-			  "\tconst mkd_tmap *tm = (const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + %d;\n"
-			  "\tconst int a_row = (int)((lo[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] +\n"
-			  "\t\t\t\t %s - mkd_base<MK_GPUS>(A, 1, rank));\n"
-			  "\tconst int b_row = (int)(%s * B.local[1]);\n"
-			  "\tconst int b_col = (int)(%s - mkd_base<MK_GPUS>(B, 2, rank));\n"
-			  "\tmkd_wgmma_tile<%s, %s, %d, %d, 64, %d>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,\n"
-			  "\t\tc, C.local[2], rows, cols, smem, %s);\n"
-			  "#else\n",
-			  mp.tmap, R, B->ndim == 3 ? "(lo[0] - mkd_base<MK_GPUS>(B, 0, rank))" : "0",
-			  N, ctype(A->dtype), ctype(C->dtype), mp.bm, mp.bn, mp.wg_stages, epi);
-	sb_printf(E->o,
-		  "\tconst %s *a = (const %s *)mkd_at<MK_GPUS>(p, T_%s, A, rank, lo[0], %s, k0);\n"
-		  "\tconst %s *b = (const %s *)mkd_at<MK_GPUS>(p, T_%s, B, rank, %s, k0, %s);\n"
-		  "\tmkd_mma_tile<%s, %s, %d, %d, %d, %d>::run(a, A.local[2], b, B.local[2], c, C.local[2],\n"
-		  "\t\trows, cols, (int)K, 0, 0, smem, %s);\n%s",
-		  ctype(A->dtype), ctype(A->dtype), A->name, R,
-		  ctype(B->dtype), ctype(B->dtype), B->name, B->ndim == 3 ? "lo[0]" : "0", N,
-		  ctype(A->dtype), ctype(C->dtype), mp.bm, mp.bn, mp.bk, mp.stages, epi,
-		  mp.wgmma ? "#endif\n" : "");
-	if (walk) {  /* the tile's body, one level deeper (preprocessor lines stay put) */
-		E->o = o;
-		for (const char *l = body.s; l && *l;) {
-			const char *nl = strchr(l, '\n');
-			size_t len = nl ? (size_t)(nl - l) + 1 : strlen(l);
-			if (*l != '#')
-				sb_putc(o, '\t');
-			sb_putn(o, l, len);
-			l += len;
-		}
-		sb_puts(o, "\t}\n");
-	}
-	sb_free(&body);
-	sb_puts(E->o, "\treturn true;\n}\n\n");
-}
-
-static const char *functor(em *E, const ir_op *op, char *buf, size_t n)
-{
-	switch (op->kind) {
-	case OP_RELU: return "mkd_relu()";
-	case OP_SILU: return "mkd_silu()";
-	case OP_GELU: return "mkd_gelu()";
-	case OP_CAST: return "mkd_ident()";
-	case OP_SCALE: snprintf(buf, n, "mkd_scale{%.9gf}", op->scalar); return buf;
-	case OP_ADD: return "mkd_add()";
-	case OP_MUL: return "mkd_mul()";
-	default: fail(E, "no device functor for op", ir_op_name(op->kind)); return "";
-	}
-}
-
-static void stage_ew(em *E, const ir_op *op)
-{
-	const ir_prog *p = E->p;
-	const ir_tensor *y = &p->tensors[op->out], *x = &p->tensors[op->in[0]];
-	char fb[64];
-	const char *fn = functor(E, op, fb, sizeof fb);
-	stage_head(E, op, "elementwise over the box");
-	sb_printf(E->o, "\tconst mkd_tensor &X = MK_T[T_%s], &Y = MK_T[T_%s];\n", x->name, y->name);
-	if (op->nin == 2) {
-		const ir_tensor *z = &p->tensors[op->in[1]];
-		int bc = z->ndim != y->ndim;
-		sb_printf(E->o, "\tconst mkd_tensor &Z = MK_T[T_%s];\n", z->name);
-		sb_printf(E->o,
-			  "\tfor (i64 e = lo[0]; e < hi[0]; e++)\n"
-			  "\t\tmkd_ew2(%s, (const %s *)mkd_at<MK_GPUS>(p, T_%s, X, rank, e, lo[1], lo[2]), X.local[2],\n"
-			  "\t\t\t(const %s *)mkd_at<MK_GPUS>(p, T_%s, Z, rank, %s), Z.local[2], %s,\n"
-			  "\t\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, e, lo[1], lo[2]), Y.local[2],\n"
-			  "\t\t\t(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));\n\treturn true;\n}\n\n",
-			  fn, ctype(x->dtype), x->name, ctype(z->dtype), z->name,
-			  bc ? "0, 0, lo[2]" : "e, lo[1], lo[2]", bc ? "true" : "false",
-			  ctype(y->dtype), y->name);
-		return;
-	}
-	sb_printf(E->o,
-		  "\tfor (i64 e = lo[0]; e < hi[0]; e++)\n"
-		  "\t\tmkd_ew1(%s, (const %s *)mkd_at<MK_GPUS>(p, T_%s, X, rank, e, lo[1], lo[2]), X.local[2],\n"
-		  "\t\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, e, lo[1], lo[2]), Y.local[2],\n"
-		  "\t\t\t(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));\n\treturn true;\n}\n\n",
-		  fn, ctype(x->dtype), x->name, ctype(y->dtype), y->name);
-}
-
-static void stage_row(em *E, const ir_op *op)
-{
-	const ir_prog *p = E->p;
-	const ir_tensor *y = &p->tensors[op->out], *x = &p->tensors[op->in[0]];
-	stage_head(E, op, "whole rows");
-	sb_printf(E->o, "\tconst mkd_tensor &X = MK_T[T_%s], &Y = MK_T[T_%s];\n", x->name, y->name);
-	if (op->kind == OP_RMSNORM) {
-		const ir_tensor *w = op->nin > 1 ? &p->tensors[op->in[1]] : NULL;
-		if (w)
-			sb_printf(E->o, "\tconst %s *w = (const %s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, 0, 0, 0);\n",
-				  ctype(w->dtype), ctype(w->dtype), w->name, w->name);
-		else
-			sb_puts(E->o, "\tconst float *w = 0;\n");
-		sb_printf(E->o,
-			  "\tfor (i64 e = lo[0]; e < hi[0]; e++)\n"
-			  "\t\tmkd_rmsnorm((const %s *)mkd_at<MK_GPUS>(p, T_%s, X, rank, e, lo[1], lo[2]), X.local[2], w,\n"
-			  "\t\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, e, lo[1], lo[2]), Y.local[2],\n"
-			  "\t\t\t(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));\n\treturn true;\n}\n\n",
-			  ctype(x->dtype), x->name, ctype(y->dtype), y->name);
-		return;
-	}
-	sb_printf(E->o,
-		  "\tfor (i64 e = lo[0]; e < hi[0]; e++)\n"
-		  "\t\tmkd_softmax((const %s *)mkd_at<MK_GPUS>(p, T_%s, X, rank, e, lo[1], lo[2]), X.local[2],\n"
-		  "\t\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, e, lo[1], lo[2]), Y.local[2],\n"
-		  "\t\t\t(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));\n\treturn true;\n}\n\n",
-		  ctype(x->dtype), x->name, ctype(y->dtype), y->name);
-}
-
-/* The RDMA tasks of an op: the box read (on this rank) goes to the box
- * written on a rank of another node, then the task's own flag there is
- * written with the epoch.  Process mode: commands to the proxy; virtual
- * ranks (every rank on this GPU): stores, then a release store. */
-static void stage_rdma(em *E, const ir_op *op)
-{
-	const ir_prog *p = E->p;
-	const ir_tensor *y = NULL;  /* what the op's RDMA tasks write (one tensor) */
-	for (int i = 0; i < E->s->ntasks; i++) {
-		const ir_task *t = &E->s->tasks[i];
-		if (t->kind != TASK_RDMA || &p->ops[t->op] != op)
-			continue;
-		if (y && y != &p->tensors[t->write.tensor]) {
-			fail(E, "RDMA tasks of one stage writing several tensors", op->stage);
-			return;
-		}
-		y = &p->tensors[t->write.tensor];
-		if (ir_dtype_size(p->tensors[t->reads[0].tensor].dtype) != ir_dtype_size(y->dtype)) {
-			fail(E, "an RDMA write between tensors of different element types", op->stage);
-			return;
-		}
-	}
-	if (!y)
-		return;
-	int es = ir_dtype_size(y->dtype);
-	sb_printf(E->o, "// stage %s, its RDMA tasks: a box of %s to a rank of another node, then the\n"
-		  "// task's flag there (written: the epoch)\n", op->stage, y->name);
-	sb_printf(E->o, "static __device__ __noinline__ bool rdma_%s(const mkd_params &p, int rank, "
-		  "int cta, int i, u64 epoch, char *smem)\n{\n", op->stage);
-	sb_printf(E->o,
-		  "\tconst mk_task &t = MK_TASKS[i];\n"
-		  "\tconst mk_fref f = MK_SIGNALS[t.sig0];  // its flag, on the rank it writes\n"
-		  "\tconst int dst = mkd_shift_rank<MK_NODES, MK_GPUS>(f.rank, rank);\n"
-		  "\ti64 lo[3], hi[3];  // the box of %s written on rank dst\n"
-		  "\tmkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_%s], rank, t.lo, t.hi, lo, hi);\n"
-		  "\tconst mk_box s = mk_read_box(rank, t, 0);\n"
-		  "%s"
-		  "#if MK_MULTIPROC\n"
-		  "\t__shared__ int ok;\n"
-		  "\tif (threadIdx.x == 0) {\n"
-		  "\t\tint j = 0;  // READY word of rank dst\n"
-		  "\t\twhile (j + 1 < MK_NRDST && MK_RDST[j] != f.rank)\n"
-		  "\t\t\tj++;\n"
-		  "\t\tok = mkd_rdma_put<MK_GPUS>(p, rank, s.tensor, MK_T[s.tensor], s.lo, T_%s, MK_T[T_%s],\n"
-		  "\t\t\tdst, lo, hi, f.index, MK_NRFLAGS + j, MK_NFLAGS + 2 + j, MK_NRFLAGS + MK_NRDST,\n"
-		  "\t\t\tepoch, &mk_ticket, mkd_waiter{rank, cta, i, t.stage});\n"
-		  "\t}\n"
-		  "\t__syncthreads();\n"
-		  "\treturn ok;\n"
-		  "#else\n"
-		  "\tconst mkd_tensor &S = MK_T[s.tensor], &D = MK_T[T_%s];\n"
-		  "\tfor (i64 e = 0; e < hi[0] - lo[0]; e++)\n"
-		  "\t\tmkd_copy_2d(mkd_at<MK_GPUS>(p, T_%s, D, dst, lo[0] + e, lo[1], lo[2]), D.local[2] * %d,\n"
-		  "\t\t\t    mkd_at<MK_GPUS>(p, s.tensor, S, s.rank, s.lo[0] + e, s.lo[1], s.lo[2]),\n"
-		  "\t\t\t    S.local[2] * %d, hi[1] - lo[1], (hi[2] - lo[2]) * %d);\n"
-		  "\t__syncthreads();\n"
-		  "\tif (threadIdx.x == 0) {\n"
-		  "\t\t__threadfence();\n"
-		  "\t\tmkd_st_release((u64 *)p.ranks[dst].rflags + f.index, epoch);\n"
-		  "\t}\n"
-		  "\treturn true;\n"
-		  "#endif\n"
-		  "}\n\n",
-		  y->name, y->name,
-		  op->pack1 ? "\tif (hi[1] > lo[1] + 1) {  // MoE between nodes: the count (row 0, word 0) and its rows\n"
-			      "\t\tconst int n = *(const int *)mkd_at<MK_GPUS>(p, s.tensor, MK_T[s.tensor], s.rank, s.lo[0], s.lo[1], 0);\n"
-			      "\t\tif (hi[1] > lo[1] + 1 + n)\n"
-			      "\t\t\thi[1] = lo[1] + 1 + n;\n"
-			      "\t}\n" : "",
-		  y->name, y->name, y->name, y->name, es, es, es);
-}
-
-/* Does op i run any task through its stage function (RDMA tasks have their
- * own)?  An op without one gets no function and no case: every extra callee
- * of the kernel costs registers around the calls. */
-/* MoE dispatch (mkd/moe.cuh): W_ tasks build this rank's routing table;
- * the others fill one expert's bucket each from every rank's rows (reads
- * 2q: rank q's table, 2q + 1: rank q's tokens). */
-/* The start of a dispatch stage: its waiter, and W_ tasks build this
- * rank's routing table (table R) from its indices. */
-static void route_branch(em *E, const ir_op *op, int R)
-{
-	const ir_prog *p = E->p;
-	const ir_tensor *ix = &p->tensors[op->in[1]];
-	sb_printf(E->o,
-		  "\tconst mkd_waiter w = {rank, cta, i, t.stage};\n"
-		  "\tif (t.stage == W_%s) {  // this rank's routing table\n"
-		  "\t\tconst int *idx = (const int *)p.ranks[rank].buf[T_%s];\n"
-		  "\t\treturn mkd_route(p, w, idx, %lld, %lld, (int *)p.ranks[rank].buf[T_%s], smem, MK_SMEM);\n"
-		  "\t}\n",
-		  op->stage, ix->name, (long long)(ix->local[0] * ix->local[1]),
-		  (long long)op->experts, p->tensors[R].name);
-}
-
-/* MoE dispatch between nodes (lower.c, moe_nodes): W_ tasks build this
- * rank's routing table, W2_ tasks pack its rows for another node (one
- * column block each), W3_ tasks route what a node sent; the others fill one
- * expert's bucket from every source: reads 2q (a table) and 2q + 1 (its
- * rows), source q = node offset * GPUS + the GPU that holds it. */
-static void stage_dispatch_nodes(em *E, const ir_op *op)
-{
-	const ir_prog *p = E->p;
-	const ir_tensor *x = &p->tensors[op->in[0]], *ix = &p->tensors[op->in[1]];
-	const ir_tensor *xe = &p->tensors[op->out];
-	const ir_tensor *pk = &p->tensors[op->pack1 - 1], *rk = &p->tensors[op->recv1 - 1];
-	const ir_tensor *rr = &p->tensors[op->rroute1 - 1];
-	const int i = (int)(op - p->ops);
-	int R = E->other_w[i];
-	if (R < 0 || E->other_w2[i] != op->pack1 - 1 || E->other_w3[i] != op->rroute1 - 1) {
-		fail(E, "a dispatch between nodes without its route, pack and received-route tasks",
-		     op->stage);
-		return;
-	}
-	const int gt = op->gate1 - 1;
-	const char *gate = gt >= 0 ? p->tensors[gt].name : NULL;
-	const int es = ir_dtype_size(x->dtype);
-	const long long Tl = ix->local[0], k = ix->local[1], N = Tl * k;
-	const long long H = xe->shape[2], El = xe->local[0], W = pk->local[2];
-	const long long words = H * es / 4, len = rr->local[1];
-	const char *tx = ctype(x->dtype);
-	char gexp[200] = "0";  /* the gates travel with the rows (the combine's) */
-	if (gate)
-		snprintf(gexp, sizeof gexp, "(const float *)p.ranks[rank].buf[T_%s]", gate);
-	stage_head(E, op, "route, pack for the other nodes, route what they sent, or fill one "
-		   "expert's bucket");
-	route_branch(E, op, R);
-	sb_printf(E->o,
-		  "\tif (t.stage == W2_%s) {  // rows for node +(t.lo[0] + 1), columns [t.lo[2], t.hi[2])\n"
-		  "\t\tconst int node = (rank / MK_GPUS + t.lo[0] + 1) %% MK_NODES;\n"
-		  "\t\tmkd_pack<%s>((const int *)p.ranks[rank].buf[T_%s], %lld, (const %s *)p.ranks[rank].buf[T_%s], %lld,\n"
-		  "\t\t\t%s, %lld, node * MK_GPUS * %lld, (node + 1) * MK_GPUS * %lld,\n"
-		  "\t\t\t(int *)p.ranks[rank].buf[T_%s] + (i64)t.lo[0] * %lld, %lld, %lld, t.lo[2], t.hi[2], smem);\n"
-		  "\t\treturn true;\n"
-		  "\t}\n",
-		  op->stage, tx, ix->name, k, tx, x->name, H,
-		  gexp, Tl, El, El, pk->name, (1 + Tl) * W, W, words);
-	sb_printf(E->o,
-		  "\tif (t.stage == W3_%s) {  // the routing table of what node +(t.lo[1] + 1) sent\n"
-		  "\t\tconst int *rk = (const int *)p.ranks[rank].buf[T_%s] + (i64)t.lo[1] * %lld;\n"
-		  "\t\treturn mkd_route_rows(p, w, rk + %lld, %lld, %lld, rk[0] * %lld, %lld, %lld,\n"
-		  "\t\t\t(int *)p.ranks[rank].buf[T_%s] + (i64)t.lo[1] * %lld, smem, MK_SMEM, false);\n"
-		  "\t}\n",
-		  op->stage, rk->name, (1 + Tl) * W, W + words, W, k, k, N, (long long)xe->shape[0],
-		  rr->name, len);
-	sb_printf(E->o,
-		  "\t__shared__ const int *route[MK_WORLD];\n"
-		  "\t__shared__ const %s *x[MK_WORLD];\n"
-		  "\t__shared__ i64 ldx[MK_WORLD];\n"
-		  "\tif (threadIdx.x < t.nread) {\n"
-		  "\t\tconst mk_box b = mk_read_box(rank, t, threadIdx.x);\n"
-		  "\t\tconst char *a = mkd_at<MK_GPUS>(p, b.tensor, MK_T[b.tensor], b.rank, b.lo[0], b.lo[1], b.lo[2]);\n"
-		  "\t\tconst int g = b.rank %% MK_GPUS;\n"
-		  "\t\tif (b.tensor == T_%s)\n"
-		  "\t\t\troute[g] = (const int *)a;\n"
-		  "\t\telse if (b.tensor == T_%s)\n"
-		  "\t\t\troute[(b.lo[1] + 1) * MK_GPUS + g] = (const int *)a;\n"
-		  "\t\telse if (b.tensor == T_%s) {\n"
-		  "\t\t\tx[(b.lo[0] + 1) * MK_GPUS + g] = (const %s *)(a + %lld);  // its first packed row\n"
-		  "\t\t\tldx[(b.lo[0] + 1) * MK_GPUS + g] = %lld;\n"
-		  "\t\t} else {\n"
-		  "\t\t\tx[g] = (const %s *)a;\n"
-		  "\t\t\tldx[g] = %lld;\n"
-		  "\t\t}\n"
-		  "\t}\n"
-		  "\t__syncthreads();\n"
-		  "\tfor (i64 e = lo[0]; e < hi[0]; e++)\n"
-		  "\t\tif (!mkd_dispatch<%s>(p, w, (int)e, %lld, %lld, %lld, %lld, %lld, route, x, MK_WORLD,\n"
-		  "\t\t\t\t(int)lo[1], (int)hi[1], (%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, e, lo[1], 0), ldx))\n"
-		  "\t\t\treturn false;\n"
-		  "\treturn true;\n}\n\n",
-		  tx, p->tensors[R].name, rr->name, rk->name, tx, W * 4, W * 4 / es, tx, H,
-		  tx, (long long)xe->shape[0], (long long)xe->shape[1], N, k, H, ctype(xe->dtype),
-		  xe->name, xe->name);
-}
-
-static void stage_dispatch(em *E, const ir_op *op)
-{
-	const ir_prog *p = E->p;
-	if (op->pack1) {
-		stage_dispatch_nodes(E, op);
-		return;
-	}
-	const ir_tensor *x = &p->tensors[op->in[0]], *ix = &p->tensors[op->in[1]];
-	const ir_tensor *xe = &p->tensors[op->out];
-	int R = E->other_w[op - p->ops];
-	if (R < 0) {
-		fail(E, "a dispatch without its route task", op->stage);
-		return;
-	}
-	long long N = (long long)(ix->local[0] * ix->local[1]);
-	stage_head(E, op, "route this rank's tokens, or fill one expert's bucket");
-	route_branch(E, op, R);
-	sb_printf(E->o,
-		  "\t__shared__ const int *route[MK_WORLD];\n"
-		  "\t__shared__ const %s *x[MK_WORLD];\n"
-		  "\tif (threadIdx.x < t.nread) {\n"
-		  "\t\tconst mk_box b = mk_read_box(rank, t, threadIdx.x);\n"
-		  "\t\tif (b.tensor == T_%s)\n"
-		  "\t\t\troute[b.rank] = (const int *)p.ranks[b.rank].buf[T_%s];\n"
-		  "\t\telse\n"
-		  "\t\t\tx[b.rank] = (const %s *)p.ranks[b.rank].buf[T_%s];\n"
-		  "\t}\n"
-		  "\t__syncthreads();\n"
-		  "\tfor (i64 e = lo[0]; e < hi[0]; e++)\n"
-		  "\t\tif (!mkd_dispatch<%s>(p, w, (int)e, %lld, %lld, %lld, %lld, %lld, route, x, MK_WORLD,\n"
-		  "\t\t\t\t(int)lo[1], (int)hi[1], (%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, e, lo[1], 0)))\n"
-		  "\t\t\treturn false;\n"
-		  "\treturn true;\n}\n\n",
-		  ctype(x->dtype), p->tensors[R].name, p->tensors[R].name, ctype(x->dtype), x->name,
-		  ctype(x->dtype), (long long)xe->shape[0], (long long)xe->shape[1], N,
-		  (long long)ix->local[1], (long long)xe->shape[2], ctype(xe->dtype), xe->name,
-		  xe->name);
-}
-
-/* MoE combine (mkd/moe.cuh): one block of this rank's token rows; reads 0
- * and 1 are its indices and gates. */
-/* MoE combine between nodes (lower.c, moe_nodes).  W_ tasks: the partial
- * sums over this node's experts of a block of the rows node +s sent (read
- * 0: those rows; 1 .. WORLD: every source's table; then this node's expert
- * outputs).  The others: a block of this rank's tokens (reads 0, 1: its ids
- * and gates; GPUS route tables and GPUS expert outputs of this node; its
- * packed rows; the sums the other nodes returned). */
-static void stage_combine_nodes(em *E, const ir_op *op)
-{
-	const ir_prog *p = E->p;
-	const ir_tensor *ye = &p->tensors[op->in[0]], *ix = &p->tensors[op->in[1]];
-	const ir_tensor *g = &p->tensors[op->in[2]], *y = &p->tensors[op->out];
-	const ir_tensor *pk = &p->tensors[op->pack1 - 1], *rk = &p->tensors[op->recv1 - 1];
-	const ir_tensor *rr = &p->tensors[op->rroute1 - 1], *part = &p->tensors[op->part1 - 1];
-	const ir_tensor *back = &p->tensors[op->back1 - 1];
-	const char *rname = p->tensors[op->route1 - 1].name;
-	if (E->other_w[op - p->ops] != op->part1 - 1) {
-		fail(E, "a combine between nodes without its partial sums", op->stage);
-		return;
-	}
-	const long long Tl = ix->local[0], k = ix->local[1], N = Tl * k;
-	const long long E_ = ye->shape[0], El = ye->local[0], C = ye->shape[1], H = ye->shape[2];
-	const long long W = pk->local[2], words = H * ir_dtype_size(ye->dtype) / 4;
-	const char *te = ctype(ye->dtype), *ty = ctype(y->dtype);
-	stage_head(E, op, "sums of a block of received rows over this node's experts, or a block "
-		   "of this rank's tokens");
-	sb_printf(E->o,
-		  "\t__shared__ const int *route[MK_WORLD];\n"
-		  "\t__shared__ const %s *ye[MK_GPUS];\n"
-		  "\tconst int node = rank / MK_GPUS, gi = rank %% MK_GPUS;\n"
-		  "\tif (t.stage == W_%s) {  // rows [t.lo[1] - 1, t.hi[1] - 1) of slice t.lo[0]\n"
-		  "\t\tif (threadIdx.x >= 1 && threadIdx.x < t.nread) {\n"
-		  "\t\t\tconst mk_box b = mk_read_box(rank, t, threadIdx.x);\n"
-		  "\t\t\tconst char *a = mkd_at<MK_GPUS>(p, b.tensor, MK_T[b.tensor], b.rank, b.lo[0], b.lo[1], b.lo[2]);\n"
-		  "\t\t\tconst int g = b.rank %% MK_GPUS;\n"
-		  "\t\t\tif (b.tensor == T_%s)\n"
-		  "\t\t\t\troute[g] = (const int *)a;\n"
-		  "\t\t\telse if (b.tensor == T_%s)\n"
-		  "\t\t\t\troute[(b.lo[1] + 1) * MK_GPUS + g] = (const int *)a;\n"
-		  "\t\t\telse\n"
-		  "\t\t\t\tye[g] = (const %s *)p.ranks[b.rank].buf[T_%s];\n"
-		  "\t\t}\n"
-		  "\t\t__syncthreads();\n"
-		  "\t\tconst int sl = t.lo[0], me = (sl + 1) * MK_GPUS + gi;\n"
-		  "\t\tconst int *rk = (const int *)p.ranks[rank].buf[T_%s] + (i64)sl * %lld;\n"
-		  "\t\tfloat *part = (float *)p.ranks[rank].buf[T_%s] + (i64)sl * %lld;\n"
-		  "\t\tconst int n = rk[0];\n"
-		  "\t\tif (t.lo[1] == 0 && threadIdx.x == 0)\n"
-		  "\t\t\t*(int *)part = n;  // the count, for the RDMA back\n"
-		  "\t\tconst int r0 = t.lo[1] > 1 ? t.lo[1] - 1 : 0, r1 = t.hi[1] - 1 < n ? t.hi[1] - 1 : n;\n"
-		  "\t\tif (r0 < r1)\n"
-		  "\t\t\tmkd_combine_nodes<%s, float>(me, %lld, %lld, MK_GPUS, node * MK_GPUS * %lld, %lld, %lld, %lld, %lld,\n"
-		  "\t\t\t\troute, ye, route[me] + %lld, rk + %lld, rk + %lld, %lld, r0, r1, part + (i64)(1 + r0) * %lld, %lld,\n"
-		  "\t\t\t\t0, 0, %lld, 0, 0, smem);\n"
-		  "\t\treturn true;\n"
-		  "\t}\n",
-		  te, op->stage, rname, rr->name, te, ye->name,
-		  rk->name, (1 + Tl) * W, part->name, (1 + Tl) * H,
-		  te, E_, El, El, C, N, k, H,
-		  E_ + 1 + N, W + words, W + words + k, W, H, H, W);
-	sb_printf(E->o,
-		  "\t__shared__ const int *pk[MK_NODES];\n"
-		  "\t__shared__ const float *bk[MK_NODES];\n"
-		  "\tif (threadIdx.x >= 2 && threadIdx.x < 2 + 2 * MK_GPUS) {\n"
-		  "\t\tconst mk_box b = mk_read_box(rank, t, threadIdx.x);\n"
-		  "\t\tif (b.tensor == T_%s)\n"
-		  "\t\t\troute[b.rank %% MK_GPUS] = (const int *)p.ranks[b.rank].buf[T_%s];\n"
-		  "\t\telse\n"
-		  "\t\t\tye[b.rank %% MK_GPUS] = (const %s *)p.ranks[b.rank].buf[T_%s];\n"
-		  "\t}\n"
-		  "\tif (threadIdx.x < MK_NODES - 1) {\n"
-		  "\t\tpk[threadIdx.x] = (const int *)p.ranks[rank].buf[T_%s] + (i64)threadIdx.x * %lld;\n"
-		  "\t\tbk[threadIdx.x] = (const float *)p.ranks[rank].buf[T_%s] + (i64)threadIdx.x * %lld;\n"
-		  "\t}\n"
-		  "\t__syncthreads();\n"
-		  "\tconst i64 t0 = lo[1] - mkd_base<MK_GPUS>(MK_T[T_%s], 1, rank);  // local token rows\n"
-		  "\tmkd_combine_nodes<%s, %s>(gi, %lld, %lld, MK_GPUS, node * MK_GPUS * %lld, %lld, %lld, %lld, %lld,\n"
-		  "\t\troute, ye, route[gi] + %lld, (const int *)p.ranks[rank].buf[T_%s],\n"
-		  "\t\t(const int *)p.ranks[rank].buf[T_%s], %lld, (int)t0, (int)(t0 + hi[1] - lo[1]),\n"
-		  "\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, lo[0], lo[1], lo[2]), MK_T[T_%s].local[2],\n"
-		  "\t\tMK_NODES - 1, pk, %lld, %lld, bk, smem);\n"
-		  "\treturn true;\n}\n\n",
-		  rname, rname, te, ye->name,
-		  pk->name, (1 + Tl) * W, back->name, (1 + Tl) * H,
-		  y->name, te, ty, E_, El, El, C, N, k, H,
-		  E_ + 1 + N, ix->name, g->name, k,
-		  ty, y->name, y->name, y->name, W, words + 2 * k);
-}
-
-static void stage_combine(em *E, const ir_op *op)
-{
-	const ir_prog *p = E->p;
-	if (op->pack1) {
-		stage_combine_nodes(E, op);
-		return;
-	}
-	const ir_tensor *ye = &p->tensors[op->in[0]], *ix = &p->tensors[op->in[1]];
-	const ir_tensor *g = &p->tensors[op->in[2]], *y = &p->tensors[op->out];
-	if (!op->route1) {
-		fail(E, "a combine without its routing table", op->stage);
-		return;
-	}
-	const char *rname = p->tensors[op->route1 - 1].name;
-	if (g->dtype != DT_F32 || ix->dtype != DT_I32) {
-		fail(E, "combine needs i32 indices and f32 gates", op->stage);
-		return;
-	}
-	stage_head(E, op, "gate-weighted sum of the expert rows of a block of tokens");
-	sb_printf(E->o,
-		  "\t__shared__ const int *route[MK_WORLD];\n"
-		  "\t__shared__ const %s *ye[MK_WORLD];\n"
-		  "\tif (threadIdx.x < MK_WORLD) {\n"
-		  "\t\troute[threadIdx.x] = (const int *)p.ranks[threadIdx.x].buf[T_%s];\n"
-		  "\t\tye[threadIdx.x] = (const %s *)p.ranks[threadIdx.x].buf[T_%s];\n"
-		  "\t}\n"
-		  "\t__syncthreads();\n"
-		  "\tconst i64 t0 = lo[1] - mkd_base<MK_GPUS>(MK_T[T_%s], 1, rank);  // local token rows\n"
-		  "\tmkd_combine<%s, %s>(rank, %lld, %lld, %lld, %lld, %lld, %lld, route, ye,\n"
-		  "\t\t(const int *)p.ranks[rank].buf[T_%s], (const float *)p.ranks[rank].buf[T_%s],\n"
-		  "\t\t(int)t0, (int)(t0 + hi[1] - lo[1]),\n"
-		  "\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, lo[0], lo[1], lo[2]), MK_T[T_%s].local[2], smem);\n"
-		  "\treturn true;\n}\n\n",
-		  ctype(ye->dtype), rname, ctype(ye->dtype), ye->name, y->name, ctype(ye->dtype),
-		  ctype(y->dtype), (long long)ye->shape[0], (long long)ye->local[0],
-		  (long long)ye->shape[1], (long long)(ix->local[0] * ix->local[1]),
-		  (long long)ix->local[1], (long long)ye->shape[2], ix->name, g->name,
-		  ctype(y->dtype), y->name, y->name, y->name);
-}
-
-static int has_stage_tasks(const em *E, int i)
-{
-	for (int k = 0; k < E->s->ntasks; k++)
-		if (E->s->tasks[k].op == i && E->s->tasks[k].kind != TASK_RDMA)
-			return 1;
-	return 0;
-}
-
-static void stages(em *E)
+static void stages(cg_em *E)
 {
 	const ir_prog *p = E->p;
 	sb_puts(E->o, "// ---- stage functions: one task, all threads of the CTA\n\n");
-	for (int i = 0; i < p->nops && !E->bad; i++) {
-		const ir_op *op = &p->ops[i];
-		if (!has_stage_tasks(E, i)) {
+	for (int j = 0; j < E->nst && !E->bad; j++) {
+		if (E->st[j].kind != CG_S)
+			continue;
+		const ir_op *op = &p->ops[E->st[j].op];
+		if (!E->st[j].fn) {
 			sb_printf(E->o, "// stage %s: no tasks%s on this mesh\n\n", op->stage,
-				  E->rdma_op[i] ? " but RDMA ones" : "");
+				  stage_find(E, E->st[j].op, CG_R) >= 0 ? " but RDMA ones" : "");
 			continue;
 		}
 		switch (op->kind) {
-		case OP_MATMUL: stage_matmul(E, op); break;
+		case OP_MATMUL: cg_stage_matmul(E, op); break;
 		case OP_ALLGATHER:
 		case OP_PUT:
-		case OP_RING_SHIFT: stage_copy(E, op); break;
+		case OP_RING_SHIFT: cg_stage_copy(E, op); break;
 		case OP_REDUCE_SCATTER:
-		case OP_ALLREDUCE: stage_reduce(E, op); break;
-		case OP_ATTENTION: stage_attention(E, op); break;
-		case OP_SUM: stage_sum(E, op); break;
-		case OP_DISPATCH: stage_dispatch(E, op); break;
-		case OP_COMBINE: stage_combine(E, op); break;
+		case OP_ALLREDUCE: cg_stage_reduce(E, op); break;
+		case OP_ATTENTION: cg_stage_attention(E, op); break;
+		case OP_SUM: cg_stage_sum(E, op); break;
+		case OP_DISPATCH: cg_stage_dispatch(E, op); break;
+		case OP_COMBINE: cg_stage_combine(E, op); break;
 		case OP_RMSNORM:
-		case OP_SOFTMAX: stage_row(E, op); break;
+		case OP_SOFTMAX: cg_stage_row(E, op); break;
 		case OP_ADD:
 		case OP_MUL:
 		case OP_SCALE:
 		case OP_CAST:
 		case OP_RELU:
 		case OP_SILU:
-		case OP_GELU: stage_ew(E, op); break;
-		default: fail(E, "no CUDA generation for op", ir_op_name(op->kind)); break;
+		case OP_GELU: cg_stage_ew(E, op); break;
+		default: cg_fail(E, "no CUDA generation for op", ir_op_name(op->kind)); break;
 		}
 	}
-	for (int i = 0; i < p->nops && !E->bad; i++)
-		if (E->rdma_op[i])
-			stage_rdma(E, &p->ops[i]);
+	for (int j = 0; j < E->nst && !E->bad; j++)
+		if (E->st[j].kind == CG_R)
+			cg_stage_rdma(E, &p->ops[E->st[j].op]);
 }
 
-static void kernel(em *E, int per_stage)
+/* What the loop (mkd/kernel.cuh) takes from the stage list: which stages
+ * wait for each read themselves, and the switch from a task's stage to its
+ * function. */
+static void dispatch(cg_em *E)
+{
+	const ir_prog *p = E->p;
+	strbuf *o = E->o;
+	sb_puts(o, "// stages that wait for each read themselves\n__device__ const bool MK_PROGRESSIVE[] = {");
+	for (int j = 0; j < E->nst; j++)
+		sb_printf(o, "%s%s", j ? ", " : "", E->st[j].progressive ? "true" : "false");
+	sb_puts(o, "};\n\n");
+	sb_puts(o, "// Task i's stage function, by its stage (all threads of the CTA; false when\n"
+		   "// the run is aborted).\n"
+		   "static __device__ __forceinline__ bool mk_stage(int stage, const mkd_params &p, int rank, int cta,\n"
+		   "\t\t\t\t\t\tint i, u64 epoch, char *smem)\n"
+		   "{\n"
+		   "\tswitch (stage) {\n");
+	for (int j = 0; j < E->nst; j++)
+		if (E->st[j].fn)
+			sb_printf(o, "\tcase %s_%s: return %s_%s(p, rank, cta, i, epoch, smem);\n",
+				  stage_prefix[E->st[j].kind], p->ops[E->st[j].op].stage,
+				  stage_fn[E->st[j].kind], p->ops[E->st[j].op].stage);
+	sb_puts(o, "\t}\n"
+		   "\treturn true;\n"
+		   "}\n\n");
+}
+
+/* The per-stage kernels' task lists: the same tasks as the kernel's,
+ * stage by stage. */
+static void stage_tables(cg_em *E)
 {
 	const ir_prog *p = E->p;
 	const ir_sched *s = E->s;
 	strbuf *o = E->o;
-	sb_puts(o, "// stages that wait for each read themselves\n__device__ const bool MK_PROGRESSIVE[] = {");
-	for (int i = 0; i < p->nops; i++)
-		sb_printf(o, "%s%s", i ? ", " : "", progressive(&p->ops[i]) ? "true" : "false");
-	for (int i = 0; i < p->nops; i++)
-		if (E->rdma_op[i])
-			sb_puts(o, ", false");
-	for (int i = 0; i < p->nops; i++)
-		if (E->other_w[i] >= 0)
-			sb_puts(o, ", false");
-	for (int i = 0; i < p->nops; i++)
-		if (E->other_w2[i] >= 0)
-			sb_puts(o, ", false");
-	for (int i = 0; i < p->nops; i++)
-		if (E->other_w3[i] >= 0)
-			sb_puts(o, ", false");
-	sb_puts(o, "};\n\n");
-	sb_puts(o,
-		"// One task: wait on its flags (bounded), run its stage, signal.  All\n"
-		"// threads of the CTA call it; false when the run is aborted.\n"
-		"static __device__ __forceinline__ bool mk_run_task(const mkd_params &p, int rank, int cta, int i,\n"
-		"\t\t\t\t\t\t   u64 epoch, char *smem, int *ok)\n"
-		"{\n"
-		"\tconst mk_task &t = MK_TASKS[i];\n"
-		"\tif (threadIdx.x == 0) {\n"
-		"\t\tbool good = true;\n"
-		"\t\tif (!MK_PROGRESSIVE[t.stage])  // else the stage waits per read\n"
-		"\t\t\tfor (int w = 0; w < t.nwait && good; w++)\n"
-		"\t\t\t\tgood = mk_wait(p, rank, cta, i, t, w, epoch);\n"
-		"#if MK_MULTIPROC\n"
-		"\t\tfor (int r = 0; r < t.nread && good; r++)  // peers' inputs: their kernel started\n"
-		"\t\t\tif (MK_READS[t.read0 + r].wait == -2) {\n"
-		"\t\t\t\tconst int x = mkd_shift_rank<MK_NODES, MK_GPUS>(MK_READS[t.read0 + r].rank, rank);\n"
-		"\t\t\t\tgood = mkd_wait(p, (const u64 *)p.ranks[x].flags + MK_NFLAGS, epoch, x,\n"
-		"\t\t\t\t\t\tMK_NFLAGS, mkd_waiter{rank, cta, i, t.stage});\n"
-		"\t\t\t}\n"
-		"#endif\n"
-		"\t\t*ok = good;\n"
-		"\t\tif (p.trace)\n"
-		"\t\t\tp.trace[(i64)rank * MK_NTASKS + i].t0 = mkd_globaltimer();\n"
-		"\t}\n"
-		"\t__syncthreads();\n"
-		"\tbool done = *ok;\n"
-		"\tif (done) {\n"
-		"\t\tswitch (t.stage) {\n");
-	for (int i = 0; i < p->nops; i++)
-		if (has_stage_tasks(E, i))
-			sb_printf(o, "\t\tcase S_%s: done = stage_%s(p, rank, cta, i, epoch, smem); break;\n",
-				  p->ops[i].stage, p->ops[i].stage);
-	for (int i = 0; i < p->nops; i++)
-		if (E->rdma_op[i])
-			sb_printf(o, "\t\tcase R_%s: done = rdma_%s(p, rank, cta, i, epoch, smem); break;\n",
-				  p->ops[i].stage, p->ops[i].stage);
-	for (int i = 0; i < p->nops; i++)
-		if (E->other_w[i] >= 0)
-			sb_printf(o, "\t\tcase W_%s: done = stage_%s(p, rank, cta, i, epoch, smem); break;\n",
-				  p->ops[i].stage, p->ops[i].stage);
-	for (int i = 0; i < p->nops; i++)
-		if (E->other_w2[i] >= 0)
-			sb_printf(o, "\t\tcase W2_%s: done = stage_%s(p, rank, cta, i, epoch, smem); break;\n",
-				  p->ops[i].stage, p->ops[i].stage);
-	for (int i = 0; i < p->nops; i++)
-		if (E->other_w3[i] >= 0)
-			sb_printf(o, "\t\tcase W3_%s: done = stage_%s(p, rank, cta, i, epoch, smem); break;\n",
-				  p->ops[i].stage, p->ops[i].stage);
-	sb_printf(o,
-		"\t\t}\n"
-		"\t}\n"
-		"\tif (!done)\n"
-		"\t\treturn false;\n"
-		"\t__syncthreads();\n"
-		"\tif (threadIdx.x == 0) {\n"
-		"\t\tfor (int k = 0; k < t.nsig; k++) {\n"
-		"\t\t\tconst mk_fref f = MK_SIGNALS[t.sig0 + k];\n"
-		"%s"
-		"\t\t\tconst int fr = mkd_shift_rank<MK_NODES, MK_GPUS>(f.rank, rank);\n"
-		"\t\t\tmkd_signal((u64 *)p.ranks[fr].flags + f.index);\n"
-		"\t\t}\n"
-		"\t\tif (p.trace)\n"
-		"\t\t\tp.trace[(i64)rank * MK_NTASKS + i].t1 = mkd_globaltimer();\n"
-		"\t}\n"
-		"\treturn true;\n"
-		"}\n\n", E->rl.tasks ? "\t\t\tif (f.index < MK_NRFLAGS)\n"
-					"\t\t\t\tcontinue;  // written by the RDMA stage itself\n" : "");
-	if (E->rl.tasks)
-		sb_puts(o,
-			"#if MK_MULTIPROC\n"
-			"// The start of a run with RDMA stages, thread 0 of CTA 0: the ranks that\n"
-			"// write here may (a failure is in the report: every wait then leaves).\n"
-			"static __device__ __noinline__ void mk_rdma_start(const mkd_params &p, int rank, int cta, u64 epoch)\n"
-			"{\n"
-			"\tmkd_rdma_ready<MK_NODES, MK_GPUS>(p, rank, MK_RFROM, MK_NRDST, MK_NRFLAGS, epoch, &mk_ticket,\n"
-			"\t\t\t\t\t   mkd_waiter{rank, cta, -1, -1});\n"
-			"}\n\n"
-			"// The end of a run with RDMA stages, thread 0: this CTA's commands are\n"
-			"// delivered (its sources may be rewritten); on CTA 0 also everything other\n"
-			"// ranks send here has landed (this rank's written flags reach the epoch).\n"
-			"static __device__ __noinline__ bool mk_rdma_end(const mkd_params &p, int rank, int cta, u64 epoch)\n"
-			"{\n"
-			"\tif (mk_ticket && !mkd_proxy_wait_done(p, p.ring, mk_ticket, mkd_waiter{rank, cta, -1, -1}))\n"
-			"\t\treturn false;\n"
-			"\tfor (int f = 0; cta == 0 && f < MK_NRFLAGS; f++)\n"
-			"\t\tif (!mkd_wait(p, (const u64 *)p.ranks[rank].rflags + f, epoch, rank, f,\n"
-			"\t\t\t      mkd_waiter{rank, cta, -1, -1}))\n"
-			"\t\t\treturn false;\n"
-			"\treturn true;\n"
-			"}\n"
-			"#endif\n\n");
-	char name[128];
-	cg_kernel_name(E->s, name, sizeof name);
-	sb_printf(o,
-		  "// ---- the kernel: CTAs of rank (rank_base + blockIdx.x / MK_CTAS) walk their\n"
-		  "// task list.  Resident mode (p.control) repeats it for every epoch the\n"
-		  "// host rings in on the doorbell.\n"
-		  "extern \"C\" __global__ void __launch_bounds__(MK_THREADS, 1)\n"
-		  "%s(const __grid_constant__ mkd_params p)\n{\n"
-		  "\textern __shared__ __align__(128) char smem[];\n"
-		  "\t__shared__ int ok;\n"
-		  "\t__shared__ u64 epoch_s;\n"
-		  "\tconst int rank = p.rank_base + blockIdx.x / MK_CTAS;\n"
-		  "\tconst int cta = blockIdx.x %% MK_CTAS;\n"
-		  "\tu64 last = p.epoch;  // resident: the epoch already done\n"
-		  "\tu64 runs = 0;        // resident: runs of this launch\n"
-		  "\tfor (;;) {\n"
-		  "\t\tif (threadIdx.x == 0) {\n"
-		  "\t\t\tu64 e = p.epoch;\n"
-		  "\t\t\tif (p.control) {  // resident: wait for the host's next epoch\n"
-		  "\t\t\t\tfor (;;) {\n"
-		  "\t\t\t\t\tif (mkd_ld_volatile_u32(&p.report->aborted)) {\n"
-		  "\t\t\t\t\t\te = MKD_STOP;\n"
-		  "\t\t\t\t\t\tbreak;\n"
-		  "\t\t\t\t\t}\n"
-		  "\t\t\t\t\te = blockIdx.x == 0 ? mkd_ld_acquire_sys(&p.control->doorbell)\n"
-		  "\t\t\t\t\t\t\t   : mkd_ld_acquire(&p.gate[0]);\n"
-		  "\t\t\t\t\tif (e != last)\n"
-		  "\t\t\t\t\t\tbreak;\n"
-		  "\t\t\t\t\t__nanosleep(blockIdx.x == 0 ? 500 : 64);\n"
-		  "\t\t\t\t}\n"
-		  "\t\t\t\tif (blockIdx.x == 0)  // pass it on to the other CTAs\n"
-		  "\t\t\t\t\tmkd_st_release(&p.gate[0], e);\n"
-		  "\t\t\t}\n"
-		  "\t\t\tepoch_s = e;\n%s"
-		  "\t\t}\n"
-		  "\t\t__syncthreads();\n"
-		  "\t\tconst u64 epoch = epoch_s;\n"
-		  "\t\tif (epoch == MKD_STOP)\n"
-		  "\t\t\tbreak;\n"
-		  "\t\tbool aborted = false;\n"
-		  "#if MK_MULTIPROC\n"
-		  "\t\tif (cta == 0 && threadIdx.x == 0)  // this rank's inputs are in place\n"
-		  "\t\t\tmkd_signal((u64 *)p.ranks[rank].flags + MK_NFLAGS);\n%s"
-		  "#endif\n"
-		  "\t\tfor (int i = MK_CTA_FIRST[cta]; i < MK_CTA_FIRST[cta + 1] && !aborted; i++)\n"
-		  "\t\t\taborted = !mk_run_task(p, rank, cta, i, epoch, smem, &ok);\n"
-		  "#if MK_MULTIPROC\n"
-		  "\t\t// leave the run only when every rank of the node is done with it\n"
-		  "\t\t__syncthreads();\n%s"
-		  "\t\tif (!aborted && threadIdx.x == 0) {\n"
-		  "\t\t\tmkd_signal((u64 *)p.ranks[rank].flags + MK_NFLAGS + 1);\n"
-		  "\t\t\tif (cta == 0)\n"
-		  "\t\t\t\tfor (int g = 0; g < MK_GPUS && ok; g++) {\n"
-		  "\t\t\t\t\tconst int x = rank - rank %% MK_GPUS + g;\n"
-		  "\t\t\t\t\tok = mkd_wait(p, (const u64 *)p.ranks[x].flags + MK_NFLAGS + 1,\n"
-		  "\t\t\t\t\t\t\tepoch * MK_CTAS, x, MK_NFLAGS + 1, mkd_waiter{rank, cta, -1, -1});\n"
-		  "\t\t\t\t}\n"
-		  "\t\t\telse\n"
-		  "\t\t\t\tok = 1;\n"
-		  "\t\t}\n"
-		  "\t\t__syncthreads();\n"
-		  "\t\taborted = aborted || !ok;\n"
-		  "#endif\n"
-		  "\t\tif (!p.control || aborted)\n"
-		  "\t\t\tbreak;\n"
-		  "\t\tlast = epoch;\n"
-		  "\t\truns++;\n"
-		  "\t\tif (threadIdx.x == 0) {  // resident: this CTA is done with the epoch\n"
-		  "\t\t\tmkd_red_release(&p.gate[1], 1);\n"
-		  "\t\t\tif (blockIdx.x == 0) {  // all of them: tell the host\n"
-		  "\t\t\t\twhile (mkd_ld_acquire(&p.gate[1]) < runs * gridDim.x &&\n"
-		  "\t\t\t\t       !mkd_ld_volatile_u32(&p.report->aborted))\n"
-		  "\t\t\t\t\t__nanosleep(64);\n"
-		  "\t\t\t\tmkd_st_release_sys(&p.control->done, epoch);\n"
-		  "\t\t\t}\n"
-		  "\t\t}\n"
-		  "\t}\n"
-		  "}\n", name,
-		  E->rl.tasks ? "\t\t\tmk_ticket = 0;\n" : "",
-		  E->rl.tasks ? "\t\tif (cta == 0 && threadIdx.x == 0)  // and the ranks that write here may\n"
-				"\t\t\tmk_rdma_start(p, rank, cta, epoch);\n" : "",
-		  E->rl.tasks ? "\t\tif (!aborted && threadIdx.x == 0 && !mk_rdma_end(p, rank, cta, epoch)) {\n"
-				"\t\t\taborted = true;\n"
-				"\t\t\tok = 0;\n"
-				"\t\t}\n" : "");
-	if (!per_stage)
-		return;
-	/* one kernel per stage, for comparisons: the same tasks, ordered by
-	 * kernel boundaries instead of flags (their waits pass at once) */
-	sb_puts(o, "\n// ---- one kernel per stage (benchmarks: separate launches, CUDA graphs)\n");
+	sb_puts(o, "// ---- the tasks of each stage, for the per-stage kernels\n");
 	int k = 0;
 	sb_printf(o, "__device__ const int MK_STAGE_TASKS[%d] = {", s->ntasks + 1);
 	int *first = calloc((size_t)p->nops + 1, sizeof(int));
 	if (!first) {
-		fail(E, "out of memory", NULL);
+		cg_fail(E, "out of memory", NULL);
 		return;
 	}
 	for (int op = 0; op < p->nops; op++) {
@@ -1378,80 +537,57 @@ static void kernel(em *E, int per_stage)
 		sb_printf(o, "%s%d", op ? ", " : "", first[op]);
 	sb_puts(o, "};\n\n");
 	free(first);
+}
+
+/* The loop, and the entry points: the kernel, and with per_stage one kernel
+ * per stage (comparisons with separate launches and CUDA graphs: the same
+ * tasks, ordered by kernel boundaries instead of flags). */
+static void kernels(cg_em *E)
+{
+	const ir_prog *p = E->p;
+	strbuf *o = E->o;
+	char name[128];
+	cg_kernel_name(E->s, name, sizeof name);
+	sb_printf(o, "#include \"mkd/kernel.cuh\"  // the persistent loop: mkd_run_task, mkd_kernel\n\n"
+		  "// ---- the kernel: CTAs of rank (rank_base + blockIdx.x / MK_CTAS) walk their\n"
+		  "// task list.  Resident mode (p.control) repeats it for every epoch the\n"
+		  "// host rings in on the doorbell.\n"
+		  "extern \"C\" __global__ void __launch_bounds__(MK_THREADS, 1)\n"
+		  "%s(const __grid_constant__ mkd_params p)\n"
+		  "{\n"
+		  "\tmkd_kernel(p);\n"
+		  "}\n", name);
+	if (!E->per_stage)
+		return;
+	sb_puts(o, "\n// ---- one kernel per stage (benchmarks: separate launches, CUDA graphs)\n");
 	for (int op = 0; op < p->nops; op++)
-		sb_printf(o,
-			  "extern \"C\" __global__ void __launch_bounds__(MK_THREADS, 1)\n"
-			  "%s__s%d(const __grid_constant__ mkd_params p)  // stage %s\n{\n"
-			  "\textern __shared__ __align__(128) char smem[];\n"
-			  "\t__shared__ int ok;\n"
-			  "\tconst int rank = p.rank_base + blockIdx.x / MK_CTAS;\n"
-			  "\tconst int cta = blockIdx.x %% MK_CTAS;\n"
-			  "\tfor (int j = MK_STAGE_FIRST[%d] + cta; j < MK_STAGE_FIRST[%d]; j += MK_CTAS)\n"
-			  "\t\tif (!mk_run_task(p, rank, cta, MK_STAGE_TASKS[j], p.epoch, smem, &ok))\n"
-			  "\t\t\tbreak;\n"
-			  "}\n\n",
-			  name, op, p->ops[op].stage, op, op + 1);
+		sb_printf(o, "extern \"C\" __global__ void __launch_bounds__(MK_THREADS, 1)\n"
+			  "%s__s%d(const __grid_constant__ mkd_params p)  // stage %s\n"
+			  "{\n"
+			  "\tmkd_stage_kernel<%d>(p);\n"
+			  "}\n\n", name, op, p->ops[op].stage, op);
 }
 
 int cg_emit_cuda(const ir_sched *s, const cg_emit_opts *o, strbuf *out, char *err, size_t n)
 {
-	em E = {.s = s, .p = s->prog, .o = out, .err = err, .nerr = n};
+	cg_em E = {.s = s, .p = s->prog, .o = out, .err = err, .nerr = n};
 	int sys = o ? o->sys_scope : -1;
 	if (sys < 0)
 		sys = s->ranks_per_gpu < s->prog->world;
 	E.sys = sys;
+	E.per_stage = o ? o->per_stage : 0;
 	if (cg_rdma_layout(s, &E.rl, NULL, 0) != 0) {
-		fail(&E, "RDMA stages: the written flags must come first, tensors at most 64",
-		     s->prog->name);
+		cg_fail(&E, "RDMA stages: the written flags must come first, tensors at most 64",
+			s->prog->name);
 		return -1;
 	}
 	E.rdst = calloc((size_t)E.rl.ndst + 1, sizeof(int));
-	E.rdma_op = calloc((size_t)s->prog->nops + 1, 1);
-	E.other_w = calloc(3 * ((size_t)s->prog->nops + 1), sizeof(int));
-	if (!E.rdst || !E.rdma_op || !E.other_w) {
-		free(E.rdst);
-		free(E.rdma_op);
-		free(E.other_w);
-		fail(&E, "out of memory", NULL);
+	if (!E.rdst) {
+		cg_fail(&E, "out of memory", NULL);
 		return -1;
 	}
-	E.other_w2 = E.other_w + s->prog->nops + 1;
-	E.other_w3 = E.other_w2 + s->prog->nops + 1;
 	cg_rdma_layout(s, &E.rl, E.rdst, E.rl.ndst);
-	for (int i = 0; i < 3 * (s->prog->nops + 1); i++)
-		E.other_w[i] = -1;
-	for (int i = 0; i < s->ntasks && !E.bad; i++) {
-		const ir_task *t = &s->tasks[i];
-		const ir_op *op = &s->prog->ops[t->op];
-		if (t->kind == TASK_RDMA) {
-			E.rdma_op[t->op] = 1;
-		} else if (t->write.tensor != op->out) {
-			/* a reduction across nodes: its node-partials; a dispatch:
-			 * its routing table, between nodes also its packed rows and
-			 * the tables of the rows received; a combine between nodes:
-			 * its partial sums.  W_, W2_, W3_ by tensor number. */
-			const int w = t->write.tensor;
-			int *o3[3] = {&E.other_w[t->op], &E.other_w2[t->op], &E.other_w3[t->op]};
-			if (t->kind != TASK_REDUCE && t->kind != TASK_ROUTE && t->kind != TASK_PACK &&
-			    t->kind != TASK_COMBINE) {
-				fail(&E, "a stage whose tasks write several tensors", op->stage);
-				continue;
-			}
-			if (*o3[0] == w || *o3[1] == w || *o3[2] == w)
-				continue;
-			if (*o3[2] >= 0) {
-				fail(&E, "a stage whose tasks write more than four tensors", op->stage);
-				continue;
-			}
-			int at = *o3[0] < 0 ? 0 : *o3[1] < 0 ? 1 : 2;
-			*o3[at] = w;
-			for (int j = at; j > 0 && *o3[j] < *o3[j - 1]; j--) {
-				int x = *o3[j];
-				*o3[j] = *o3[j - 1];
-				*o3[j - 1] = x;
-			}
-		}
-	}
+	build_stages(&E);
 	header(&E, sys);
 	tensors(&E);
 	if (!E.bad)
@@ -1459,9 +595,12 @@ int cg_emit_cuda(const ir_sched *s, const cg_emit_opts *o, strbuf *out, char *er
 	if (!E.bad)
 		stages(&E);
 	if (!E.bad)
-		kernel(&E, o ? o->per_stage : 0);
+		dispatch(&E);
+	if (!E.bad && E.per_stage)
+		stage_tables(&E);
+	if (!E.bad)
+		kernels(&E);
 	free(E.rdst);
-	free(E.rdma_op);
-	free(E.other_w);
+	free(E.st);
 	return E.bad ? -1 : 0;
 }

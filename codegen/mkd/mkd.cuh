@@ -12,6 +12,13 @@
  *   mesh.cuh   the rank-symmetry map sigma_r on the device
  *   tensor.cuh where a logical element lives on a rank
  *   proxy.cuh  commands to the host proxy thread (RDMA writes)
+ *   tables.cuh the rows of a generated kernel's task tables
+ *
+ * Two more headers are the fixed part of every generated kernel and need
+ * its tables first, so the generated file includes them itself: task.cuh
+ * (a task's waits and read boxes, before its stage functions) and
+ * kernel.cuh (the persistent loop, after them; the entry points that call
+ * it follow).
  */
 #ifndef MKD_CUH
 #define MKD_CUH
@@ -28,5 +35,6 @@
 #include "tensor.cuh"
 #include "proxy.cuh"
 #include "moe.cuh"
+#include "tables.cuh"
 
 #endif

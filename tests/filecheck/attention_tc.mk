@@ -19,7 +19,7 @@
 # CU: // stage O: O = attention(Q, K, V){{.*}}(tensor cores)
 # CU: mkd_fa<128, mkd_bf16> fa;
 # CU: fa.begin(Qp,
-# CU: ok = mk_wait(
+# CU: ok = mkd_task_wait(
 # CU: fa.block(Kp, Vp, {{.*}}, rows, true, lo[1], kb.lo[1]);
 # CU: fa.end(Op,
 # CU-NOT: mkd_attn_state

@@ -11,8 +11,8 @@
 #
 # CU-GPU: #define MKD_SYS_SCOPE 0
 # CU-GPU: #include "mkd/mkd.cuh"
-# CU-GPU: mkd_wait({{.*}}epoch * MK_EXPECTED[
-# CU-GPU: mkd_signal(
+# CU-GPU: #include "mkd/task.cuh"
+# CU-GPU: #include "mkd/kernel.cuh"
 # CU-SYS: #define MKD_SYS_SCOPE 1
 #
 # GPU-DAG: ld.acquire.gpu.global.u64

@@ -23,6 +23,8 @@
 #define MK_SMEM 230512  // dynamic shared memory of every CTA, bytes
 #define MK_NTMAPS 10
 #define MK_MULTIPROC 0  // ranks are separate processes: READY/DONE protocol
+#define MK_RDMA 0  // RDMA stages: tasks that write to a rank of another node
+#define MK_PER_STAGE 0  // also one kernel per stage (benchmarks)
 
 // ---- tensors: logical shape, placement -> what one rank stores
 enum { T_X = 0, T_g1 = 1, T_g2 = 2, T_W1 = 3, T_W2 = 4, T_W3 = 5, T_W4 = 6, T_b1 = 7, T_b3 = 8, T_Wo = 9, T_Y = 10, T_N1 = 11, T_H1 = 12, T_B1 = 13, T_A1 = 14, T_M1 = 15, T_S1 = 16, T_R1 = 17, T_N2 = 18, T_H2 = 19, T_B2 = 20, T_A2 = 21, T_G2 = 22, T_M2 = 23, T_S2 = 24, T_R2 = 25, T_N3 = 26 };
@@ -87,19 +89,7 @@ __constant__ const mkd_tensor MK_T[] = {
 // ---- stages: one per op
 enum { S_N1 = 0, S_H1 = 1, S_B1 = 2, S_A1 = 3, S_M1 = 4, S_R1 = 5, S_N2 = 6, S_H2 = 7, S_B2 = 8, S_A2 = 9, S_G2 = 10, S_M2 = 11, S_R2 = 12, S_N3 = 13, S_Y = 14 };
 
-struct mk_task {
-	short stage;          // op
-	short nread, nwait, nsig;
-	int read0, wait0, sig0;  // into MK_READS / MK_WAITS / MK_SIGNALS
-	int lo[3], hi[3];     // the box written, rank 0's view, 3-D
-};
-struct mk_read {         // a box read: tensor, rank (rank 0's view), its wait
-	short tensor, rank, wait;
-	int lo[3], hi[3];
-};
-struct mk_fref { int rank, index; };  // a flag of a rank (rank 0's view)
-
-__device__ const mk_task MK_TASKS[MK_NTASKS + 1] = {
+__device__ const mkd_task MK_TASKS[MK_NTASKS + 1] = {
 	// CTA 0 (compute)
 	{S_N1, 2, 0, 1, 0, 0, 0, {0, 0, 0}, {1, 64, 128}}, // t0 row N1@0[0:64, 0:128]
 	// CTA 1 (compute)
@@ -151,7 +141,7 @@ __device__ const int MK_CTA_FIRST[MK_CTAS + 1] = {
 	18, 18, 18, 18, 18
 };
 
-__device__ const mk_read MK_READS[33] = {
+__device__ const mkd_read MK_READS[33] = {
 	{T_X, 0, -1, {0, 0, 0}, {1, 64, 128}},
 	{T_g1, 0, -1, {0, 0, 0}, {1, 1, 128}},
 	{T_X, 0, -1, {0, 64, 0}, {1, 128, 128}},
@@ -186,12 +176,12 @@ __device__ const mk_read MK_READS[33] = {
 	{T_Wo, 0, -1, {0, 0, 0}, {1, 128, 128}},
 	{0, 0, -1, {0, 0, 0}, {0, 0, 0}}
 };
-__device__ const mk_fref MK_WAITS[19] = {
+__device__ const mkd_fref MK_WAITS[19] = {
 	{0, 0}, {0, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 5}, {0, 5}, {0, 6},
 	{0, 7}, {0, 8}, {0, 9}, {0, 8}, {0, 10}, {0, 5}, {0, 11}, {0, 12},
 	{0, 12}, {0, 13}, {0, 0}
 };
-__device__ const mk_fref MK_SIGNALS[18] = {
+__device__ const mkd_fref MK_SIGNALS[18] = {
 	{0, 0}, {0, 0}, {0, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 5}, {0, 6},
 	{0, 6}, {0, 7}, {0, 8}, {0, 9}, {0, 10}, {0, 11}, {0, 12}, {0, 13},
 	{0, 13}, {0, 0}
@@ -201,37 +191,14 @@ __device__ const unsigned MK_EXPECTED[15] = {
 	2, 1, 1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 2, 0
 };
 
-// Wait k of a task (thread 0 only; false when the run is aborted).
-__attribute__((unused)) static __device__ __forceinline__ bool mk_wait(const mkd_params &p, int rank, int cta,
-						  int i, const mk_task &t, int k, u64 epoch)
-{
-	const mk_fref f = MK_WAITS[t.wait0 + k];
-	const int fr = mkd_shift_rank<MK_NODES, MK_GPUS>(f.rank, rank);
-	return mkd_wait(p, (const u64 *)p.ranks[fr].flags + f.index, epoch * MK_EXPECTED[f.index],
-			fr, f.index, mkd_waiter{rank, cta, i, t.stage});
-}
-
-// The box read r of a task, as rank `rank` sees it.
-struct mk_box {
-	int tensor, rank;
-	i64 lo[3], hi[3];
-};
-__attribute__((unused)) static __device__ __forceinline__ mk_box mk_read_box(int rank, const mk_task &t, int r)
-{
-	const mk_read &g = MK_READS[t.read0 + r];
-	mk_box b;
-	b.tensor = g.tensor;
-	b.rank = mkd_shift_rank<MK_NODES, MK_GPUS>(g.rank, rank);
-	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[g.tensor], rank, g.lo, g.hi, b.lo, b.hi);
-	return b;
-}
+#include "mkd/task.cuh"  // a task's waits and boxes: mkd_task_wait, mkd_read_box
 
 // ---- stage functions: one task, all threads of the CTA
 
 // stage N1: N1 = rmsnorm(X, g1), whole rows
 static __device__ __noinline__ bool stage_N1(const mkd_params &p, int rank, int cta, int i, u64 epoch, char *smem)
 {
-	const mk_task &t = MK_TASKS[i];
+	const mkd_task &t = MK_TASKS[i];
 	i64 lo[3], hi[3];  // the box of N1 this rank writes
 	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_N1], rank, t.lo, t.hi, lo, hi);
 	const mkd_tensor &X = MK_T[T_X], &Y = MK_T[T_N1];
@@ -246,7 +213,7 @@ static __device__ __noinline__ bool stage_N1(const mkd_params &p, int rank, int 
 // stage H1: H1 = matmul(N1, W1), tile 128 x 128 x 64: TMA + wgmma, 7-stage ring on sm_90a; mma.sync elsewhere
 static __device__ __forceinline__ bool stage_H1(const mkd_params &p, int rank, int cta, int i, u64 epoch, char *smem)
 {
-	const mk_task &t = MK_TASKS[i];
+	const mkd_task &t = MK_TASKS[i];
 	i64 lo[3], hi[3];  // the box of H1 this rank writes
 	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_H1], rank, t.lo, t.hi, lo, hi);
 	const mkd_tensor &A = MK_T[T_N1], &B = MK_T[T_W1], &C = MK_T[T_H1];
@@ -273,7 +240,7 @@ static __device__ __forceinline__ bool stage_H1(const mkd_params &p, int rank, i
 // stage B1: B1 = add(H1, b1), elementwise over the box
 static __device__ __noinline__ bool stage_B1(const mkd_params &p, int rank, int cta, int i, u64 epoch, char *smem)
 {
-	const mk_task &t = MK_TASKS[i];
+	const mkd_task &t = MK_TASKS[i];
 	i64 lo[3], hi[3];  // the box of B1 this rank writes
 	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_B1], rank, t.lo, t.hi, lo, hi);
 	const mkd_tensor &X = MK_T[T_H1], &Y = MK_T[T_B1];
@@ -289,7 +256,7 @@ static __device__ __noinline__ bool stage_B1(const mkd_params &p, int rank, int 
 // stage A1: A1 = gelu(B1), elementwise over the box
 static __device__ __noinline__ bool stage_A1(const mkd_params &p, int rank, int cta, int i, u64 epoch, char *smem)
 {
-	const mk_task &t = MK_TASKS[i];
+	const mkd_task &t = MK_TASKS[i];
 	i64 lo[3], hi[3];  // the box of A1 this rank writes
 	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_A1], rank, t.lo, t.hi, lo, hi);
 	const mkd_tensor &X = MK_T[T_B1], &Y = MK_T[T_A1];
@@ -303,7 +270,7 @@ static __device__ __noinline__ bool stage_A1(const mkd_params &p, int rank, int 
 // stage M1: S1 = matmul(A1, W2), tile 128 x 128 x 64: TMA + wgmma, 7-stage ring on sm_90a; mma.sync elsewhere; then scale in the epilogue
 static __device__ __forceinline__ bool stage_M1(const mkd_params &p, int rank, int cta, int i, u64 epoch, char *smem)
 {
-	const mk_task &t = MK_TASKS[i];
+	const mkd_task &t = MK_TASKS[i];
 	i64 lo[3], hi[3];  // the box of S1 this rank writes
 	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_S1], rank, t.lo, t.hi, lo, hi);
 	const mkd_tensor &A = MK_T[T_A1], &B = MK_T[T_W2], &C = MK_T[T_S1];
@@ -330,7 +297,7 @@ static __device__ __forceinline__ bool stage_M1(const mkd_params &p, int rank, i
 // stage R1: R1 = add(X, S1), elementwise over the box
 static __device__ __noinline__ bool stage_R1(const mkd_params &p, int rank, int cta, int i, u64 epoch, char *smem)
 {
-	const mk_task &t = MK_TASKS[i];
+	const mkd_task &t = MK_TASKS[i];
 	i64 lo[3], hi[3];  // the box of R1 this rank writes
 	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_R1], rank, t.lo, t.hi, lo, hi);
 	const mkd_tensor &X = MK_T[T_X], &Y = MK_T[T_R1];
@@ -346,7 +313,7 @@ static __device__ __noinline__ bool stage_R1(const mkd_params &p, int rank, int 
 // stage N2: N2 = rmsnorm(R1, g2), whole rows
 static __device__ __noinline__ bool stage_N2(const mkd_params &p, int rank, int cta, int i, u64 epoch, char *smem)
 {
-	const mk_task &t = MK_TASKS[i];
+	const mkd_task &t = MK_TASKS[i];
 	i64 lo[3], hi[3];  // the box of N2 this rank writes
 	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_N2], rank, t.lo, t.hi, lo, hi);
 	const mkd_tensor &X = MK_T[T_R1], &Y = MK_T[T_N2];
@@ -361,7 +328,7 @@ static __device__ __noinline__ bool stage_N2(const mkd_params &p, int rank, int 
 // stage H2: H2 = matmul(N2, W3), tile 128 x 128 x 64: TMA + wgmma, 7-stage ring on sm_90a; mma.sync elsewhere
 static __device__ __forceinline__ bool stage_H2(const mkd_params &p, int rank, int cta, int i, u64 epoch, char *smem)
 {
-	const mk_task &t = MK_TASKS[i];
+	const mkd_task &t = MK_TASKS[i];
 	i64 lo[3], hi[3];  // the box of H2 this rank writes
 	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_H2], rank, t.lo, t.hi, lo, hi);
 	const mkd_tensor &A = MK_T[T_N2], &B = MK_T[T_W3], &C = MK_T[T_H2];
@@ -388,7 +355,7 @@ static __device__ __forceinline__ bool stage_H2(const mkd_params &p, int rank, i
 // stage B2: B2 = add(H2, b3), elementwise over the box
 static __device__ __noinline__ bool stage_B2(const mkd_params &p, int rank, int cta, int i, u64 epoch, char *smem)
 {
-	const mk_task &t = MK_TASKS[i];
+	const mkd_task &t = MK_TASKS[i];
 	i64 lo[3], hi[3];  // the box of B2 this rank writes
 	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_B2], rank, t.lo, t.hi, lo, hi);
 	const mkd_tensor &X = MK_T[T_H2], &Y = MK_T[T_B2];
@@ -404,7 +371,7 @@ static __device__ __noinline__ bool stage_B2(const mkd_params &p, int rank, int 
 // stage A2: A2 = relu(B2), elementwise over the box
 static __device__ __noinline__ bool stage_A2(const mkd_params &p, int rank, int cta, int i, u64 epoch, char *smem)
 {
-	const mk_task &t = MK_TASKS[i];
+	const mkd_task &t = MK_TASKS[i];
 	i64 lo[3], hi[3];  // the box of A2 this rank writes
 	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_A2], rank, t.lo, t.hi, lo, hi);
 	const mkd_tensor &X = MK_T[T_B2], &Y = MK_T[T_A2];
@@ -418,7 +385,7 @@ static __device__ __noinline__ bool stage_A2(const mkd_params &p, int rank, int 
 // stage G2: G2 = mul(A2, B2), elementwise over the box
 static __device__ __noinline__ bool stage_G2(const mkd_params &p, int rank, int cta, int i, u64 epoch, char *smem)
 {
-	const mk_task &t = MK_TASKS[i];
+	const mkd_task &t = MK_TASKS[i];
 	i64 lo[3], hi[3];  // the box of G2 this rank writes
 	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_G2], rank, t.lo, t.hi, lo, hi);
 	const mkd_tensor &X = MK_T[T_A2], &Y = MK_T[T_G2];
@@ -434,7 +401,7 @@ static __device__ __noinline__ bool stage_G2(const mkd_params &p, int rank, int 
 // stage M2: S2 = matmul(G2, W4), tile 128 x 128 x 64: TMA + wgmma, 7-stage ring on sm_90a; mma.sync elsewhere; then scale in the epilogue
 static __device__ __forceinline__ bool stage_M2(const mkd_params &p, int rank, int cta, int i, u64 epoch, char *smem)
 {
-	const mk_task &t = MK_TASKS[i];
+	const mkd_task &t = MK_TASKS[i];
 	i64 lo[3], hi[3];  // the box of S2 this rank writes
 	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_S2], rank, t.lo, t.hi, lo, hi);
 	const mkd_tensor &A = MK_T[T_G2], &B = MK_T[T_W4], &C = MK_T[T_S2];
@@ -461,7 +428,7 @@ static __device__ __forceinline__ bool stage_M2(const mkd_params &p, int rank, i
 // stage R2: R2 = add(R1, S2), elementwise over the box
 static __device__ __noinline__ bool stage_R2(const mkd_params &p, int rank, int cta, int i, u64 epoch, char *smem)
 {
-	const mk_task &t = MK_TASKS[i];
+	const mkd_task &t = MK_TASKS[i];
 	i64 lo[3], hi[3];  // the box of R2 this rank writes
 	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_R2], rank, t.lo, t.hi, lo, hi);
 	const mkd_tensor &X = MK_T[T_R1], &Y = MK_T[T_R2];
@@ -477,7 +444,7 @@ static __device__ __noinline__ bool stage_R2(const mkd_params &p, int rank, int 
 // stage N3: N3 = rmsnorm(R2), whole rows
 static __device__ __noinline__ bool stage_N3(const mkd_params &p, int rank, int cta, int i, u64 epoch, char *smem)
 {
-	const mk_task &t = MK_TASKS[i];
+	const mkd_task &t = MK_TASKS[i];
 	i64 lo[3], hi[3];  // the box of N3 this rank writes
 	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_N3], rank, t.lo, t.hi, lo, hi);
 	const mkd_tensor &X = MK_T[T_R2], &Y = MK_T[T_N3];
@@ -492,7 +459,7 @@ static __device__ __noinline__ bool stage_N3(const mkd_params &p, int rank, int 
 // stage Y: Y = matmul(N3, Wo), tile 128 x 128 x 64: TMA + wgmma, 7-stage ring on sm_90a; mma.sync elsewhere
 static __device__ __forceinline__ bool stage_Y(const mkd_params &p, int rank, int cta, int i, u64 epoch, char *smem)
 {
-	const mk_task &t = MK_TASKS[i];
+	const mkd_task &t = MK_TASKS[i];
 	i64 lo[3], hi[3];  // the box of Y this rank writes
 	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_Y], rank, t.lo, t.hi, lo, hi);
 	const mkd_tensor &A = MK_T[T_N3], &B = MK_T[T_Wo], &C = MK_T[T_Y];
@@ -519,64 +486,32 @@ static __device__ __forceinline__ bool stage_Y(const mkd_params &p, int rank, in
 // stages that wait for each read themselves
 __device__ const bool MK_PROGRESSIVE[] = {false, false, false, false, false, false, false, false, false, false, false, false, false, false, false};
 
-// One task: wait on its flags (bounded), run its stage, signal.  All
-// threads of the CTA call it; false when the run is aborted.
-static __device__ __forceinline__ bool mk_run_task(const mkd_params &p, int rank, int cta, int i,
-						   u64 epoch, char *smem, int *ok)
+// Task i's stage function, by its stage (all threads of the CTA; false when
+// the run is aborted).
+static __device__ __forceinline__ bool mk_stage(int stage, const mkd_params &p, int rank, int cta,
+						int i, u64 epoch, char *smem)
 {
-	const mk_task &t = MK_TASKS[i];
-	if (threadIdx.x == 0) {
-		bool good = true;
-		if (!MK_PROGRESSIVE[t.stage])  // else the stage waits per read
-			for (int w = 0; w < t.nwait && good; w++)
-				good = mk_wait(p, rank, cta, i, t, w, epoch);
-#if MK_MULTIPROC
-		for (int r = 0; r < t.nread && good; r++)  // peers' inputs: their kernel started
-			if (MK_READS[t.read0 + r].wait == -2) {
-				const int x = mkd_shift_rank<MK_NODES, MK_GPUS>(MK_READS[t.read0 + r].rank, rank);
-				good = mkd_wait(p, (const u64 *)p.ranks[x].flags + MK_NFLAGS, epoch, x,
-						MK_NFLAGS, mkd_waiter{rank, cta, i, t.stage});
-			}
-#endif
-		*ok = good;
-		if (p.trace)
-			p.trace[(i64)rank * MK_NTASKS + i].t0 = mkd_globaltimer();
-	}
-	__syncthreads();
-	bool done = *ok;
-	if (done) {
-		switch (t.stage) {
-		case S_N1: done = stage_N1(p, rank, cta, i, epoch, smem); break;
-		case S_H1: done = stage_H1(p, rank, cta, i, epoch, smem); break;
-		case S_B1: done = stage_B1(p, rank, cta, i, epoch, smem); break;
-		case S_A1: done = stage_A1(p, rank, cta, i, epoch, smem); break;
-		case S_M1: done = stage_M1(p, rank, cta, i, epoch, smem); break;
-		case S_R1: done = stage_R1(p, rank, cta, i, epoch, smem); break;
-		case S_N2: done = stage_N2(p, rank, cta, i, epoch, smem); break;
-		case S_H2: done = stage_H2(p, rank, cta, i, epoch, smem); break;
-		case S_B2: done = stage_B2(p, rank, cta, i, epoch, smem); break;
-		case S_A2: done = stage_A2(p, rank, cta, i, epoch, smem); break;
-		case S_G2: done = stage_G2(p, rank, cta, i, epoch, smem); break;
-		case S_M2: done = stage_M2(p, rank, cta, i, epoch, smem); break;
-		case S_R2: done = stage_R2(p, rank, cta, i, epoch, smem); break;
-		case S_N3: done = stage_N3(p, rank, cta, i, epoch, smem); break;
-		case S_Y: done = stage_Y(p, rank, cta, i, epoch, smem); break;
-		}
-	}
-	if (!done)
-		return false;
-	__syncthreads();
-	if (threadIdx.x == 0) {
-		for (int k = 0; k < t.nsig; k++) {
-			const mk_fref f = MK_SIGNALS[t.sig0 + k];
-			const int fr = mkd_shift_rank<MK_NODES, MK_GPUS>(f.rank, rank);
-			mkd_signal((u64 *)p.ranks[fr].flags + f.index);
-		}
-		if (p.trace)
-			p.trace[(i64)rank * MK_NTASKS + i].t1 = mkd_globaltimer();
+	switch (stage) {
+	case S_N1: return stage_N1(p, rank, cta, i, epoch, smem);
+	case S_H1: return stage_H1(p, rank, cta, i, epoch, smem);
+	case S_B1: return stage_B1(p, rank, cta, i, epoch, smem);
+	case S_A1: return stage_A1(p, rank, cta, i, epoch, smem);
+	case S_M1: return stage_M1(p, rank, cta, i, epoch, smem);
+	case S_R1: return stage_R1(p, rank, cta, i, epoch, smem);
+	case S_N2: return stage_N2(p, rank, cta, i, epoch, smem);
+	case S_H2: return stage_H2(p, rank, cta, i, epoch, smem);
+	case S_B2: return stage_B2(p, rank, cta, i, epoch, smem);
+	case S_A2: return stage_A2(p, rank, cta, i, epoch, smem);
+	case S_G2: return stage_G2(p, rank, cta, i, epoch, smem);
+	case S_M2: return stage_M2(p, rank, cta, i, epoch, smem);
+	case S_R2: return stage_R2(p, rank, cta, i, epoch, smem);
+	case S_N3: return stage_N3(p, rank, cta, i, epoch, smem);
+	case S_Y: return stage_Y(p, rank, cta, i, epoch, smem);
 	}
 	return true;
 }
+
+#include "mkd/kernel.cuh"  // the persistent loop: mkd_run_task, mkd_kernel
 
 // ---- the kernel: CTAs of rank (rank_base + blockIdx.x / MK_CTAS) walk their
 // task list.  Resident mode (p.control) repeats it for every epoch the
@@ -584,73 +519,5 @@ static __device__ __forceinline__ bool mk_run_task(const mkd_params &p, int rank
 extern "C" __global__ void __launch_bounds__(MK_THREADS, 1)
 mk_mlp_chain(const __grid_constant__ mkd_params p)
 {
-	extern __shared__ __align__(128) char smem[];
-	__shared__ int ok;
-	__shared__ u64 epoch_s;
-	const int rank = p.rank_base + blockIdx.x / MK_CTAS;
-	const int cta = blockIdx.x % MK_CTAS;
-	u64 last = p.epoch;  // resident: the epoch already done
-	u64 runs = 0;        // resident: runs of this launch
-	for (;;) {
-		if (threadIdx.x == 0) {
-			u64 e = p.epoch;
-			if (p.control) {  // resident: wait for the host's next epoch
-				for (;;) {
-					if (mkd_ld_volatile_u32(&p.report->aborted)) {
-						e = MKD_STOP;
-						break;
-					}
-					e = blockIdx.x == 0 ? mkd_ld_acquire_sys(&p.control->doorbell)
-							   : mkd_ld_acquire(&p.gate[0]);
-					if (e != last)
-						break;
-					__nanosleep(blockIdx.x == 0 ? 500 : 64);
-				}
-				if (blockIdx.x == 0)  // pass it on to the other CTAs
-					mkd_st_release(&p.gate[0], e);
-			}
-			epoch_s = e;
-		}
-		__syncthreads();
-		const u64 epoch = epoch_s;
-		if (epoch == MKD_STOP)
-			break;
-		bool aborted = false;
-#if MK_MULTIPROC
-		if (cta == 0 && threadIdx.x == 0)  // this rank's inputs are in place
-			mkd_signal((u64 *)p.ranks[rank].flags + MK_NFLAGS);
-#endif
-		for (int i = MK_CTA_FIRST[cta]; i < MK_CTA_FIRST[cta + 1] && !aborted; i++)
-			aborted = !mk_run_task(p, rank, cta, i, epoch, smem, &ok);
-#if MK_MULTIPROC
-		// leave the run only when every rank of the node is done with it
-		__syncthreads();
-		if (!aborted && threadIdx.x == 0) {
-			mkd_signal((u64 *)p.ranks[rank].flags + MK_NFLAGS + 1);
-			if (cta == 0)
-				for (int g = 0; g < MK_GPUS && ok; g++) {
-					const int x = rank - rank % MK_GPUS + g;
-					ok = mkd_wait(p, (const u64 *)p.ranks[x].flags + MK_NFLAGS + 1,
-							epoch * MK_CTAS, x, MK_NFLAGS + 1, mkd_waiter{rank, cta, -1, -1});
-				}
-			else
-				ok = 1;
-		}
-		__syncthreads();
-		aborted = aborted || !ok;
-#endif
-		if (!p.control || aborted)
-			break;
-		last = epoch;
-		runs++;
-		if (threadIdx.x == 0) {  // resident: this CTA is done with the epoch
-			mkd_red_release(&p.gate[1], 1);
-			if (blockIdx.x == 0) {  // all of them: tell the host
-				while (mkd_ld_acquire(&p.gate[1]) < runs * gridDim.x &&
-				       !mkd_ld_volatile_u32(&p.report->aborted))
-					__nanosleep(64);
-				mkd_st_release_sys(&p.control->done, epoch);
-			}
-		}
-	}
+	mkd_kernel(p);
 }

@@ -23,6 +23,8 @@
 #define MK_SMEM 197760  // dynamic shared memory of every CTA, bytes
 #define MK_NTMAPS 4
 #define MK_MULTIPROC 1  // ranks are separate processes: READY/DONE protocol
+#define MK_RDMA 0  // RDMA stages: tasks that write to a rank of another node
+#define MK_PER_STAGE 0  // also one kernel per stage (benchmarks)
 
 // ---- tensors: logical shape, placement -> what one rank stores
 enum { T_X = 0, T_idx = 1, T_gate = 2, T_W1 = 3, T_W2 = 4, T_Y = 5, T_Xe = 6, T_He = 7, T_Ae = 8, T_Ye = 9, T_idx__route = 10 };
@@ -55,19 +57,7 @@ __constant__ const mkd_tensor MK_T[] = {
 // ---- stages: one per op
 enum { S_Xe = 0, S_He = 1, S_Ye = 2, S_Y = 3, W_Xe = 4 };
 
-struct mk_task {
-	short stage;          // op
-	short nread, nwait, nsig;
-	int read0, wait0, sig0;  // into MK_READS / MK_WAITS / MK_SIGNALS
-	int lo[3], hi[3];     // the box written, rank 0's view, 3-D
-};
-struct mk_read {         // a box read: tensor, rank (rank 0's view), its wait
-	short tensor, rank, wait;
-	int lo[3], hi[3];
-};
-struct mk_fref { int rank, index; };  // a flag of a rank (rank 0's view)
-
-__device__ const mk_task MK_TASKS[MK_NTASKS + 1] = {
+__device__ const mkd_task MK_TASKS[MK_NTASKS + 1] = {
 	// CTA 0 (compute)
 	{W_Xe, 1, 0, 2, 0, 0, 0, {0, 0, 0}, {1, 1, 133}}, // t0 route idx__route@0[0:133]
 	// CTA 1 (compute)
@@ -101,7 +91,7 @@ __device__ const int MK_CTA_FIRST[MK_CTAS + 1] = {
 	9, 9, 9, 9, 9
 };
 
-__device__ const mk_read MK_READS[28] = {
+__device__ const mkd_read MK_READS[28] = {
 	{T_idx, 0, -1, {0, 0, 0}, {1, 32, 2}},
 	{T_idx__route, 0, 0, {0, 0, 0}, {1, 1, 133}},
 	{T_X, 0, -1, {0, 0, 0}, {1, 32, 64}},
@@ -131,11 +121,11 @@ __device__ const mk_read MK_READS[28] = {
 	{T_Ye, 1, 2, {2, 0, 0}, {4, 64, 64}},
 	{0, 0, -1, {0, 0, 0}, {0, 0, 0}}
 };
-__device__ const mk_fref MK_WAITS[15] = {
+__device__ const mkd_fref MK_WAITS[15] = {
 	{0, 0}, {1, 1}, {0, 0}, {1, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 5},
 	{0, 0}, {0, 6}, {1, 7}, {0, 0}, {0, 6}, {1, 7}, {0, 0}
 };
-__device__ const mk_fref MK_SIGNALS[11] = {
+__device__ const mkd_fref MK_SIGNALS[11] = {
 	{0, 0}, {0, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 5}, {0, 6}, {0, 7},
 	{0, 6}, {0, 7}, {0, 0}
 };
@@ -144,37 +134,14 @@ __device__ const unsigned MK_EXPECTED[9] = {
 	1, 1, 1, 1, 1, 1, 2, 2, 0
 };
 
-// Wait k of a task (thread 0 only; false when the run is aborted).
-__attribute__((unused)) static __device__ __forceinline__ bool mk_wait(const mkd_params &p, int rank, int cta,
-						  int i, const mk_task &t, int k, u64 epoch)
-{
-	const mk_fref f = MK_WAITS[t.wait0 + k];
-	const int fr = mkd_shift_rank<MK_NODES, MK_GPUS>(f.rank, rank);
-	return mkd_wait(p, (const u64 *)p.ranks[fr].flags + f.index, epoch * MK_EXPECTED[f.index],
-			fr, f.index, mkd_waiter{rank, cta, i, t.stage});
-}
-
-// The box read r of a task, as rank `rank` sees it.
-struct mk_box {
-	int tensor, rank;
-	i64 lo[3], hi[3];
-};
-__attribute__((unused)) static __device__ __forceinline__ mk_box mk_read_box(int rank, const mk_task &t, int r)
-{
-	const mk_read &g = MK_READS[t.read0 + r];
-	mk_box b;
-	b.tensor = g.tensor;
-	b.rank = mkd_shift_rank<MK_NODES, MK_GPUS>(g.rank, rank);
-	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[g.tensor], rank, g.lo, g.hi, b.lo, b.hi);
-	return b;
-}
+#include "mkd/task.cuh"  // a task's waits and boxes: mkd_task_wait, mkd_read_box
 
 // ---- stage functions: one task, all threads of the CTA
 
 // stage Xe: Xe = dispatch(X, idx), route this rank's tokens, or fill one expert's bucket
 static __device__ __noinline__ bool stage_Xe(const mkd_params &p, int rank, int cta, int i, u64 epoch, char *smem)
 {
-	const mk_task &t = MK_TASKS[i];
+	const mkd_task &t = MK_TASKS[i];
 	i64 lo[3], hi[3];  // the box of Xe this rank writes
 	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_Xe], rank, t.lo, t.hi, lo, hi);
 	const mkd_waiter w = {rank, cta, i, t.stage};
@@ -185,7 +152,7 @@ static __device__ __noinline__ bool stage_Xe(const mkd_params &p, int rank, int 
 	__shared__ const int *route[MK_WORLD];
 	__shared__ const mkd_bf16 *x[MK_WORLD];
 	if (threadIdx.x < t.nread) {
-		const mk_box b = mk_read_box(rank, t, threadIdx.x);
+		const mkd_box b = mkd_read_box(rank, t, threadIdx.x);
 		if (b.tensor == T_idx__route)
 			route[b.rank] = (const int *)p.ranks[b.rank].buf[T_idx__route];
 		else
@@ -202,7 +169,7 @@ static __device__ __noinline__ bool stage_Xe(const mkd_params &p, int rank, int 
 // stage He: Ae = matmul(Xe, W1), tile 128 x 64 x 64: TMA + wgmma, 8-stage ring on sm_90a; mma.sync elsewhere; then silu in the epilogue
 static __device__ __forceinline__ bool stage_He(const mkd_params &p, int rank, int cta, int i, u64 epoch, char *smem)
 {
-	const mk_task &t = MK_TASKS[i];
+	const mkd_task &t = MK_TASKS[i];
 	i64 lo[3], hi[3];  // the box of Ae this rank writes
 	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_Ae], rank, t.lo, t.hi, lo, hi);
 	const mkd_tensor &A = MK_T[T_Xe], &B = MK_T[T_W1], &C = MK_T[T_Ae];
@@ -233,7 +200,7 @@ static __device__ __forceinline__ bool stage_He(const mkd_params &p, int rank, i
 // stage Ye: Ye = matmul(Ae, W2), tile 128 x 64 x 64: TMA + wgmma, 8-stage ring on sm_90a; mma.sync elsewhere
 static __device__ __forceinline__ bool stage_Ye(const mkd_params &p, int rank, int cta, int i, u64 epoch, char *smem)
 {
-	const mk_task &t = MK_TASKS[i];
+	const mkd_task &t = MK_TASKS[i];
 	i64 lo[3], hi[3];  // the box of Ye this rank writes
 	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_Ye], rank, t.lo, t.hi, lo, hi);
 	const mkd_tensor &A = MK_T[T_Ae], &B = MK_T[T_W2], &C = MK_T[T_Ye];
@@ -264,7 +231,7 @@ static __device__ __forceinline__ bool stage_Ye(const mkd_params &p, int rank, i
 // stage Y: Y = combine(Ye, idx, gate), gate-weighted sum of the expert rows of a block of tokens
 static __device__ __noinline__ bool stage_Y(const mkd_params &p, int rank, int cta, int i, u64 epoch, char *smem)
 {
-	const mk_task &t = MK_TASKS[i];
+	const mkd_task &t = MK_TASKS[i];
 	i64 lo[3], hi[3];  // the box of Y this rank writes
 	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_Y], rank, t.lo, t.hi, lo, hi);
 	__shared__ const int *route[MK_WORLD];
@@ -285,54 +252,22 @@ static __device__ __noinline__ bool stage_Y(const mkd_params &p, int rank, int c
 // stages that wait for each read themselves
 __device__ const bool MK_PROGRESSIVE[] = {false, false, false, false, false};
 
-// One task: wait on its flags (bounded), run its stage, signal.  All
-// threads of the CTA call it; false when the run is aborted.
-static __device__ __forceinline__ bool mk_run_task(const mkd_params &p, int rank, int cta, int i,
-						   u64 epoch, char *smem, int *ok)
+// Task i's stage function, by its stage (all threads of the CTA; false when
+// the run is aborted).
+static __device__ __forceinline__ bool mk_stage(int stage, const mkd_params &p, int rank, int cta,
+						int i, u64 epoch, char *smem)
 {
-	const mk_task &t = MK_TASKS[i];
-	if (threadIdx.x == 0) {
-		bool good = true;
-		if (!MK_PROGRESSIVE[t.stage])  // else the stage waits per read
-			for (int w = 0; w < t.nwait && good; w++)
-				good = mk_wait(p, rank, cta, i, t, w, epoch);
-#if MK_MULTIPROC
-		for (int r = 0; r < t.nread && good; r++)  // peers' inputs: their kernel started
-			if (MK_READS[t.read0 + r].wait == -2) {
-				const int x = mkd_shift_rank<MK_NODES, MK_GPUS>(MK_READS[t.read0 + r].rank, rank);
-				good = mkd_wait(p, (const u64 *)p.ranks[x].flags + MK_NFLAGS, epoch, x,
-						MK_NFLAGS, mkd_waiter{rank, cta, i, t.stage});
-			}
-#endif
-		*ok = good;
-		if (p.trace)
-			p.trace[(i64)rank * MK_NTASKS + i].t0 = mkd_globaltimer();
-	}
-	__syncthreads();
-	bool done = *ok;
-	if (done) {
-		switch (t.stage) {
-		case S_Xe: done = stage_Xe(p, rank, cta, i, epoch, smem); break;
-		case S_He: done = stage_He(p, rank, cta, i, epoch, smem); break;
-		case S_Ye: done = stage_Ye(p, rank, cta, i, epoch, smem); break;
-		case S_Y: done = stage_Y(p, rank, cta, i, epoch, smem); break;
-		case W_Xe: done = stage_Xe(p, rank, cta, i, epoch, smem); break;
-		}
-	}
-	if (!done)
-		return false;
-	__syncthreads();
-	if (threadIdx.x == 0) {
-		for (int k = 0; k < t.nsig; k++) {
-			const mk_fref f = MK_SIGNALS[t.sig0 + k];
-			const int fr = mkd_shift_rank<MK_NODES, MK_GPUS>(f.rank, rank);
-			mkd_signal((u64 *)p.ranks[fr].flags + f.index);
-		}
-		if (p.trace)
-			p.trace[(i64)rank * MK_NTASKS + i].t1 = mkd_globaltimer();
+	switch (stage) {
+	case S_Xe: return stage_Xe(p, rank, cta, i, epoch, smem);
+	case S_He: return stage_He(p, rank, cta, i, epoch, smem);
+	case S_Ye: return stage_Ye(p, rank, cta, i, epoch, smem);
+	case S_Y: return stage_Y(p, rank, cta, i, epoch, smem);
+	case W_Xe: return stage_Xe(p, rank, cta, i, epoch, smem);
 	}
 	return true;
 }
+
+#include "mkd/kernel.cuh"  // the persistent loop: mkd_run_task, mkd_kernel
 
 // ---- the kernel: CTAs of rank (rank_base + blockIdx.x / MK_CTAS) walk their
 // task list.  Resident mode (p.control) repeats it for every epoch the
@@ -340,73 +275,5 @@ static __device__ __forceinline__ bool mk_run_task(const mkd_params &p, int rank
 extern "C" __global__ void __launch_bounds__(MK_THREADS, 1)
 mk_moe_dispatch_gemm(const __grid_constant__ mkd_params p)
 {
-	extern __shared__ __align__(128) char smem[];
-	__shared__ int ok;
-	__shared__ u64 epoch_s;
-	const int rank = p.rank_base + blockIdx.x / MK_CTAS;
-	const int cta = blockIdx.x % MK_CTAS;
-	u64 last = p.epoch;  // resident: the epoch already done
-	u64 runs = 0;        // resident: runs of this launch
-	for (;;) {
-		if (threadIdx.x == 0) {
-			u64 e = p.epoch;
-			if (p.control) {  // resident: wait for the host's next epoch
-				for (;;) {
-					if (mkd_ld_volatile_u32(&p.report->aborted)) {
-						e = MKD_STOP;
-						break;
-					}
-					e = blockIdx.x == 0 ? mkd_ld_acquire_sys(&p.control->doorbell)
-							   : mkd_ld_acquire(&p.gate[0]);
-					if (e != last)
-						break;
-					__nanosleep(blockIdx.x == 0 ? 500 : 64);
-				}
-				if (blockIdx.x == 0)  // pass it on to the other CTAs
-					mkd_st_release(&p.gate[0], e);
-			}
-			epoch_s = e;
-		}
-		__syncthreads();
-		const u64 epoch = epoch_s;
-		if (epoch == MKD_STOP)
-			break;
-		bool aborted = false;
-#if MK_MULTIPROC
-		if (cta == 0 && threadIdx.x == 0)  // this rank's inputs are in place
-			mkd_signal((u64 *)p.ranks[rank].flags + MK_NFLAGS);
-#endif
-		for (int i = MK_CTA_FIRST[cta]; i < MK_CTA_FIRST[cta + 1] && !aborted; i++)
-			aborted = !mk_run_task(p, rank, cta, i, epoch, smem, &ok);
-#if MK_MULTIPROC
-		// leave the run only when every rank of the node is done with it
-		__syncthreads();
-		if (!aborted && threadIdx.x == 0) {
-			mkd_signal((u64 *)p.ranks[rank].flags + MK_NFLAGS + 1);
-			if (cta == 0)
-				for (int g = 0; g < MK_GPUS && ok; g++) {
-					const int x = rank - rank % MK_GPUS + g;
-					ok = mkd_wait(p, (const u64 *)p.ranks[x].flags + MK_NFLAGS + 1,
-							epoch * MK_CTAS, x, MK_NFLAGS + 1, mkd_waiter{rank, cta, -1, -1});
-				}
-			else
-				ok = 1;
-		}
-		__syncthreads();
-		aborted = aborted || !ok;
-#endif
-		if (!p.control || aborted)
-			break;
-		last = epoch;
-		runs++;
-		if (threadIdx.x == 0) {  // resident: this CTA is done with the epoch
-			mkd_red_release(&p.gate[1], 1);
-			if (blockIdx.x == 0) {  // all of them: tell the host
-				while (mkd_ld_acquire(&p.gate[1]) < runs * gridDim.x &&
-				       !mkd_ld_volatile_u32(&p.report->aborted))
-					__nanosleep(64);
-				mkd_st_release_sys(&p.control->done, epoch);
-			}
-		}
-	}
+	mkd_kernel(p);
 }

@@ -1,0 +1,463 @@
+/* emit_stage.c - the stage functions of compute and copy ops, and of RDMA
+ * stages.
+ *
+ * One function per op, stage_<op>, that runs one task with all threads of
+ * the CTA: it maps the task's boxes to this rank (mkd_box_shift,
+ * mkd_read_box), finds the addresses (mkd_at) and calls the device library
+ * tile (mkd/mma.cuh, wgmma.cuh, copy.cuh, ew.cuh, attn.cuh).  Only the
+ * matmul is inlined into the kernel (the engine's wgmma chain and
+ * setmaxnreg need it); the others are __noinline__ so that the kernel keeps
+ * its registers.  An op's RDMA tasks get their own function, rdma_<op>.
+ * Also here: the table of TMA tensor maps the Hopper engine reads.
+ */
+#include "emit_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void cg_stage_copy(cg_em *E, const ir_op *op)
+{
+	const ir_prog *p = E->p;
+	const ir_tensor *y = &p->tensors[op->out];
+	int es = ir_dtype_size(y->dtype);
+	/* docs/copies.md: TMA bulk copies measure best for whole rows (one
+	 * contiguous run), 16-byte loads/stores for strided boxes; the bulk
+	 * path needs the CTA's shared memory as its ring and falls back to
+	 * the vector copy where it cannot run (alignment, too little smem) */
+	cg_stage_head(E, op, "copy a box from the rank that holds it");
+	sb_printf(E->o,
+		  "\tconst mkd_box s = mkd_read_box(rank, t, 0);\n"
+		  "\tconst mkd_tensor &S = MK_T[s.tensor], &D = MK_T[T_%s];\n"
+		  "\tconst i64 rb = (hi[2] - lo[2]) * %d;  // bytes of one row of the box\n"
+		  "\tconst bool whole = rb == D.local[2] * %d && rb == S.local[2] * %d;\n"
+		  "\tfor (i64 e = 0; e < hi[0] - lo[0]; e++) {\n"
+		  "\t\tchar *d = mkd_at<MK_GPUS>(p, T_%s, D, rank, lo[0] + e, lo[1], lo[2]);\n"
+		  "\t\tconst char *f = mkd_at<MK_GPUS>(p, s.tensor, S, s.rank, s.lo[0] + e, s.lo[1], s.lo[2]);\n"
+		  "\t\tif (whole && MK_SMEM > 0)\n"
+		  "\t\t\tmkd_copy_bulk_2d(d, D.local[2] * %d, f, S.local[2] * %d, hi[1] - lo[1], rb, smem, MK_SMEM);\n"
+		  "\t\telse\n"
+		  "\t\t\tmkd_copy_2d(d, D.local[2] * %d, f, S.local[2] * %d, hi[1] - lo[1], rb);\n"
+		  "\t}\n"
+		  "\treturn true;\n}\n\n",
+		  y->name, es, es, es, y->name, es, es, es, es);
+}
+
+/* Y[box] = sum over the reads (one box of X on each rank of the group). */
+void cg_stage_reduce(cg_em *E, const ir_op *op)
+{
+	const ir_prog *p = E->p;
+	const ir_tensor *y = &p->tensors[op->out];
+	const ir_tensor *x = &p->tensors[op->in[0]];
+	int w = cg_stage_tensor(E, (int)(op - p->ops), CG_W);
+	if (w >= 0 && p->tensors[w].dtype != y->dtype) {
+		cg_fail(E, "a reduction whose node-partials have another element type", op->stage);
+		return;
+	}
+	cg_stage_head(E, op, "sum one box over the group's ranks, fp32");
+	if (w >= 0)  /* one function for both (a second heavy callee makes the kernel spill) */
+		sb_printf(E->o,
+			  "\t// W_%s tasks write %s, the node-partials\n"
+			  "\tconst int yt = t.stage == W_%s ? T_%s : T_%s;\n"
+			  "\tif (yt != T_%s)\n"
+			  "\t\tmkd_box_shift<MK_NODES, MK_GPUS>(MK_T[yt], rank, t.lo, t.hi, lo, hi);\n",
+			  op->stage, p->tensors[w].name, op->stage, p->tensors[w].name, y->name, y->name);
+	else
+		sb_printf(E->o, "\tconst int yt = T_%s;\n", y->name);
+	/* the sources' addresses in shared memory, not registers: the kernel's
+	 * inlined GEMM engine needs those, and a callee holding 8-17 pointers
+	 * makes the kernel spill around the call */
+	sb_printf(E->o,
+		  "\tconst mkd_tensor &Y = MK_T[yt];\n"
+		  "\t__shared__ const %s *src[%d];\n"
+		  "\t__shared__ int ld[%d];\n"
+		  "\tconst int rows = (int)(hi[1] - lo[1]), cols = (int)(hi[2] - lo[2]);\n"
+		  "\tfor (i64 e = 0; e < hi[0] - lo[0]; e++) {\n"
+		  "\t\tif (threadIdx.x < t.nread) {\n"
+		  "\t\t\tconst mkd_box s = mkd_read_box(rank, t, threadIdx.x);\n"
+		  "\t\t\tsrc[threadIdx.x] = (const %s *)mkd_at<MK_GPUS>(p, s.tensor, MK_T[s.tensor], s.rank,\n"
+		  "\t\t\t\t\t\t\t\t\t  s.lo[0] + e, s.lo[1], s.lo[2]);\n"
+		  "\t\t\tld[threadIdx.x] = (int)MK_T[s.tensor].local[2];\n"
+		  "\t\t}\n"
+		  "\t\t__syncthreads();\n"
+		  "\t\tmkd_reduce_sum_n(src, ld, t.nread,\n"
+		  "\t\t\t(%s *)mkd_at<MK_GPUS>(p, yt, Y, rank, lo[0] + e, lo[1], lo[2]), Y.local[2], rows, cols);\n"
+		  "\t\t__syncthreads();\n"
+		  "\t}\n"
+		  "\treturn true;\n}\n\n",
+		  cg_ctype(x->dtype), IR_MAXREDUCE, IR_MAXREDUCE, cg_ctype(x->dtype), cg_ctype(y->dtype));
+}
+
+/* O[q rows] = softmax(Q K^T * scale) V over the key blocks (reads 1, 3,
+ * ... are K blocks, 2, 4, ... V blocks), each waited on just before use.
+ * 16-bit inputs: the tensor-core tile (mkd_fa, 128 rows, state in
+ * registers); fp32: the CUDA-core tile (64 rows, state in shared memory). */
+void cg_stage_attention(cg_em *E, const ir_op *op)
+{
+	const ir_prog *p = E->p;
+	const ir_tensor *q = &p->tensors[op->in[0]], *k = &p->tensors[op->in[1]],
+			*o = &p->tensors[op->out];
+	int64_t D = q->shape[q->ndim - 1];
+	const int tc = op->plan.attn.tensor_cores;  /* plan.c: D a multiple of 32, at most 256 */
+	const int causal = op->causal ? 1 : 0;
+	const char *tq = cg_ctype(q->dtype), *tk = cg_ctype(k->dtype), *to = cg_ctype(o->dtype);
+	double scale = op->scalar != 0 ? op->scalar : 1.0 / __builtin_sqrt((double)D);
+	cg_stage_head(E, op, tc ? "online softmax over the key blocks as they arrive (tensor cores)"
+			     : "online softmax over the key blocks as they arrive");
+	sb_printf(E->o,
+		  "\tconst mkd_box qb = mkd_read_box(rank, t, 0);\n"
+		  "\tconst %s *Qp = (const %s *)mkd_at<MK_GPUS>(p, qb.tensor, MK_T[qb.tensor], qb.rank, qb.lo[0], qb.lo[1], 0);\n"
+		  "\t%s *Op = (%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, lo[0], lo[1], 0);\n"
+		  "\tconst int rows = (int)(hi[1] - lo[1]);\n",
+		  tq, tq, to, to, o->name, o->name);
+	if (tc)
+		sb_printf(E->o,
+			  "\t__shared__ int good;\n"
+			  "\tmkd_fa<%lld, %s> fa;\n"
+			  "\tfa.begin(Qp, MK_T[qb.tensor].local[2], rows, %.9gf, smem);\n",
+			  (long long)D, tq, scale);
+	else
+		sb_printf(E->o,
+			  "\tmkd_attn_state<%lld> *st = (mkd_attn_state<%lld> *)smem;\n"
+			  "\tint &good = st->ok;\n"
+			  "\tmkd_attn_begin<%lld>(st, Qp, MK_T[qb.tensor].local[2], rows, %.9gf);\n",
+			  (long long)D, (long long)D, (long long)D, scale);
+	sb_printf(E->o,
+		  "\tfor (int b = 1; b + 1 < t.nread; b += 2) {\n"
+		  "\t\tconst mkd_box kb = mkd_read_box(rank, t, b), vb = mkd_read_box(rank, t, b + 1);\n"
+		  "\t\tif (%d && kb.lo[1] > lo[1] + rows - 1)\n"
+		  "\t\t\tcontinue;  // causal: the whole block lies after the last query\n"
+		  "\t\tif (threadIdx.x == 0) {\n"
+		  "\t\t\tbool ok = true;\n"
+		  "\t\t\tconst int wk = MK_READS[t.read0 + b].wait, wv = MK_READS[t.read0 + b + 1].wait;\n"
+		  "\t\t\tif (wk >= 0)\n"
+		  "\t\t\t\tok = mkd_task_wait(p, rank, cta, i, t, wk, epoch);\n"
+		  "\t\t\tif (ok && wv >= 0)\n"
+		  "\t\t\t\tok = mkd_task_wait(p, rank, cta, i, t, wv, epoch);\n"
+		  "\t\t\tgood = ok;\n"
+		  "\t\t}\n"
+		  "\t\t__syncthreads();\n"
+		  "\t\tif (!good)\n"
+		  "\t\t\treturn false;\n"
+		  "\t\tconst %s *Kp = (const %s *)mkd_at<MK_GPUS>(p, kb.tensor, MK_T[kb.tensor], kb.rank, kb.lo[0], kb.lo[1], 0);\n"
+		  "\t\tconst %s *Vp = (const %s *)mkd_at<MK_GPUS>(p, vb.tensor, MK_T[vb.tensor], vb.rank, vb.lo[0], vb.lo[1], 0);\n",
+		  causal, tk, tk, tk, tk);
+	if (tc)
+		sb_printf(E->o,
+			  "\t\tfa.block(Kp, Vp, MK_T[kb.tensor].local[2], (int)(kb.hi[1] - kb.lo[1]), rows, %s, lo[1], kb.lo[1]);\n"
+			  "\t}\n"
+			  "\tfa.end(Op, MK_T[T_%s].local[2], rows);\n",
+			  causal ? "true" : "false", o->name);
+	else
+		sb_printf(E->o,
+			  "\t\tmkd_attn_block<%lld>(st, Kp, Vp, MK_T[kb.tensor].local[2], (int)(kb.hi[1] - kb.lo[1]), rows, %d, lo[1], kb.lo[1]);\n"
+			  "\t}\n"
+			  "\tmkd_attn_end<%lld>(st, Op, MK_T[T_%s].local[2], rows);\n",
+			  (long long)D, causal, (long long)D, o->name);
+	sb_puts(E->o, "\treturn true;\n}\n\n");
+}
+
+/* Y[rows] = sum of each row of X. */
+void cg_stage_sum(cg_em *E, const ir_op *op)
+{
+	const ir_prog *p = E->p;
+	const ir_tensor *x = &p->tensors[op->in[0]], *y = &p->tensors[op->out];
+	cg_stage_head(E, op, "row sums");
+	sb_printf(E->o,
+		  "\tconst mkd_box s = mkd_read_box(rank, t, 0);\n"
+		  "\tfor (i64 e = 0; e < s.hi[0] - s.lo[0]; e++)\n"
+		  "\t\tmkd_row_sum((const %s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, s.lo[0] + e, s.lo[1], s.lo[2]),\n"
+		  "\t\t\tMK_T[T_%s].local[2], (%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, %s),\n"
+		  "\t\t\t(int)(s.hi[1] - s.lo[1]), (int)(s.hi[2] - s.lo[2]));\n"
+		  "\treturn true;\n}\n\n",
+		  cg_ctype(x->dtype), x->name, x->name, x->name, cg_ctype(y->dtype), y->name, y->name,
+		  y->ndim == 1 ? "0, 0, s.lo[1]" : "0, s.lo[0] + e, s.lo[1]");
+}
+
+static int tmap_rows(const ir_tensor *x)
+{
+	long long r = 1;
+	for (int d = 0; d + 1 < x->ndim; d++)
+		r *= x->local[d];
+	return (int)r;
+}
+
+int cg_tmaps(const ir_sched *s, cg_tmap *out, int max)
+{
+	const ir_prog *p = s->prog;
+	for (int i = 0; i < p->nops; i++) {
+		const ir_op *op = &p->ops[i];
+		const int n = op->plan.mm.tmap;  /* plan.c numbers them */
+		if (op->kind != OP_MATMUL || !op->plan.mm.wgmma || !out || n + 2 > max)
+			continue;
+		const ir_tensor *a = &p->tensors[op->in[0]], *b = &p->tensors[op->in[1]];
+		out[n] = (cg_tmap){op->in[0], tmap_rows(a), a->local[a->ndim - 1], op->plan.mm.bm, 64};
+		out[n + 1] = (cg_tmap){op->in[1], tmap_rows(b), b->local[b->ndim - 1], 64, 64};
+	}
+	return p->ntmaps;
+}
+
+/* The device functor of an elementwise op (ew.cuh). */
+static const char *functor(cg_em *E, const ir_op *op, char *buf, size_t n)
+{
+	switch (op->kind) {
+	case OP_RELU: return "mkd_relu()";
+	case OP_SILU: return "mkd_silu()";
+	case OP_GELU: return "mkd_gelu()";
+	case OP_CAST: return "mkd_ident()";
+	case OP_SCALE: snprintf(buf, n, "mkd_scale{%.9gf}", op->scalar); return buf;
+	case OP_ADD: return "mkd_add()";
+	case OP_MUL: return "mkd_mul()";
+	default: cg_fail(E, "no device functor for op", ir_op_name(op->kind)); return "";
+	}
+}
+
+void cg_stage_matmul(cg_em *E, const ir_op *op)
+{
+	const ir_prog *p = E->p;
+	const ir_tensor *A = &p->tensors[op->in[0]], *B = &p->tensors[op->in[1]],
+			*C = &p->tensors[op->out];
+	const ir_mm_plan mp = op->plan.mm;  /* plan.c */
+	char what[160];
+	if (mp.wgmma)
+		snprintf(what, sizeof what, "tile %d x %d x 64: TMA + wgmma, %d-stage ring on sm_90a; "
+			 "mma.sync elsewhere", mp.bm, mp.bn, mp.wg_stages);
+	else
+		snprintf(what, sizeof what, "tile %d x %d x %d, %d-stage ring (mma.sync)", mp.bm, mp.bn,
+			 mp.bk, mp.stages);
+	char epi[96] = "mkd_epi_none()";
+	if (op->epi) {  /* an elementwise op fused into the epilogue */
+		ir_op u = {0};
+		u.kind = (ir_opkind)(op->epi - 1);
+		u.scalar = op->epi_scalar;
+		char fb[64];
+		snprintf(epi, sizeof epi, "%s", functor(E, &u, fb, sizeof fb));
+		size_t n = strlen(what);
+		snprintf(what + n, sizeof what - n, "; then %s in the epilogue", ir_op_name(u.kind));
+	}
+	/* a task of several tiles walks them row tile by row tile, column
+	 * tile by column tile (lower.c: the `tasks` bound) */
+	const int walk = mp.tiles_m * mp.tiles_n > 1;
+	if (walk) {
+		size_t n = strlen(what);
+		snprintf(what + n, sizeof what - n, "; up to %d x %d tiles a task", mp.tiles_m,
+			 mp.tiles_n);
+	}
+	const char *R = walk ? "r0" : "lo[1]", *N = walk ? "n0" : "lo[2]";
+	/* inlined into the kernel: the engine's wgmma chain and setmaxnreg need it */
+	cg_stage_head(E, op, what);
+	sb_printf(E->o,
+		  "\tconst mkd_tensor &A = MK_T[T_%s], &B = MK_T[T_%s], &C = MK_T[T_%s];\n"
+		  "\tconst i64 k0 = mkd_base<MK_GPUS>(A, 2, rank), K = A.local[2];\n",
+		  A->name, B->name, C->name);
+	const int dop = mp.bucket;
+	const int rt = dop >= 0 ? p->ops[dop].route1 - 1 : -1;
+	/* the rows of expert lo[0]'s bucket that hold tokens: every rank's
+	 * count, or between nodes every source's on this node */
+	char rows_of[320];
+	if (rt >= 0 && p->ops[dop].rroute1)
+		snprintf(rows_of, sizeof rows_of, "mkd_bucket_rows_nodes<MK_NODES, MK_GPUS>(p, T_%s, T_%s, %lld, (int)lo[0], rank)",
+			 p->tensors[rt].name, p->tensors[p->ops[dop].rroute1 - 1].name,
+			 (long long)p->tensors[p->ops[dop].rroute1 - 1].local[1]);
+	else if (rt >= 0)
+		snprintf(rows_of, sizeof rows_of, "mkd_bucket_rows(p, T_%s, MK_WORLD, (int)lo[0])",
+			 p->tensors[rt].name);
+	strbuf body, *o = E->o;
+	sb_init(&body);
+	if (walk) {
+		if (rt >= 0)
+			sb_printf(o, "\tconst int filled = %s;\n", rows_of);
+		sb_printf(o, "\tfor (i64 r0 = lo[1]; r0 < hi[1]; r0 += %d)\n"
+			     "\tfor (i64 n0 = lo[2]; n0 < hi[2]; n0 += %d) {\n", mp.bm, mp.bn);
+		E->o = &body;
+	}
+	sb_printf(E->o,
+		  "\t%s *c = (%s *)mkd_at<MK_GPUS>(p, T_%s, C, rank, lo[0], %s, %s);\n",
+		  cg_ctype(C->dtype), cg_ctype(C->dtype), C->name, R, N);
+	if (walk)
+		sb_printf(E->o,
+			  "\tconst int rows = (int)(hi[1] - r0 < %d ? hi[1] - r0 : %d), "
+			  "cols = (int)(hi[2] - n0 < %d ? hi[2] - n0 : %d);\n",
+			  mp.bm, mp.bm, mp.bn, mp.bn);
+	else
+		sb_puts(E->o, "\tconst int rows = (int)(hi[1] - lo[1]), cols = (int)(hi[2] - lo[2]);\n");
+	if (rt >= 0 && walk)  /* rows of a dispatch's buckets: tiles past the tokens are zeros */
+		sb_puts(E->o,
+			"\tif (r0 >= filled) {  // no tokens here\n"
+			"\t\tmkd_zero_tile(c, C.local[2], rows, cols);\n"
+			"\t\tcontinue;\n"
+			"\t}\n");
+	else if (rt >= 0)
+		sb_printf(E->o,
+			  "\tif (lo[1] >= %s) {  // no tokens here\n"
+			  "\t\tmkd_zero_tile(c, C.local[2], rows, cols);\n"
+			  "\t\treturn true;\n"
+			  "\t}\n", rows_of);
+	if (mp.wgmma)
+		sb_printf(E->o,
+			  "#ifdef MKD_HAS_WGMMA\n"
+			  "\tconst mkd_tmap *tm = (const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + %d;\n"
+			  "\tconst int a_row = (int)((lo[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] +\n"
+			  "\t\t\t\t %s - mkd_base<MK_GPUS>(A, 1, rank));\n"
+			  "\tconst int b_row = (int)(%s * B.local[1]);\n"
+			  "\tconst int b_col = (int)(%s - mkd_base<MK_GPUS>(B, 2, rank));\n"
+			  "\tmkd_wgmma_tile<%s, %s, %d, %d, 64, %d>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,\n"
+			  "\t\tc, C.local[2], rows, cols, smem, %s);\n"
+			  "#else\n",
+			  mp.tmap, R, B->ndim == 3 ? "(lo[0] - mkd_base<MK_GPUS>(B, 0, rank))" : "0",
+			  N, cg_ctype(A->dtype), cg_ctype(C->dtype), mp.bm, mp.bn, mp.wg_stages, epi);
+	sb_printf(E->o,
+		  "\tconst %s *a = (const %s *)mkd_at<MK_GPUS>(p, T_%s, A, rank, lo[0], %s, k0);\n"
+		  "\tconst %s *b = (const %s *)mkd_at<MK_GPUS>(p, T_%s, B, rank, %s, k0, %s);\n"
+		  "\tmkd_mma_tile<%s, %s, %d, %d, %d, %d>::run(a, A.local[2], b, B.local[2], c, C.local[2],\n"
+		  "\t\trows, cols, (int)K, 0, 0, smem, %s);\n%s",
+		  cg_ctype(A->dtype), cg_ctype(A->dtype), A->name, R,
+		  cg_ctype(B->dtype), cg_ctype(B->dtype), B->name, B->ndim == 3 ? "lo[0]" : "0", N,
+		  cg_ctype(A->dtype), cg_ctype(C->dtype), mp.bm, mp.bn, mp.bk, mp.stages, epi,
+		  mp.wgmma ? "#endif\n" : "");
+	if (walk) {  /* the tile's body, one level deeper (preprocessor lines stay put) */
+		E->o = o;
+		for (const char *l = body.s; l && *l;) {
+			const char *nl = strchr(l, '\n');
+			size_t len = nl ? (size_t)(nl - l) + 1 : strlen(l);
+			if (*l != '#')
+				sb_putc(o, '\t');
+			sb_putn(o, l, len);
+			l += len;
+		}
+		sb_puts(o, "\t}\n");
+	}
+	sb_free(&body);
+	sb_puts(E->o, "\treturn true;\n}\n\n");
+}
+
+void cg_stage_ew(cg_em *E, const ir_op *op)
+{
+	const ir_prog *p = E->p;
+	const ir_tensor *y = &p->tensors[op->out], *x = &p->tensors[op->in[0]];
+	char fb[64];
+	const char *fn = functor(E, op, fb, sizeof fb);
+	cg_stage_head(E, op, "elementwise over the box");
+	sb_printf(E->o, "\tconst mkd_tensor &X = MK_T[T_%s], &Y = MK_T[T_%s];\n", x->name, y->name);
+	if (op->nin == 2) {
+		const ir_tensor *z = &p->tensors[op->in[1]];
+		int bc = z->ndim != y->ndim;
+		sb_printf(E->o, "\tconst mkd_tensor &Z = MK_T[T_%s];\n", z->name);
+		sb_printf(E->o,
+			  "\tfor (i64 e = lo[0]; e < hi[0]; e++)\n"
+			  "\t\tmkd_ew2(%s, (const %s *)mkd_at<MK_GPUS>(p, T_%s, X, rank, e, lo[1], lo[2]), X.local[2],\n"
+			  "\t\t\t(const %s *)mkd_at<MK_GPUS>(p, T_%s, Z, rank, %s), Z.local[2], %s,\n"
+			  "\t\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, e, lo[1], lo[2]), Y.local[2],\n"
+			  "\t\t\t(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));\n\treturn true;\n}\n\n",
+			  fn, cg_ctype(x->dtype), x->name, cg_ctype(z->dtype), z->name,
+			  bc ? "0, 0, lo[2]" : "e, lo[1], lo[2]", bc ? "true" : "false",
+			  cg_ctype(y->dtype), y->name);
+		return;
+	}
+	sb_printf(E->o,
+		  "\tfor (i64 e = lo[0]; e < hi[0]; e++)\n"
+		  "\t\tmkd_ew1(%s, (const %s *)mkd_at<MK_GPUS>(p, T_%s, X, rank, e, lo[1], lo[2]), X.local[2],\n"
+		  "\t\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, e, lo[1], lo[2]), Y.local[2],\n"
+		  "\t\t\t(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));\n\treturn true;\n}\n\n",
+		  fn, cg_ctype(x->dtype), x->name, cg_ctype(y->dtype), y->name);
+}
+
+void cg_stage_row(cg_em *E, const ir_op *op)
+{
+	const ir_prog *p = E->p;
+	const ir_tensor *y = &p->tensors[op->out], *x = &p->tensors[op->in[0]];
+	cg_stage_head(E, op, "whole rows");
+	sb_printf(E->o, "\tconst mkd_tensor &X = MK_T[T_%s], &Y = MK_T[T_%s];\n", x->name, y->name);
+	if (op->kind == OP_RMSNORM) {
+		const ir_tensor *w = op->nin > 1 ? &p->tensors[op->in[1]] : NULL;
+		if (w)
+			sb_printf(E->o, "\tconst %s *w = (const %s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, 0, 0, 0);\n",
+				  cg_ctype(w->dtype), cg_ctype(w->dtype), w->name, w->name);
+		else
+			sb_puts(E->o, "\tconst float *w = 0;\n");
+		sb_printf(E->o,
+			  "\tfor (i64 e = lo[0]; e < hi[0]; e++)\n"
+			  "\t\tmkd_rmsnorm((const %s *)mkd_at<MK_GPUS>(p, T_%s, X, rank, e, lo[1], lo[2]), X.local[2], w,\n"
+			  "\t\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, e, lo[1], lo[2]), Y.local[2],\n"
+			  "\t\t\t(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));\n\treturn true;\n}\n\n",
+			  cg_ctype(x->dtype), x->name, cg_ctype(y->dtype), y->name);
+		return;
+	}
+	sb_printf(E->o,
+		  "\tfor (i64 e = lo[0]; e < hi[0]; e++)\n"
+		  "\t\tmkd_softmax((const %s *)mkd_at<MK_GPUS>(p, T_%s, X, rank, e, lo[1], lo[2]), X.local[2],\n"
+		  "\t\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, e, lo[1], lo[2]), Y.local[2],\n"
+		  "\t\t\t(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));\n\treturn true;\n}\n\n",
+		  cg_ctype(x->dtype), x->name, cg_ctype(y->dtype), y->name);
+}
+
+/* The RDMA tasks of an op: the box read (on this rank) goes to the box
+ * written on a rank of another node, then the task's own flag there is
+ * written with the epoch.  Process mode: commands to the proxy; virtual
+ * ranks (every rank on this GPU): stores, then a release store. */
+void cg_stage_rdma(cg_em *E, const ir_op *op)
+{
+	const ir_prog *p = E->p;
+	const ir_tensor *y = NULL;  /* what the op's RDMA tasks write (one tensor) */
+	for (int i = 0; i < E->s->ntasks; i++) {
+		const ir_task *t = &E->s->tasks[i];
+		if (t->kind != TASK_RDMA || &p->ops[t->op] != op)
+			continue;
+		if (y && y != &p->tensors[t->write.tensor]) {
+			cg_fail(E, "RDMA tasks of one stage writing several tensors", op->stage);
+			return;
+		}
+		y = &p->tensors[t->write.tensor];
+		if (ir_dtype_size(p->tensors[t->reads[0].tensor].dtype) != ir_dtype_size(y->dtype)) {
+			cg_fail(E, "an RDMA write between tensors of different element types", op->stage);
+			return;
+		}
+	}
+	if (!y)
+		return;
+	int es = ir_dtype_size(y->dtype);
+	sb_printf(E->o, "// stage %s, its RDMA tasks: a box of %s to a rank of another node, then the\n"
+		  "// task's flag there (written: the epoch)\n", op->stage, y->name);
+	sb_printf(E->o, "static __device__ __noinline__ bool rdma_%s(const mkd_params &p, int rank, "
+		  "int cta, int i, u64 epoch, char *smem)\n{\n", op->stage);
+	sb_printf(E->o,
+		  "\tconst mkd_task &t = MK_TASKS[i];\n"
+		  "\tconst mkd_fref f = MK_SIGNALS[t.sig0];  // its flag, on the rank it writes\n"
+		  "\tconst int dst = mkd_shift_rank<MK_NODES, MK_GPUS>(f.rank, rank);\n"
+		  "\ti64 lo[3], hi[3];  // the box of %s written on rank dst\n"
+		  "\tmkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_%s], rank, t.lo, t.hi, lo, hi);\n"
+		  "\tconst mkd_box s = mkd_read_box(rank, t, 0);\n"
+		  "%s"
+		  "#if MK_MULTIPROC\n"
+		  "\t__shared__ int ok;\n"
+		  "\tif (threadIdx.x == 0) {\n"
+		  "\t\tint j = 0;  // READY word of rank dst\n"
+		  "\t\twhile (j + 1 < MK_NRDST && MK_RDST[j] != f.rank)\n"
+		  "\t\t\tj++;\n"
+		  "\t\tok = mkd_rdma_put<MK_GPUS>(p, rank, s.tensor, MK_T[s.tensor], s.lo, T_%s, MK_T[T_%s],\n"
+		  "\t\t\tdst, lo, hi, f.index, MK_NRFLAGS + j, MK_NFLAGS + 2 + j, MK_NRFLAGS + MK_NRDST,\n"
+		  "\t\t\tepoch, &mkd_ticket, mkd_waiter{rank, cta, i, t.stage});\n"
+		  "\t}\n"
+		  "\t__syncthreads();\n"
+		  "\treturn ok;\n"
+		  "#else\n"
+		  "\tconst mkd_tensor &S = MK_T[s.tensor], &D = MK_T[T_%s];\n"
+		  "\tfor (i64 e = 0; e < hi[0] - lo[0]; e++)\n"
+		  "\t\tmkd_copy_2d(mkd_at<MK_GPUS>(p, T_%s, D, dst, lo[0] + e, lo[1], lo[2]), D.local[2] * %d,\n"
+		  "\t\t\t    mkd_at<MK_GPUS>(p, s.tensor, S, s.rank, s.lo[0] + e, s.lo[1], s.lo[2]),\n"
+		  "\t\t\t    S.local[2] * %d, hi[1] - lo[1], (hi[2] - lo[2]) * %d);\n"
+		  "\t__syncthreads();\n"
+		  "\tif (threadIdx.x == 0) {\n"
+		  "\t\t__threadfence();\n"
+		  "\t\tmkd_st_release((u64 *)p.ranks[dst].rflags + f.index, epoch);\n"
+		  "\t}\n"
+		  "\treturn true;\n"
+		  "#endif\n"
+		  "}\n\n",
+		  y->name, y->name,
+		  op->pack1 ? "\tif (hi[1] > lo[1] + 1) {  // MoE between nodes: the count (row 0, word 0) and its rows\n"
+			      "\t\tconst int n = *(const int *)mkd_at<MK_GPUS>(p, s.tensor, MK_T[s.tensor], s.rank, s.lo[0], s.lo[1], 0);\n"
+			      "\t\tif (hi[1] > lo[1] + 1 + n)\n"
+			      "\t\t\thi[1] = lo[1] + 1 + n;\n"
+			      "\t}\n" : "",
+		  y->name, y->name, y->name, y->name, es, es, es);
+}

@@ -1,0 +1,217 @@
+/* mkd/kernel.cuh - the persistent loop: the fixed part of every generated
+ * kernel.
+ *
+ * The CTAs of rank (rank_base + blockIdx.x / MK_CTAS) walk their static task
+ * lists: for each task, bounded waits on its flags, its stage function,
+ * release signals.  Resident mode (p.control) repeats the walk for every
+ * epoch the host rings in on the doorbell; with ranks in separate processes
+ * (MK_MULTIPROC) a run starts with this rank's READY word and ends when every
+ * rank of the node is DONE (mkd/abi.cuh); with RDMA stages it also waits for
+ * the ranks that write here and for its own proxy commands (mkd/proxy.cuh).
+ *
+ * A generated kernel includes this after its stage functions and then
+ * defines its entry points, extern "C" mk_<pipeline> (and with per-stage
+ * kernels mk_<pipeline>__s<op>), whose bodies call mkd_kernel (or
+ * mkd_stage_kernel<op>).  It must define first:
+ *   MK_NODES, MK_GPUS, MK_CTAS, MK_THREADS, MK_NTASKS, MK_NFLAGS
+ *   MK_MULTIPROC             1: ranks are separate processes
+ *   MK_RDMA                  1: RDMA stages; then MK_NRFLAGS, MK_NRDST and,
+ *                            under MK_MULTIPROC, MK_RFROM[MK_NRDST]
+ *   MK_PER_STAGE             1: per-stage kernels; then MK_STAGE_TASKS[] and
+ *                            MK_STAGE_FIRST[] (op's tasks: MK_STAGE_TASKS
+ *                            [MK_STAGE_FIRST[op] .. MK_STAGE_FIRST[op + 1]))
+ *   MK_TASKS[], MK_CTA_FIRST[], MK_READS[], MK_SIGNALS[]   the tables
+ *   MK_PROGRESSIVE[]         by stage: the stage waits for each read itself
+ *   mk_stage(stage, p, rank, cta, i, epoch, smem)   runs task i's stage
+ *                            function (stage: MK_TASKS[i].stage)
+ * and include mkd/task.cuh before its stage functions.  Without MK_NTASKS
+ * (a file that includes every header of the library) this one is empty.
+ */
+#ifndef MKD_KERNEL_CUH
+#define MKD_KERNEL_CUH
+
+#include "task.cuh"
+#include "proxy.cuh"
+
+#ifdef MK_NTASKS
+
+// One task: wait on its flags (bounded), run its stage, signal.  All
+// threads of the CTA call it; false when the run is aborted.
+static __device__ __forceinline__ bool mkd_run_task(const mkd_params &p, int rank, int cta, int i,
+						    u64 epoch, char *smem, int *ok)
+{
+	const mkd_task &t = MK_TASKS[i];
+	if (threadIdx.x == 0) {
+		bool good = true;
+		if (!MK_PROGRESSIVE[t.stage])  // else the stage waits per read
+			for (int w = 0; w < t.nwait && good; w++)
+				good = mkd_task_wait(p, rank, cta, i, t, w, epoch);
+#if MK_MULTIPROC
+		for (int r = 0; r < t.nread && good; r++)  // peers' inputs: their kernel started
+			if (MK_READS[t.read0 + r].wait == -2) {
+				const int x = mkd_shift_rank<MK_NODES, MK_GPUS>(MK_READS[t.read0 + r].rank, rank);
+				good = mkd_wait(p, (const u64 *)p.ranks[x].flags + MK_NFLAGS, epoch, x,
+						MK_NFLAGS, mkd_waiter{rank, cta, i, t.stage});
+			}
+#endif
+		*ok = good;
+		if (p.trace)
+			p.trace[(i64)rank * MK_NTASKS + i].t0 = mkd_globaltimer();
+	}
+	__syncthreads();
+	bool done = *ok;
+	if (done)
+		done = mk_stage(t.stage, p, rank, cta, i, epoch, smem);
+	if (!done)
+		return false;
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		for (int k = 0; k < t.nsig; k++) {
+			const mkd_fref f = MK_SIGNALS[t.sig0 + k];
+#if MK_RDMA
+			if (f.index < MK_NRFLAGS)
+				continue;  // written by the RDMA stage itself
+#endif
+			const int fr = mkd_shift_rank<MK_NODES, MK_GPUS>(f.rank, rank);
+			mkd_signal((u64 *)p.ranks[fr].flags + f.index);
+		}
+		if (p.trace)
+			p.trace[(i64)rank * MK_NTASKS + i].t1 = mkd_globaltimer();
+	}
+	return true;
+}
+
+#if MK_RDMA && MK_MULTIPROC
+// The start of a run with RDMA stages, thread 0 of CTA 0: the ranks that
+// write here may (a failure is in the report: every wait then leaves).
+static __device__ __noinline__ void mkd_rdma_start(const mkd_params &p, int rank, int cta, u64 epoch)
+{
+	mkd_rdma_ready<MK_NODES, MK_GPUS>(p, rank, MK_RFROM, MK_NRDST, MK_NRFLAGS, epoch, &mkd_ticket,
+					   mkd_waiter{rank, cta, -1, -1});
+}
+
+// The end of a run with RDMA stages, thread 0: this CTA's commands are
+// delivered (its sources may be rewritten); on CTA 0 also everything other
+// ranks send here has landed (this rank's written flags reach the epoch).
+static __device__ __noinline__ bool mkd_rdma_end(const mkd_params &p, int rank, int cta, u64 epoch)
+{
+	if (mkd_ticket && !mkd_proxy_wait_done(p, p.ring, mkd_ticket, mkd_waiter{rank, cta, -1, -1}))
+		return false;
+	for (int f = 0; cta == 0 && f < MK_NRFLAGS; f++)
+		if (!mkd_wait(p, (const u64 *)p.ranks[rank].rflags + f, epoch, rank, f,
+			      mkd_waiter{rank, cta, -1, -1}))
+			return false;
+	return true;
+}
+#endif
+
+// The kernel's body: CTAs of rank (rank_base + blockIdx.x / MK_CTAS) walk
+// their task list.  Resident mode (p.control) repeats it for every epoch the
+// host rings in on the doorbell.
+static __device__ __forceinline__ void mkd_kernel(const mkd_params &p)
+{
+	extern __shared__ __align__(128) char smem[];
+	__shared__ int ok;
+	__shared__ u64 epoch_s;
+	const int rank = p.rank_base + blockIdx.x / MK_CTAS;
+	const int cta = blockIdx.x % MK_CTAS;
+	u64 last = p.epoch;  // resident: the epoch already done
+	u64 runs = 0;        // resident: runs of this launch
+	for (;;) {
+		if (threadIdx.x == 0) {
+			u64 e = p.epoch;
+			if (p.control) {  // resident: wait for the host's next epoch
+				for (;;) {
+					if (mkd_ld_volatile_u32(&p.report->aborted)) {
+						e = MKD_STOP;
+						break;
+					}
+					e = blockIdx.x == 0 ? mkd_ld_acquire_sys(&p.control->doorbell)
+							   : mkd_ld_acquire(&p.gate[0]);
+					if (e != last)
+						break;
+					__nanosleep(blockIdx.x == 0 ? 500 : 64);
+				}
+				if (blockIdx.x == 0)  // pass it on to the other CTAs
+					mkd_st_release(&p.gate[0], e);
+			}
+			epoch_s = e;
+#if MK_RDMA
+			mkd_ticket = 0;
+#endif
+		}
+		__syncthreads();
+		const u64 epoch = epoch_s;
+		if (epoch == MKD_STOP)
+			break;
+		bool aborted = false;
+#if MK_MULTIPROC
+		if (cta == 0 && threadIdx.x == 0)  // this rank's inputs are in place
+			mkd_signal((u64 *)p.ranks[rank].flags + MK_NFLAGS);
+#if MK_RDMA
+		if (cta == 0 && threadIdx.x == 0)  // and the ranks that write here may
+			mkd_rdma_start(p, rank, cta, epoch);
+#endif
+#endif
+		for (int i = MK_CTA_FIRST[cta]; i < MK_CTA_FIRST[cta + 1] && !aborted; i++)
+			aborted = !mkd_run_task(p, rank, cta, i, epoch, smem, &ok);
+#if MK_MULTIPROC
+		// leave the run only when every rank of the node is done with it
+		__syncthreads();
+#if MK_RDMA
+		if (!aborted && threadIdx.x == 0 && !mkd_rdma_end(p, rank, cta, epoch)) {
+			aborted = true;
+			ok = 0;
+		}
+#endif
+		if (!aborted && threadIdx.x == 0) {
+			mkd_signal((u64 *)p.ranks[rank].flags + MK_NFLAGS + 1);
+			if (cta == 0)
+				for (int g = 0; g < MK_GPUS && ok; g++) {
+					const int x = rank - rank % MK_GPUS + g;
+					ok = mkd_wait(p, (const u64 *)p.ranks[x].flags + MK_NFLAGS + 1,
+							epoch * MK_CTAS, x, MK_NFLAGS + 1, mkd_waiter{rank, cta, -1, -1});
+				}
+			else
+				ok = 1;
+		}
+		__syncthreads();
+		aborted = aborted || !ok;
+#endif
+		if (!p.control || aborted)
+			break;
+		last = epoch;
+		runs++;
+		if (threadIdx.x == 0) {  // resident: this CTA is done with the epoch
+			mkd_red_release(&p.gate[1], 1);
+			if (blockIdx.x == 0) {  // all of them: tell the host
+				while (mkd_ld_acquire(&p.gate[1]) < runs * gridDim.x &&
+				       !mkd_ld_volatile_u32(&p.report->aborted))
+					__nanosleep(64);
+				mkd_st_release_sys(&p.control->done, epoch);
+			}
+		}
+	}
+}
+
+// The body of the kernel of stage OP (benchmarks: separate launches, CUDA
+// graphs): its tasks, MK_STAGE_TASKS[MK_STAGE_FIRST[OP] ..
+// MK_STAGE_FIRST[OP + 1]), dealt round robin to the CTAs and ordered by
+// kernel boundaries instead of flags (their waits pass at once).  A
+// template so that each kernel has its own `ok`.
+#if MK_PER_STAGE
+template <int OP>
+static __device__ __forceinline__ void mkd_stage_kernel(const mkd_params &p)
+{
+	extern __shared__ __align__(128) char smem[];
+	__shared__ int ok;
+	const int rank = p.rank_base + blockIdx.x / MK_CTAS;
+	const int cta = blockIdx.x % MK_CTAS;
+	for (int j = MK_STAGE_FIRST[OP] + cta; j < MK_STAGE_FIRST[OP + 1]; j += MK_CTAS)
+		if (!mkd_run_task(p, rank, cta, MK_STAGE_TASKS[j], p.epoch, smem, &ok))
+			break;
+}
+#endif
+
+#endif  // MK_NTASKS
+#endif
