@@ -23,24 +23,6 @@
 #include "../compiler/inspect.h"
 #include "mkd/abi.cuh"
 
-void cg_fail(cg_em *E, const char *msg, const char *what)
-{
-	if (!E->bad)
-		snprintf(E->err, E->nerr, "%s%s%s", msg, what ? ": " : "", what ? what : "");
-	E->bad = 1;
-}
-
-const char *cg_ctype(ir_dtype t)
-{
-	switch (t) {
-	case DT_BF16: return "mkd_bf16";
-	case DT_F16: return "mkd_f16";
-	case DT_F32: return "float";
-	case DT_I32: return "int";
-	default: return "mkd_e4m3";
-	}
-}
-
 static const char *group_enum(ir_group g)
 {
 	return g == GRP_GPUS ? "MKD_GRP_GPUS" : g == GRP_NODES ? "MKD_GRP_NODES" : "MKD_GRP_WORLD";
@@ -213,27 +195,12 @@ static const char *const stage_fn[] = {
 #undef X
 };
 
-/* The index in E->st of op's stage of this kind, or -1. */
-static int stage_find(const cg_em *E, int op, cg_stage_kind k)
-{
-	for (int j = 0; j < E->nst; j++)
-		if (E->st[j].op == op && E->st[j].kind == k)
-			return j;
-	return -1;
-}
-
-int cg_stage_tensor(const cg_em *E, int op, cg_stage_kind k)
-{
-	int j = stage_find(E, op, k);
-	return j < 0 ? -1 : E->st[j].tensor;
-}
-
 /* The stage a task runs in: its op's RDMA stage, or the one for the tensor
  * it writes. */
 static int stage_of_task(const cg_em *E, const ir_task *t)
 {
 	if (t->kind == TASK_RDMA)
-		return stage_find(E, t->op, CG_R);
+		return cg_stage_find(E, t->op, CG_R);
 	for (int j = 0; j < E->nst; j++)
 		if (E->st[j].op == t->op && E->st[j].kind != CG_R && E->st[j].tensor == t->write.tensor)
 			return j;
@@ -422,23 +389,6 @@ static void tables(cg_em *E)
 
 /* ---- stage functions -------------------------------------------------------- */
 
-void cg_stage_head(cg_em *E, const ir_op *op, const char *what)
-{
-	const ir_prog *p = E->p;
-	sb_printf(E->o, "// stage %s: %s = %s(", op->stage, p->tensors[op->out].name,
-		  ir_op_name(op->kind));
-	for (int i = 0; i < op->nin; i++)
-		sb_printf(E->o, "%s%s", i ? ", " : "", p->tensors[op->in[i]].name);
-	sb_printf(E->o, ")%s%s\n", what ? ", " : "", what ? what : "");
-	sb_printf(E->o, "static __device__ %s bool stage_%s(const mkd_params &p, int rank, "
-		  "int cta, int i, u64 epoch, char *smem)\n{\n",
-		  op->kind == OP_MATMUL ? "__forceinline__" : "__noinline__", op->stage);
-	sb_puts(E->o, "\tconst mkd_task &t = MK_TASKS[i];\n");
-	sb_printf(E->o, "\ti64 lo[3], hi[3];  // the box of %s this rank writes\n"
-		  "\tmkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_%s], rank, t.lo, t.hi, lo, hi);\n",
-		  p->tensors[op->out].name, p->tensors[op->out].name);
-}
-
 static void stages(cg_em *E)
 {
 	const ir_prog *p = E->p;
@@ -449,7 +399,7 @@ static void stages(cg_em *E)
 		const ir_op *op = &p->ops[E->st[j].op];
 		if (!E->st[j].fn) {
 			sb_printf(E->o, "// stage %s: no tasks%s on this mesh\n\n", op->stage,
-				  stage_find(E, E->st[j].op, CG_R) >= 0 ? " but RDMA ones" : "");
+				  cg_stage_find(E, E->st[j].op, CG_R) >= 0 ? " but RDMA ones" : "");
 			continue;
 		}
 		switch (op->kind) {

@@ -7,6 +7,8 @@
  *   emit_stage.c  stage functions of compute and copy ops, RDMA stages,
  *                 the TMA tensor maps
  *   emit_moe.c    stage functions of MoE dispatch and combine
+ *   emit_util.c   what they all use: failing, type names, the stage
+ *                 list's lookups, the head of a stage function
  *
  * The fixed code every kernel shares (the loop, the task accessors) is in
  * the device library: mkd/tables.cuh, mkd/task.cuh, mkd/kernel.cuh.
@@ -59,9 +61,11 @@ typedef struct cg_em {
 	int nst;
 } cg_em;
 
-/* ---- emit_cu.c */
+/* ---- emit_util.c */
 void cg_fail(cg_em *E, const char *msg, const char *what);
 const char *cg_ctype(ir_dtype t);
+/* The index in E->st of op's stage of this kind, or -1. */
+int cg_stage_find(const cg_em *E, int op, cg_stage_kind k);
 /* The tensor op's stage of this kind writes, or -1 (no such stage). */
 int cg_stage_tensor(const cg_em *E, int op, cg_stage_kind k);
 /* The comment and signature of op's stage function, and the box of its out

@@ -1,0 +1,56 @@
+/* emit_util.c - what the emitter's files all use: failing (once, with the
+ * first reason), C type names, finding a stage of the stage list, and the
+ * head of a stage function. */
+#include "emit_internal.h"
+
+#include <stdio.h>
+
+void cg_fail(cg_em *E, const char *msg, const char *what)
+{
+	if (!E->bad)
+		snprintf(E->err, E->nerr, "%s%s%s", msg, what ? ": " : "", what ? what : "");
+	E->bad = 1;
+}
+
+const char *cg_ctype(ir_dtype t)
+{
+	switch (t) {
+	case DT_BF16: return "mkd_bf16";
+	case DT_F16: return "mkd_f16";
+	case DT_F32: return "float";
+	case DT_I32: return "int";
+	default: return "mkd_e4m3";
+	}
+}
+
+/* The index in E->st of op's stage of this kind, or -1. */
+int cg_stage_find(const cg_em *E, int op, cg_stage_kind k)
+{
+	for (int j = 0; j < E->nst; j++)
+		if (E->st[j].op == op && E->st[j].kind == k)
+			return j;
+	return -1;
+}
+
+int cg_stage_tensor(const cg_em *E, int op, cg_stage_kind k)
+{
+	int j = cg_stage_find(E, op, k);
+	return j < 0 ? -1 : E->st[j].tensor;
+}
+
+void cg_stage_head(cg_em *E, const ir_op *op, const char *what)
+{
+	const ir_prog *p = E->p;
+	sb_printf(E->o, "// stage %s: %s = %s(", op->stage, p->tensors[op->out].name,
+		  ir_op_name(op->kind));
+	for (int i = 0; i < op->nin; i++)
+		sb_printf(E->o, "%s%s", i ? ", " : "", p->tensors[op->in[i]].name);
+	sb_printf(E->o, ")%s%s\n", what ? ", " : "", what ? what : "");
+	sb_printf(E->o, "static __device__ %s bool stage_%s(const mkd_params &p, int rank, "
+		  "int cta, int i, u64 epoch, char *smem)\n{\n",
+		  op->kind == OP_MATMUL ? "__forceinline__" : "__noinline__", op->stage);
+	sb_puts(E->o, "\tconst mkd_task &t = MK_TASKS[i];\n");
+	sb_printf(E->o, "\ti64 lo[3], hi[3];  // the box of %s this rank writes\n"
+		  "\tmkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_%s], rank, t.lo, t.hi, lo, hi);\n",
+		  p->tensors[op->out].name, p->tensors[op->out].name);
+}
