@@ -179,7 +179,9 @@ static void box3(const ir_tensor *x, const ir_region *g, long long lo[3], long l
  * does not wait for them up front). */
 static int progressive(const ir_op *op)
 {
-	return op->kind == OP_ATTENTION;
+	/* a split-KV attention's partials read one range of keys: waited for
+	 * up front, as every other stage */
+	return op->kind == OP_ATTENTION && op->plan.attn.kvsplit <= 1;
 }
 
 /* ---- the stage list -------------------------------------------------------- */
@@ -244,6 +246,7 @@ static void build_stages(cg_em *E)
 		const int x = t->write.tensor;
 		int *o3 = w + 3 * t->op;
 		if (t->kind != TASK_REDUCE && t->kind != TASK_ROUTE && t->kind != TASK_PACK &&
+		    t->kind != TASK_MMPART && t->kind != TASK_ATTNPART &&
 		    t->kind != TASK_COMBINE) {
 			cg_fail(E, "a stage whose tasks write several tensors", op->stage);
 			continue;

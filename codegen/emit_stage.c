@@ -91,8 +91,60 @@ void cg_stage_reduce(cg_em *E, const ir_op *op)
  * ... are K blocks, 2, 4, ... V blocks), each waited on just before use.
  * 16-bit inputs: the tensor-core tile (mkd_fa, 128 rows, state in
  * registers); fp32: the CUDA-core tile (64 rows, state in shared memory). */
+/* A split-KV attention (plan.c, flash-decoding): W_ tasks run the tile over
+ * one range of keys (reads: Q rows, then K and V of the range) and leave
+ * its rows unnormalised, with their max and sum, in slice s of the fp32
+ * workspace (mkd_fa::end_part); S_ tasks merge a tile's slices
+ * (mkd_attn_merge, split.cuh).  Every read is waited on up front. */
+static void stage_attention_split(cg_em *E, const ir_op *op)
+{
+	const ir_prog *p = E->p;
+	const ir_tensor *q = &p->tensors[op->in[0]], *o = &p->tensors[op->out];
+	const ir_attn_plan ap = op->plan.attn;
+	const ir_tensor *W = &p->tensors[ap.work];
+	const int64_t D = q->shape[q->ndim - 1];
+	const char *tq = cg_ctype(q->dtype), *to = cg_ctype(o->dtype);
+	const double scale = op->scalar != 0 ? op->scalar : 1.0 / __builtin_sqrt((double)D);
+	char what[160];
+	snprintf(what, sizeof what, "split-KV %d x %lld keys: W_ tasks a range each (tensor cores), "
+		 "S_ the merges", ap.kvsplit, (long long)ap.kvstep);
+	cg_stage_head(E, op, what);
+	sb_printf(E->o, "\tconst mkd_tensor &W = MK_T[T_%s];\n", W->name);
+	if (cg_stage_tensor(E, (int)(op - p->ops), CG_W) == ap.work)
+		sb_printf(E->o,
+			  "\tif (t.stage == W_%s) {  // the tile's rows over one range of keys\n"
+			  "\t\tconst mkd_box qb = mkd_read_box(rank, t, 0), kb = mkd_read_box(rank, t, 1),\n"
+			  "\t\t\t      vb = mkd_read_box(rank, t, 2);\n"
+			  "\t\tmkd_box_shift<MK_NODES, MK_GPUS>(W, rank, t.lo, t.hi, lo, hi);\n"
+			  "\t\tconst int rows = (int)(qb.hi[1] - qb.lo[1]);\n"
+			  "\t\tconst %s *Qp = (const %s *)mkd_at<MK_GPUS>(p, qb.tensor, MK_T[qb.tensor], qb.rank, qb.lo[0], qb.lo[1], 0);\n"
+			  "\t\tconst %s *Kp = (const %s *)mkd_at<MK_GPUS>(p, kb.tensor, MK_T[kb.tensor], kb.rank, kb.lo[0], kb.lo[1], 0);\n"
+			  "\t\tconst %s *Vp = (const %s *)mkd_at<MK_GPUS>(p, vb.tensor, MK_T[vb.tensor], vb.rank, vb.lo[0], vb.lo[1], 0);\n"
+			  "\t\tmkd_fa<%lld, %s> fa;\n"
+			  "\t\tfa.begin(Qp, MK_T[qb.tensor].local[2], rows, %.9gf, smem);\n"
+			  "\t\tfa.block(Kp, Vp, MK_T[kb.tensor].local[2], (int)(kb.hi[1] - kb.lo[1]), rows, %s, qb.lo[1], kb.lo[1]);\n"
+			  "\t\tfa.end_part((float *)mkd_at<MK_GPUS>(p, T_%s, W, rank, lo[0], lo[1], 0), W.local[2], rows);\n"
+			  "\t\treturn true;\n"
+			  "\t}\n",
+			  op->stage, tq, tq, tq, tq, tq, tq, (long long)D, tq, scale,
+			  op->causal ? "true" : "false", W->name);
+	sb_printf(E->o,
+		  "\t// the merge of the tile's %d ranges\n"
+		  "\tconst mkd_box wb = mkd_read_box(rank, t, 0);\n"
+		  "\tmkd_attn_merge((const float *)mkd_at<MK_GPUS>(p, T_%s, W, rank, 0, wb.lo[1], 0),\n"
+		  "\t\tW.local[1] * W.local[2], %d, %lld,\n"
+		  "\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, lo[0], lo[1], 0), MK_T[T_%s].local[2],\n"
+		  "\t\t(int)(hi[1] - lo[1]));\n"
+		  "\treturn true;\n}\n\n",
+		  ap.kvsplit, W->name, ap.kvsplit, (long long)D, to, o->name, o->name, o->name);
+}
+
 void cg_stage_attention(cg_em *E, const ir_op *op)
 {
+	if (op->plan.attn.kvsplit > 1) {
+		stage_attention_split(E, op);
+		return;
+	}
 	const ir_prog *p = E->p;
 	const ir_tensor *q = &p->tensors[op->in[0]], *k = &p->tensors[op->in[1]],
 			*o = &p->tensors[op->out];
@@ -211,6 +263,71 @@ static const char *functor(cg_em *E, const ir_op *op, char *buf, size_t n)
 	}
 }
 
+/* A split-K matmul (plan.c): W_ tasks compute a partial tile over one K
+ * range into slice s of the fp32 workspace (the engine with fp32 out, no
+ * epilogue); S_ tasks add a tile's slices, apply the epilogue and store
+ * (mkd_sumk, split.cuh).  Boxes come from the reads: A's rows and K range
+ * (read 0), B's K range and columns (read 1); a sum's workspace box is
+ * its read 0. */
+static void stage_matmul_split(cg_em *E, const ir_op *op, const char *epi, char *what, size_t nw)
+{
+	const ir_prog *p = E->p;
+	const ir_tensor *A = &p->tensors[op->in[0]], *B = &p->tensors[op->in[1]],
+			*C = &p->tensors[op->out];
+	const ir_mm_plan mp = op->plan.mm;
+	const ir_tensor *W = &p->tensors[mp.work];
+	const int wst = cg_stage_tensor(E, (int)(op - p->ops), CG_W) == mp.work;
+	size_t n = strlen(what);
+	snprintf(what + n, nw - n, "; split-K %d x %lld: W_ tasks the partials, S_ the sums",
+		 mp.ksplit, (long long)mp.kstep);
+	cg_stage_head(E, op, what);
+	sb_printf(E->o,
+		  "\tconst mkd_tensor &A = MK_T[T_%s], &B = MK_T[T_%s], &W = MK_T[T_%s];\n",
+		  A->name, B->name, W->name);
+	if (wst) {
+		sb_printf(E->o,
+			  "\tif (t.stage == W_%s) {  // a partial: rows x K range into slice s of %s\n"
+			  "\t\tconst mkd_box ab = mkd_read_box(rank, t, 0), bb = mkd_read_box(rank, t, 1);\n"
+			  "\t\tmkd_box_shift<MK_NODES, MK_GPUS>(W, rank, t.lo, t.hi, lo, hi);\n"
+			  "\t\tfloat *c = (float *)mkd_at<MK_GPUS>(p, T_%s, W, rank, lo[0], lo[1], lo[2]);\n"
+			  "\t\tconst int rows = (int)(hi[1] - lo[1]), cols = (int)(hi[2] - lo[2]);\n"
+			  "\t\tconst int kn = (int)(ab.hi[2] - ab.lo[2]);\n",
+			  op->stage, W->name, W->name);
+		if (mp.wgmma)
+			sb_printf(E->o,
+				  "#ifdef MKD_HAS_WGMMA\n"
+				  "\t\tconst mkd_tmap *tm = (const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + %d;\n"
+				  "\t\tconst int a_row = (int)(ab.lo[1] - mkd_base<MK_GPUS>(A, 1, rank));\n"
+				  "\t\tconst int a_col = (int)(ab.lo[2] - mkd_base<MK_GPUS>(A, 2, rank));\n"
+				  "\t\tconst int b_row = (int)(bb.lo[1] - mkd_base<MK_GPUS>(B, 1, rank));\n"
+				  "\t\tconst int b_col = (int)(bb.lo[2] - mkd_base<MK_GPUS>(B, 2, rank));\n"
+				  "\t\tmkd_wgmma_tile<%s, float, %d, %d, 64, %d>::run(tm, a_row, a_col, tm + 1, b_row, b_col, kn,\n"
+				  "\t\t\tc, W.local[2], rows, cols, smem, mkd_epi_none());\n"
+				  "#else\n",
+				  mp.tmap, cg_ctype(A->dtype), mp.bm, mp.bn, mp.wg_stages);
+		sb_printf(E->o,
+			  "\t\tconst %s *a = (const %s *)mkd_at<MK_GPUS>(p, T_%s, A, rank, ab.lo[0], ab.lo[1], ab.lo[2]);\n"
+			  "\t\tconst %s *b = (const %s *)mkd_at<MK_GPUS>(p, T_%s, B, rank, bb.lo[0], bb.lo[1], bb.lo[2]);\n"
+			  "\t\tmkd_mma_tile<%s, float, %d, %d, %d, %d>::run(a, A.local[2], b, B.local[2], c, W.local[2],\n"
+			  "\t\t\trows, cols, kn, 0, 0, smem, mkd_epi_none());\n%s"
+			  "\t\treturn true;\n"
+			  "\t}\n",
+			  cg_ctype(A->dtype), cg_ctype(A->dtype), A->name,
+			  cg_ctype(B->dtype), cg_ctype(B->dtype), B->name,
+			  cg_ctype(A->dtype), mp.bm, mp.bn, mp.bk, mp.stages, mp.wgmma ? "#endif\n" : "");
+	}
+	sb_printf(E->o,
+		  "\t// the sum of the tile's %d partials\n"
+		  "\tconst mkd_box wb = mkd_read_box(rank, t, 0);\n"
+		  "\tconst mkd_tensor &C = MK_T[T_%s];\n"
+		  "\tmkd_sumk((const float *)mkd_at<MK_GPUS>(p, T_%s, W, rank, 0, wb.lo[1], wb.lo[2]),\n"
+		  "\t\tW.local[1] * W.local[2], %d, W.local[2],\n"
+		  "\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, C, rank, lo[0], lo[1], lo[2]), C.local[2],\n"
+		  "\t\t(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]), %s);\n"
+		  "\treturn true;\n}\n\n",
+		  mp.ksplit, C->name, W->name, mp.ksplit, cg_ctype(C->dtype), C->name, epi);
+}
+
 void cg_stage_matmul(cg_em *E, const ir_op *op)
 {
 	const ir_prog *p = E->p;
@@ -241,6 +358,10 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 		size_t n = strlen(what);
 		snprintf(what + n, sizeof what - n, "; up to %d x %d tiles a task", mp.tiles_m,
 			 mp.tiles_n);
+	}
+	if (mp.ksplit > 1) {
+		stage_matmul_split(E, op, epi, what, sizeof what);
+		return;
 	}
 	const char *R = walk ? "r0" : "lo[1]", *N = walk ? "n0" : "lo[2]";
 	/* inlined into the kernel: the engine's wgmma chain and setmaxnreg need it */

@@ -24,6 +24,7 @@ ir_device costmodel_h200(void)
 		.flag_lat_us = 0.8,     /* 1.55 us round trip measured here */
 		.launch_us = 3.3,       /* eager launch measured here */
 		.copy_cta_gbps = 45.0,  /* bench_copy: one CTA 35-51 (ld/st), 50-56 (bulk) */
+		.stream_cta_gbps = 50.0, /* a GEMM tile's TMA ring, one CTA (docs/costmodel.md) */
 		.mma_eff = 0.9,         /* wgmma engine 128x256: 780 of 833 (cuBLAS) measured */
 	};
 }
@@ -96,6 +97,19 @@ double cost_stream_us(const ir_device *d, double bytes)
 {
 	double bw = d->copy_cta_gbps;
 	return bytes / (bw * 1e9) * 1e6 + 0.3;
+}
+
+double cost_tile_us(const ir_device *d, double flops, double hbm, int ctas, int ranks_per_gpu)
+{
+	double c = cost_compute_us(d, flops, 1);
+	if (hbm <= 0)
+		return c;
+	double bw = d->stream_cta_gbps;
+	double share = d->mem_gbps / (ranks_per_gpu > 0 ? ranks_per_gpu : 1) / (ctas > 0 ? ctas : 1);
+	if (share < bw)
+		bw = share;
+	double m = hbm / (bw * 1e9) * 1e6 + 1.5;  /* + ring fill, epilogue, flag hop */
+	return c > m ? c : m;
 }
 
 double cost_copy_us(const ir_device *d, double bytes, ir_transport tr,

@@ -26,6 +26,7 @@
 	X(flag_lat_us, DBL)                                            \
 	X(launch_us, DBL)                                              \
 	X(copy_cta_gbps, DBL)                                          \
+	X(stream_cta_gbps, DBL)                                        \
 	X(mma_eff, DBL)
 
 ir_device costmodel_h200(void);
@@ -35,6 +36,10 @@ int costmodel_load(const char *path, ir_device *d, char *why, size_t n);
 /* Per-task costs in microseconds on one CTA (one SM). */
 double cost_compute_us(const ir_device *d, double flops, int tensor_core);
 double cost_stream_us(const ir_device *d, double bytes);
+/* A compute tile: the longer of its arithmetic and its share of device
+ * memory, streamed by one of `ctas` CTAs of a rank (the rank's share of
+ * the bandwidth split among them, at most what one CTA's ring streams). */
+double cost_tile_us(const ir_device *d, double flops, double hbm, int ctas, int ranks_per_gpu);
 /* A copy by one CTA of a role of `ctas` CTAs sharing a link of link_gbps. */
 double cost_copy_us(const ir_device *d, double bytes, ir_transport tr,
 		    int ctas, int ranks_per_gpu);

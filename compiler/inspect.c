@@ -64,6 +64,9 @@ void inspect_plans(const ir_prog *p, strbuf *out)
 					  pl->mm.bn, pl->mm.bk, pl->mm.stages);
 			if (pl->mm.tiles_m * pl->mm.tiles_n > 1)
 				sb_printf(out, ", %d x %d tiles a task", pl->mm.tiles_m, pl->mm.tiles_n);
+			if (pl->mm.ksplit > 1)
+				sb_printf(out, ", split-K %d x %lld into %s", pl->mm.ksplit,
+					  (long long)pl->mm.kstep, p->tensors[pl->mm.work].name);
 			if (op->epi)
 				sb_printf(out, ", %s in the epilogue", ir_op_name((ir_opkind)(op->epi - 1)));
 			if (pl->mm.bucket >= 0)
@@ -75,6 +78,9 @@ void inspect_plans(const ir_prog *p, strbuf *out)
 					  pl->attn.rows, pl->attn.keys);
 			else
 				sb_printf(out, "%d query rows a task, fp32", pl->attn.rows);
+			if (pl->attn.kvsplit > 1)
+				sb_printf(out, ", split-KV %d x %lld keys into %s", pl->attn.kvsplit,
+					  (long long)pl->attn.kvstep, p->tensors[pl->attn.work].name);
 			break;
 		case OP_DISPATCH:
 			sb_printf(out, "%lld slots a task", (long long)pl->moe.block);
@@ -500,6 +506,8 @@ void inspect_program(const ir_prog *p, strbuf *out)
 			sb_printf(x, "  chunk %lld", (long long)op->hints.chunk);
 		if (op->hints.tasks)
 			sb_printf(x, "  tasks %lld", (long long)op->hints.tasks);
+		if (op->hints.split)
+			sb_printf(x, "  split %lld", (long long)op->hints.split);
 		if (op->kind == OP_ATTENTION)
 			sb_printf(x, "  (scale %.6g)", op->scalar);
 		if (op->epi)  /* fused by the expansion */

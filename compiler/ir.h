@@ -154,6 +154,9 @@ typedef struct ir_hints {
 	span chunk_where;
 	int64_t tasks;          /* at most this many tasks (matmul); 0 = not given */
 	span tasks_where;
+	int64_t split;          /* split-K (matmul) / split-KV (attention) ways;
+	                           0 = the plan chooses, 1 = none */
+	span split_where;
 } ir_hints;
 
 /* ---- kernel plans (plan.c) ------------------------------------------------
@@ -166,7 +169,11 @@ typedef struct ir_hints {
  * engine (mkd/wgmma.cuh: TMA + wgmma, 3 warpgroups) takes ops with 16-bit
  * operands, 16-byte rows and a 128 x {64, 128, 256} x 64 tile; everything
  * else, and every op on other archs, uses the portable mma.sync tile
- * (mkd/mma.cuh) with the same boxes.  The plan's smem is the larger need. */
+ * (mkd/mma.cuh) with the same boxes.  The plan's smem is the larger need.
+ * A matmul with too few tiles to occupy the CTAs (decode: a few rows)
+ * splits K: partial tiles into an fp32 workspace, then a sum per tile that
+ * applies the epilogue; the workspace is the one kind of tensor the plan
+ * adds to the program (it adds or changes no op). */
 typedef struct ir_mm_plan {
 	int bm, bn, bk;     /* output box, and the mma.sync tile's k step */
 	int wgmma;          /* the Hopper engine takes it */
@@ -178,16 +185,32 @@ typedef struct ir_mm_plan {
 	int bucket;         /* A is laid out as the buckets of this dispatch
 	                       op (rows past an expert's tokens are zero
 	                       tiles); -1 */
+	int ksplit;         /* split-K: each tile's K range in ksplit pieces
+	                       of kstep (the last may be shorter), summed by a
+	                       sumk task per tile; 1: none */
+	int64_t kstep;
+	int work;           /* split-K: the fp32 workspace [ksplit, rows,
+	                       cols] of the partial sums (a tensor the plan
+	                       adds); -1 */
 } ir_mm_plan;
 
 /* Attention (mkd/attn.cuh): 16-bit inputs take the tensor-core tile of 128
  * query rows (Q and two stages of K and V chunks of `keys` keys in shared
  * memory), fp32 the CUDA-core tile of 64 rows (q, acc, max and sum in
- * fp32). */
+ * fp32).  With too few query tiles to occupy the CTAs (decode) the keys are
+ * split across CTAs and the partial results merged (split-KV). */
 typedef struct ir_attn_plan {
 	int rows;           /* query rows per task */
 	int keys;           /* keys per K/V stage (tensor cores) */
 	int tensor_cores;
+	int kvsplit;        /* split-KV (flash-decoding): each query tile's keys
+	                       in kvsplit ranges of kvstep, an attnpart task
+	                       each, merged by an attnsum task; 1: none */
+	int64_t kvstep;
+	int work;           /* split-KV: the fp32 workspace [kvsplit, heads x
+	                       queries, D + 2] of unnormalised outputs with
+	                       their running max and sum (columns D, D + 1, in
+	                       log2 units); -1 */
 } ir_attn_plan;
 
 /* MoE (mkd/moe.cuh): dispatch fills a bucket in blocks of slots, as many
@@ -352,7 +375,11 @@ typedef struct ir_flagref {
 	X(ROUTE, "route")    /* MoE: a rank's routing table */          \
 	X(PACK, "pack")      /* MoE: rows routed to another node, packed */ \
 	X(DISPATCH, "dispatch") /* MoE: fill one expert's bucket */     \
-	X(COMBINE, "combine")   /* MoE: weighted sum of expert rows */
+	X(COMBINE, "combine")   /* MoE: weighted sum of expert rows */  \
+	X(MMPART, "mmpart")  /* one split-K slice of a matmul tile, fp32 */ \
+	X(SUMK, "sumk")      /* a tile's split-K partials summed, stored */ \
+	X(ATTNPART, "attnpart") /* split-KV: a query tile over a key range */ \
+	X(ATTNSUM, "attnsum")   /* split-KV: a query tile's partials merged */
 
 typedef enum ir_taskkind {
 #define X(id, name) TASK_##id,
@@ -391,6 +418,9 @@ typedef struct ir_task {
 	ir_transport transport; /* COPY / RDMA: how the bytes move */
 	double flops;    /* arithmetic of the task */
 	double bytes;    /* bytes moved (COPY, RDMA) or streamed (EW, ROW) */
+	double hbm;      /* compute tiles: this task's share of the op's
+	                    device-memory traffic (operands read once, thanks
+	                    to L2, and the result written); 0: none */
 	double cost_us;  /* cost model's estimate */
 	double t0, t1;   /* predicted begin and end, us from kernel start */
 } ir_task;
@@ -427,6 +457,8 @@ typedef struct ir_device {
 	double flag_lat_us;        /* signal to seen, same device */
 	double launch_us;
 	double copy_cta_gbps;      /* what one CTA of 16-byte copies moves */
+	double stream_cta_gbps;    /* what one CTA streams through a tile's
+	                              load ring (TMA or cp.async) */
 	double mma_eff;            /* portable mma.sync tile: fraction of peak */
 } ir_device;
 

@@ -4,6 +4,19 @@
 #include "plan.h"
 #include "tiles.h"
 
+/* Slice s of a split-K workspace [S, rows, cols] for the 2-D box c. */
+static ir_region ksplit_slice(ir_region c, int work, int s)
+{
+	ir_region w = {.tensor = work, .rank = c.rank};
+	w.lo[0] = s;
+	w.hi[0] = s + 1;
+	for (int d = 0; d < 2; d++) {
+		w.lo[d + 1] = c.lo[d];
+		w.hi[d + 1] = c.hi[d];
+	}
+	return w;
+}
+
 /* matmul: C[m0:m1, n0:n1] = A[m0:m1, :] @ B[:, n0:n1], batched over dim 0
  * when the operands are 3-D; a task walks the plan's tiles_m x tiles_n
  * tiles, in the plan's order. */
@@ -30,14 +43,22 @@ void lower_matmul(lower *L, int oi)
 		return;
 	}
 	const int ntask = plan_mm_order(op, ml, nm, nn, cr.lo[b], unit, order);
-	const int cw = mp->tiles_n;
+	const int cw = mp->tiles_n, S = mp->ksplit > 1 ? mp->ksplit : 1;
+	const int es = ir_dtype_size(p->tensors[op->in[0]].dtype);
+	/* device memory: A, B and C once (L2 serves the tiles that share a
+	 * band of A or a slab of B), the workspace written and read back */
+	const double hbm = ((double)ir_tensor_bytes(&p->tensors[op->in[0]]) +
+			    (double)ir_tensor_bytes(&p->tensors[op->in[1]]) +
+			    (double)ir_tensor_bytes(C) +
+			    (S > 1 ? 2.0 * (double)ir_tensor_bytes(&p->tensors[mp->work]) : 0)) /
+			   ((double)nb * ntask * S);
+	/* split-K: every tile's partials first (slice s of the workspace), then
+	 * the sums, which the scheduler places once their partials are done */
+	for (int pass = 0; pass < (S > 1 ? 2 : 1); pass++)
 	for (int64_t e = 0; e < nb; e++)
 		for (int q = 0; q < ntask; q++) {
 			int i = order[2 * q] / nn, j = order[2 * q] % nn, ie = order[2 * q + 1] - 1;
 			int je = j + cw - 1 < nn - 1 ? j + cw - 1 : nn - 1;
-			ir_task *t = lower_task(L, TASK_MATMUL, oi);
-			if (!t)
-				return;
 			ir_region a = ar, bb = br, c = cr;
 			if (b) {
 				a.lo[0] = bb.lo[0] = c.lo[0] = cr.lo[0] + e;
@@ -47,13 +68,52 @@ void lower_matmul(lower *L, int oi)
 			a.hi[b] = c.hi[b] = mh[ie];
 			bb.lo[b + 1] = c.lo[b + 1] = nl[j];
 			bb.hi[b + 1] = c.hi[b + 1] = nh[je];
-			lower_read(L, t, a);
-			lower_read(L, t, bb);
-			t->write = c;
-			t->flops = 2.0 * (double)(mh[ie] - ml[i]) * (double)(nh[je] - nl[j]) * (double)K;
-			t->bytes = (double)((mh[ie] - ml[i]) + (nh[je] - nl[j])) * (double)K *
-				   ir_dtype_size(p->tensors[op->in[0]].dtype);
+			const double rows = (double)(mh[ie] - ml[i]), cols = (double)(nh[je] - nl[j]);
+			if (pass == 1) {  /* the sum of this tile's partials */
+				ir_task *t = lower_task(L, TASK_SUMK, oi);
+				if (!t)
+					return;
+				ir_region all = ksplit_slice(c, mp->work, 0);
+				all.hi[0] = S;  /* every slice: one wait for the S partials */
+				lower_read(L, t, all);
+				t->write = c;
+				t->bytes = rows * cols * (4.0 * S + ir_dtype_size(C->dtype));
+				t->flops = rows * cols * S;
+				continue;
+			}
+			for (int s = 0; s < S; s++) {
+				ir_task *t = lower_task(L, S > 1 ? TASK_MMPART : TASK_MATMUL, oi);
+				if (!t)
+					return;
+				ir_region as = a, bs = bb;
+				int64_t k0 = ar.lo[b + 1] + s * mp->kstep, k1 = k0 + mp->kstep;
+				if (S > 1) {
+					if (k1 > ar.hi[b + 1])
+						k1 = ar.hi[b + 1];
+					as.lo[b + 1] = bs.lo[b] = k0;
+					as.hi[b + 1] = bs.hi[b] = k1;
+				}
+				lower_read(L, t, as);
+				lower_read(L, t, bs);
+				t->write = S > 1 ? ksplit_slice(c, mp->work, s) : c;
+				const double kk = S > 1 ? (double)(k1 - k0) : (double)K;
+				t->flops = 2.0 * rows * cols * kk;
+				t->bytes = (rows + cols) * kk * es;
+				t->hbm = hbm;
+			}
 		}
+}
+
+/* Under causal masking the row at position x sees the keys at 0..x: the
+ * number of keys of [r0, r0 + n) that rows x0 .. x0 + rows - 1 see. */
+static double causal_keys(double x0, double rows, double r0, double n)
+{
+	double a = x0 + 1 - r0, b = a + rows - 1;  /* the first and last row's count */
+	double lo = a < 1 ? 1 : a, hi = b > n ? n : b;
+	double sum = lo <= hi ? (lo + hi) * (hi - lo + 1) / 2 : 0;
+	if (b > n)  /* rows past the range see all of it */
+		sum += (b - (a > n ? a - 1 : n)) * n;
+	return sum;
 }
 
 /* O = attention(Q, K, V): one task per tile of query rows (per head; the
@@ -84,14 +144,16 @@ void lower_attention(lower *L, int oi)
 	int64_t D = tq->shape[tq->ndim - 1];
 	const int64_t BQ = op->plan.attn.rows;
 	int nc = ir_cut(tq, sd, qfull.lo[sd], qfull.hi[sd], BQ, L->cut_lo, L->cut_hi, IR_MAXCUTS);
+	const ir_attn_plan *ap = &op->plan.attn;
+	const int NS = ap->kvsplit > 1 ? ap->kvsplit : 1;  /* split-KV ranges */
+	const int64_t Sq = tq->shape[sd];  /* whole: the plan splits only then */
 	/* causal: the tiles of later queries see more keys; they come first, so
-	 * that the list scheduler places the long tasks before the short ones */
+	 * that the list scheduler places the long tasks before the short ones.
+	 * Split-KV: every tile's partials first, then the merges. */
+	for (int pass = 0; pass < (NS > 1 ? 2 : 1); pass++)
 	for (int ii = 0; ii < nc && !L->err; ii++)
 		for (int64_t h = 0; h < heads && !L->err; h++) {
 			int i = op->causal ? nc - 1 - ii : ii;
-			ir_task *t = lower_task(L, TASK_ATTN, oi);
-			if (!t)
-				return;
 			ir_region q = qfull;
 			if (sd) {
 				q.lo[0] = qfull.lo[0] + h;
@@ -99,30 +161,72 @@ void lower_attention(lower *L, int oi)
 			}
 			q.lo[sd] = L->cut_lo[i];
 			q.hi[sd] = L->cut_hi[i];
-			lower_read(L, t, q);
-			/* key blocks in arrival order: own shard first, then the rest */
-			for (int s = 0; s < G; s++) {  /* the order the allgather pulls them in */
-				ir_region kb = kfull;
-				if (sd) {
-					kb.lo[0] = q.lo[0];
-					kb.hi[0] = q.hi[0];
+			const double rows = (double)(q.hi[sd] - q.lo[sd]);
+			/* the tile's rows of the workspace [S, heads x queries, D + 2]
+			 * (logical: head times queries plus the query) */
+			ir_region wk = {.tensor = ap->work, .rank = 0};
+			wk.lo[1] = (sd ? q.lo[0] : 0) * Sq + q.lo[sd];
+			wk.hi[1] = wk.lo[1] + (q.hi[sd] - q.lo[sd]);
+			wk.hi[2] = D + 2;
+			if (pass == 1) {
+				ir_task *t = lower_task(L, TASK_ATTNSUM, oi);
+				if (!t)
+					return;
+				wk.hi[0] = NS;
+				lower_read(L, t, wk);
+				t->write = lower_retarget(q, O);
+				t->bytes = rows * (double)(D + 2) * 4 * NS + rows * (double)D *
+					   ir_dtype_size(p->tensors[O].dtype);
+				t->flops = rows * (double)D * 3 * NS;
+				continue;
+			}
+			for (int s = 0; s < NS; s++) {
+				ir_task *t = lower_task(L, NS > 1 ? TASK_ATTNPART : TASK_ATTN, oi);
+				if (!t)
+					return;
+				lower_read(L, t, q);
+				/* key blocks in arrival order: own shard first, then the rest
+				 * (the order the allgather pulls them in); split-KV: one range
+				 * of the local keys */
+				int64_t k0 = kfull.lo[sd], k1 = kfull.hi[sd];
+				if (NS > 1) {
+					k0 = kfull.lo[sd] + s * ap->kvstep;
+					k1 = k0 + ap->kvstep < kfull.hi[sd] ? k0 + ap->kvstep : kfull.hi[sd];
 				}
-				kb.lo[sd] = kfull.lo[sd] + s * blk;
-				kb.hi[sd] = kb.lo[sd] + blk;
-				lower_read(L, t, kb);
-				kb.tensor = V;
-				lower_read(L, t, kb);
+				for (int b = 0; b < (NS > 1 ? 1 : G); b++) {
+					ir_region kb = kfull;
+					if (sd) {
+						kb.lo[0] = q.lo[0];
+						kb.hi[0] = q.hi[0];
+					}
+					kb.lo[sd] = NS > 1 ? k0 : kfull.lo[sd] + b * blk;
+					kb.hi[sd] = NS > 1 ? k1 : kb.lo[sd] + blk;
+					lower_read(L, t, kb);
+					kb.tensor = V;
+					lower_read(L, t, kb);
+				}
+				if (NS > 1) {
+					ir_region w = wk;
+					w.lo[0] = s;
+					w.hi[0] = s + 1;
+					t->write = w;
+				} else {
+					t->write = lower_retarget(q, O);
+				}
+				/* keys the rows see: all of [k0, k1), or under causal those
+				 * up to each row's position */
+				const double nk = (double)(k1 - k0);
+				const double keys = op->causal ? causal_keys((double)(q.lo[sd] - kfull.lo[sd]),
+									   rows, (double)(k0 - kfull.lo[sd]), nk)
+							       : rows * nk;
+				t->flops = 4.0 * keys * (double)D;
+				t->bytes = 2.0 * nk * D * ir_dtype_size(tk->dtype);
+				/* K and V of the range, the tile's Q rows, and its output
+				 * (split-KV: fp32 with the max and sum) */
+				t->hbm = t->bytes + rows * (double)D * ir_dtype_size(tq->dtype) +
+					 rows * (NS > 1 ? (double)(D + 2) * 4
+							: (double)D * ir_dtype_size(p->tensors[O].dtype));
 			}
-			t->write = lower_retarget(q, O);
-			double rows = (double)(q.hi[sd] - q.lo[sd]), keys = rows * (double)S;
-			if (op->causal) {  /* row at position x sees keys 0..x */
-				double first = (double)(q.lo[sd] - kfull.lo[sd]) + 1, last = first + rows - 1;
-				if (last > (double)S)
-					last = (double)S;
-				keys = first <= last ? (first + last) * (last - first + 1) / 2 : 0;
-			}
-			t->flops = 4.0 * keys * (double)D;
-			t->bytes = 2.0 * (double)S * D * ir_dtype_size(tk->dtype);
 		}
 }
 

@@ -158,7 +158,8 @@ static int reduce_boxes(lower *L, int X, int Y, ir_region *out, int max)
 	int n = 0;
 	for (int i = 0; i < L->s->ntasks; i++) {
 		const ir_task *k = &L->s->tasks[i];
-		if (k->write.tensor != X || k->write.rank != 0 || k->kind != TASK_MATMUL)
+		if (k->write.tensor != X || k->write.rank != 0 ||
+		    (k->kind != TASK_MATMUL && k->kind != TASK_SUMK))
 			continue;
 		int inside = 1;
 		for (int d = 0; d < x->ndim; d++)

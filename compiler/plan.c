@@ -26,6 +26,8 @@ typedef struct planner {
 	ir_prog *p;
 	const compile_opts *o;
 	diags *d;
+	arena *a;
+	int ctas;           /* CTAs of one rank */
 	ir_device dev;
 	int gpu;            /* GPU code will be generated (not the CPU reference) */
 	int64_t *cut_lo;    /* scratch: a matmul's row cuts */
@@ -199,6 +201,122 @@ static void mm_grid(planner *P, ir_op *op)
 	}
 }
 
+/* The cost model's split-K: the predicted time of the op's tasks in waves
+ * over the rank's CTAs, the partials' and then the sums', for S = 1 .. 16
+ * pieces of at least 4 k steps; the fastest, unless it saves less than a
+ * tenth over no split (the extra stage code costs registers). */
+static int64_t best_ksplit(const planner *P, const ir_op *op, int64_t tiles, int64_t K,
+			   int64_t unit)
+{
+	const ir_prog *p = P->p;
+	const ir_mm_plan *m = &op->plan.mm;
+	const ir_tensor *A = &p->tensors[op->in[0]], *B = &p->tensors[op->in[1]],
+			*C = &p->tensors[op->out];
+	const int64_t rows = C->local[0] < m->bm ? C->local[0] : m->bm;
+	const int64_t cols = C->local[1] < m->bn ? C->local[1] : m->bn;
+	const double flops = 2.0 * (double)rows * (double)cols * (double)K;
+	const double io = (double)ir_tensor_bytes(A) + (double)ir_tensor_bytes(B) +
+			  (double)ir_tensor_bytes(C);
+	const int rpg = P->o->ranks_per_gpu > 0 ? P->o->ranks_per_gpu : 1;
+	double best = 0, none = 0;
+	int64_t bs = 1;
+	for (int64_t S = 1; S <= 16 && (S == 1 || (K + unit - 1) / unit / S >= 4); S++) {
+		const double work = S > 1 ? 2.0 * (double)S * (double)ir_tensor_elems(C) * 4 : 0;
+		const double part = cost_tile_us(&P->dev, flops / (double)S,
+						 (io + work) / (double)(tiles * S), P->ctas, rpg);
+		double t = (double)((tiles * S + P->ctas - 1) / P->ctas) * part;
+		if (S > 1)
+			t += (double)((tiles + P->ctas - 1) / P->ctas) *
+			     cost_stream_us(&P->dev, (double)rows * (double)cols *
+						     (4.0 * (double)S + ir_dtype_size(C->dtype)));
+		if (S == 1)
+			none = best = t;
+		else if (t < best) {
+			best = t;
+			bs = S;
+		}
+	}
+	return best < 0.9 * none ? bs : 1;
+}
+
+/* Split-K: when the tiles are too few to occupy the rank's CTAs (decode:
+ * a handful of rows, all the time in streaming B), each tile's K range is
+ * cut in ksplit pieces (K of 16 steps or more: a shorter K gains little
+ * and its stage code costs registers; how many, the cost model's
+ * best_ksplit), each an mmpart task into the fp32 workspace; a sumk task
+ * per tile adds them, applies the epilogue and stores.  Not for batched
+ * (expert) matmuls, bucket-bounded rows or tasks that walk several tiles.
+ * The `split` hint sets the count (1: none). */
+static void mm_split(planner *P, ir_op *op)
+{
+	ir_prog *p = P->p;
+	ir_mm_plan *m = &op->plan.mm;
+	const ir_tensor *A = &p->tensors[op->in[0]], *C = &p->tensors[op->out];
+	const int64_t K = A->local[A->ndim - 1], unit = m->wgmma ? 64 : m->bk;
+	const int64_t ksteps = (K + unit - 1) / unit;
+	const int64_t tiles = (int64_t)((C->local[C->ndim - 2] + m->bm - 1) / m->bm) *
+			      ((C->local[C->ndim - 1] + m->bn - 1) / m->bn);
+	m->ksplit = 1;
+	m->kstep = K;
+	m->work = -1;
+	const int can = C->ndim == 2 && m->bucket < 0 && m->tiles_m * m->tiles_n == 1;
+	int64_t S = 1;
+	if (op->hints.split) {
+		S = op->hints.split;
+		if (S > 1 && !can) {
+			diag_error(P->d, op->hints.split_where, "split-K needs a 2-D matmul whose tasks "
+				   "take one tile each ('%s' is %s)", op->stage,
+				   C->ndim != 2 ? "batched" : "walking several tiles a task");
+			P->err = 1;
+			return;
+		}
+		if (S > ksteps) {
+			diag_error(P->d, op->hints.split_where, "split %lld is more than the %lld k "
+				   "steps of %lld that '%s' has", (long long)S, (long long)ksteps,
+				   (long long)unit, op->stage);
+			P->err = 1;
+			return;
+		}
+	} else if (can && tiles * 2 <= P->ctas && ksteps >= 16) {
+		S = best_ksplit(P, op, tiles, K, unit);
+	}
+	if (S < 2)
+		return;
+	const int64_t step = (ksteps + S - 1) / S * unit;
+	S = (K + step - 1) / step;
+	if (S < 2)
+		return;
+	/* the workspace is C with a slice dimension in front: C's placement
+	 * and shard rotations one dimension further, so a partial's box is its
+	 * tile's box on every rank */
+	ir_tensor proto = *C;
+	proto.dtype = DT_F32;
+	proto.ndim = 3;
+	proto.shape[0] = proto.local[0] = S;
+	for (int d = 0; d < 2; d++) {
+		proto.shape[d + 1] = C->shape[d];
+		proto.local[d + 1] = C->local[d];
+	}
+	proto.shape[3] = proto.local[3] = 0;
+	if (proto.place.kind == PL_SPLIT)
+		proto.place.dim++;
+	else
+		proto.place = (ir_place){PL_LOCAL, 0, GRP_WORLD};
+	const ir_rot rot[2] = {C->rot[0], C->rot[1]};
+	const int w = ir_add_tensor(p, P->a, &proto, C->name, "ksplit");
+	if (w < 0) {
+		P->err = 1;
+		return;
+	}
+	p->tensors[w].producer = (int)(op - p->ops);
+	p->tensors[w].nwriters = 1;
+	p->tensors[w].rot[1] = rot[0];
+	p->tensors[w].rot[2] = rot[1];
+	m->ksplit = (int)S;
+	m->kstep = step;
+	m->work = w;
+}
+
 static void plan_matmul(planner *P, ir_op *op, int wide)
 {
 	const ir_prog *p = P->p;
@@ -266,10 +384,137 @@ static void plan_matmul(planner *P, ir_op *op, int wide)
 	op->plan.threads = m->wgmma ? 384 : 256;  /* producer + two consumer warpgroups */
 	m->tmap = -1;
 	m->bucket = C->ndim == 3 ? bucket_dispatch(p, op->in[0]) : -1;
+	const int before = P->err;
+	P->err = 0;
 	mm_grid(P, op);
+	if (!P->err)
+		mm_split(P, op);
+	P->err |= before;
 }
 
 /* ---- attention -------------------------------------------------------------- */
+
+/* The cost model's split-KV, as best_ksplit: waves of the query tiles'
+ * ranges (each at least 4 stages of keys), then the merges. */
+static int64_t best_kvsplit(const planner *P, const ir_op *op, int64_t tiles, int64_t stages,
+			    int64_t unit)
+{
+	const ir_prog *p = P->p;
+	const ir_tensor *q = &p->tensors[op->in[0]], *k = &p->tensors[op->in[1]];
+	const int sd = q->ndim - 2;
+	const double D = (double)q->shape[q->ndim - 1], keys = (double)k->local[sd];
+	const double rows = (double)(q->local[sd] < op->plan.attn.rows ? q->local[sd]
+								: op->plan.attn.rows);
+	const double flops = 4.0 * rows * keys * D / (op->causal ? 2 : 1);
+	const double kv = 2.0 * keys * D * ir_dtype_size(k->dtype);
+	const int rpg = P->o->ranks_per_gpu > 0 ? P->o->ranks_per_gpu : 1;
+	double best = 0, none = 0;
+	int64_t bs = 1;
+	for (int64_t S = 1; S <= 16 && (S == 1 || stages / S >= 4); S++) {
+		const double part = cost_tile_us(&P->dev, flops / (double)S, kv / (double)S +
+						 rows * (D + 2) * 4, P->ctas, rpg);
+		double t = (double)((tiles * S + P->ctas - 1) / P->ctas) * part;
+		if (S > 1)
+			t += (double)((tiles + P->ctas - 1) / P->ctas) *
+			     cost_stream_us(&P->dev, rows * (D + 2) * 4 * (double)S);
+		if (S == 1)
+			none = best = t;
+		else if (t < best) {
+			best = t;
+			bs = S;
+		}
+	}
+	return best < 0.9 * none ? bs : 1;
+}
+
+/* Split-KV (flash-decoding): when the query tiles are too few to occupy
+ * the rank's CTAs (decode: a few queries per head), each tile's keys are
+ * cut into kvsplit ranges of at least 4 stages (how many: the cost
+ * model's best_kvsplit); an attnpart task per range writes its
+ * unnormalised output and its row max and sum into the fp32 workspace, and
+ * an attnsum task per tile merges them.  16-bit inputs only; not where K and V are gathered
+ * block by block (ring attention), whose tiles already wait per block.
+ * The `split` hint sets the count (1: none). */
+static void attn_split(planner *P, ir_op *op)
+{
+	ir_prog *p = P->p;
+	ir_attn_plan *a = &op->plan.attn;
+	const ir_tensor *q = &p->tensors[op->in[0]], *k = &p->tensors[op->in[1]];
+	const int sd = q->ndim - 2, me = (int)(op - p->ops);
+	const int64_t D = q->shape[q->ndim - 1], keys = k->local[sd];
+	const int64_t heads = sd ? q->local[0] : 1, heads_all = sd ? q->shape[0] : 1;
+	const int64_t tiles = heads * ((q->local[sd] + a->rows - 1) / a->rows);
+	const int64_t unit = a->tensor_cores ? a->keys : 64;
+	const int64_t stages = (keys + unit - 1) / unit;
+	a->kvsplit = 1;
+	a->kvstep = keys;
+	a->work = -1;
+	int ring = 0;
+	for (int j = 0; j < me; j++)
+		ring |= p->ops[j].kind == OP_ALLGATHER && p->ops[j].out == op->in[1];
+	/* rows of the flattened workspace move with O's heads only: not where
+	 * the queries themselves are split or rotated */
+	const ir_tensor *o = &p->tensors[op->out];
+	const int can = a->tensor_cores && !ring && o->rot[sd].unit == 0 &&
+			q->local[sd] == q->shape[sd];
+	int64_t S = 1;
+	if (op->hints.split) {
+		S = op->hints.split;
+		if (S > 1 && !can) {
+			diag_error(P->d, op->hints.split_where, "split-KV takes attention of 16-bit "
+				   "inputs whose keys are local and whose queries are whole (%s)",
+				   ring ? "here K and V are gathered block by block, as ring attention"
+				   : !a->tensor_cores ? "here the inputs are fp32"
+				   : "here the queries are split over the ranks");
+			P->err = 1;
+			return;
+		}
+		if (S > stages) {
+			diag_error(P->d, op->hints.split_where, "split %lld is more than the %lld "
+				   "stages of %lld keys that '%s' has", (long long)S, (long long)stages,
+				   (long long)unit, op->stage);
+			P->err = 1;
+			return;
+		}
+	} else if (can && tiles * 2 <= P->ctas && stages >= 8) {
+		S = best_kvsplit(P, op, tiles, stages, unit);
+	}
+	if (S < 2)
+		return;
+	const int64_t step = (stages + S - 1) / S * unit;
+	S = (keys + step - 1) / step;
+	if (S < 2)
+		return;
+	/* the workspace: O's rows (heads x queries, flattened) with a slice
+	 * dimension in front and two more columns; split and rotated as O's
+	 * heads are, so a partial's rows are its tile's on every rank */
+	ir_tensor proto = *o;
+	proto.dtype = DT_F32;
+	proto.ndim = 3;
+	proto.shape[0] = proto.local[0] = S;
+	proto.shape[1] = heads_all * q->shape[sd];
+	proto.local[1] = heads * q->local[sd];
+	proto.shape[2] = proto.local[2] = D + 2;
+	proto.shape[3] = proto.local[3] = 0;
+	ir_rot rot = {0, GRP_WORLD};
+	if (sd && o->place.kind == PL_SPLIT && o->place.dim == 0)
+		proto.place = (ir_place){PL_SPLIT, 1, o->place.group};
+	else
+		proto.place = (ir_place){PL_LOCAL, 0, GRP_WORLD};
+	if (sd && o->rot[0].unit > 0)
+		rot = (ir_rot){o->rot[0].unit * q->shape[sd], o->rot[0].group};
+	const int w = ir_add_tensor(p, P->a, &proto, o->name, "kvsplit");
+	if (w < 0) {
+		P->err = 1;
+		return;
+	}
+	p->tensors[w].producer = me;
+	p->tensors[w].nwriters = 1;
+	p->tensors[w].rot[1] = rot;
+	a->kvsplit = (int)S;
+	a->kvstep = step;
+	a->work = w;
+}
 
 static void plan_attention(planner *P, ir_op *op)
 {
@@ -308,6 +553,7 @@ static void plan_attention(planner *P, ir_op *op)
 	}
 	op->plan.smem = (int)smem;
 	op->plan.threads = 256;
+	attn_split(P, op);
 }
 
 /* ---- row sums ---------------------------------------------------------------- */
@@ -457,8 +703,9 @@ static void plan_tensors(planner *P)
 int plan_run(ir_prog *p, const compile_opts *o, diags *d, arena *a)
 {
 	static const compile_opts none;
-	planner P = {.p = p, .o = o ? o : &none, .d = d};
+	planner P = {.p = p, .o = o ? o : &none, .d = d, .a = a};
 	P.dev = P.o->dev ? *P.o->dev : costmodel_h200();
+	P.ctas = P.dev.sms / (P.o->ranks_per_gpu > 0 ? P.o->ranks_per_gpu : 1);
 	P.gpu = !P.o->cpu;
 	P.cut_lo = arena_alloc(a, IR_MAXCUTS / 2 * sizeof(int64_t));
 	if (!P.cut_lo)

@@ -483,8 +483,10 @@ static double task_cost(const ir_sched *s, const ir_task *t, int role_ctas)
 	case TASK_COMBINE:
 		return cost_copy_us(&s->dev, t->bytes, t->transport, role_ctas, s->ranks_per_gpu);
 	case TASK_MATMUL:
+	case TASK_MMPART:
 	case TASK_ATTN:
-		return cost_compute_us(&s->dev, t->flops, 1);
+	case TASK_ATTNPART:
+		return cost_tile_us(&s->dev, t->flops, t->hbm, s->ctas, s->ranks_per_gpu);
 	default:
 		return cost_stream_us(&s->dev, t->bytes);
 	}

@@ -1,4 +1,4 @@
-/* sema_hints.c - the hints: an op's tile, chunk and tasks (each checked
+/* sema_hints.c - the hints: an op's tile, chunk, tasks and split (each checked
  * against the op; a matmul tile also against the output's per-rank shape
  * and the shared memory of a CTA), and the program's roles hint (CTAs per
  * role, within the device's SMs).
@@ -17,16 +17,16 @@ void sema_check_hints(sema *s, opinfo *oi)
 	const ast_attrs *hs = &oi->s->u.op.hints;
 	ir_op *op = &oi->op;
 	char cls = ir_op_class(op->kind);
-	const ast_attr *seen[3] = {NULL, NULL, NULL};
-	static const char *const names[] = {"tile", "chunk", "tasks"};
+	const ast_attr *seen[4] = {NULL, NULL, NULL, NULL};
+	static const char *const names[] = {"tile", "chunk", "tasks", "split"};
 	for (int i = 0; i < hs->n; i++) {
 		const ast_attr *h = &hs->v[i];
-		int k = sema_word_index(h->name.name, names, 3);
+		int k = sema_word_index(h->name.name, names, 4);
 		if (k < 0) {
-			guess g = sema_guess_word(h->name.name, names, 3);
+			guess g = sema_guess_word(h->name.name, names, 4);
 			diag_error(s->d, h->name.where, "unknown hint '%s'%s", h->name.name,
 				   g.name ? sema_hint_text(s, &g)
-					  : "; the hints are tile, chunk and tasks");
+					  : "; the hints are tile, chunk, tasks and split");
 			continue;
 		}
 		if (seen[k]) {
@@ -59,6 +59,26 @@ void sema_check_hints(sema *s, opinfo *oi)
 			}
 			op->hints.tasks = v[0];
 			op->hints.tasks_where = h->where;
+			continue;
+		}
+		if (k == 3) {   /* split: of K (matmul) or of the keys (attention) */
+			if (op->kind != OP_MATMUL && op->kind != OP_ATTENTION) {
+				diag_error(s->d, h->where, "split cuts the reduction of a matmul (K) or "
+					   "the keys of an attention across CTAs; %s is neither",
+					   ir_op_name(op->kind));
+				continue;
+			}
+			if (h->args.n != 1) {
+				diag_error(s->d, h->where, "split takes one count");
+				continue;
+			}
+			if (v[0] <= 0 || v[0] > 256) {
+				diag_error(s->d, h->args.v[0]->where, "split %s must be between 1 and 256",
+					   sema_valued(s, h->args.v[0], v[0]));
+				continue;
+			}
+			op->hints.split = v[0];
+			op->hints.split_where = h->where;
 			continue;
 		}
 		if (k == 1) {   /* chunk */

@@ -88,7 +88,7 @@ int lower_producer_boxes(lower *L, int t, ir_region *out, int max)
 	for (int i = 0; i < L->s->ntasks; i++) {
 		const ir_task *k = &L->s->tasks[i];
 		if (k->write.tensor == t && k->write.rank == 0 &&
-		    (k->kind == TASK_MATMUL || k->kind == TASK_EW)) {
+		    (k->kind == TASK_MATMUL || k->kind == TASK_SUMK || k->kind == TASK_EW)) {
 			if (n == max)
 				return -1;
 			out[n++] = k->write;

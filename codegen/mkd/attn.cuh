@@ -255,6 +255,20 @@ struct mkd_fa {
 	template <typename TO>
 	MKD_INLINE void end(TO *out, i64 ldo, int rows)
 	{
+		finish<TO, false>(out, ldo, rows);
+	}
+
+	/* Split-KV: the tile's rows unnormalised, each followed by its max (log2
+	 * units) and sum: out [rows][D + 2] fp32, row stride ldo; mkd_attn_merge
+	 * (split.cuh) adds the key ranges up. */
+	MKD_INLINE void end_part(float *out, i64 ldo, int rows)
+	{
+		finish<float, true>(out, ldo, rows);
+	}
+
+	template <typename TO, bool PART>
+	MKD_INLINE void finish(TO *out, i64 ldo, int rows)
+	{
 		mkd_cp_async_wait<0>();
 		const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, grp = warp / WPG;
 		const int g = lane >> 2, tq = lane & 3, r0 = (warp % WPG) * 16 * MI;
@@ -310,14 +324,18 @@ struct mkd_fa {
 			for (int i = 0; i < MI; i++)
 #pragma unroll
 				for (int h = 0; h < 2; h++) {
-					const float inv = l[i][h] > 0.f ? 1.f / l[i][h] : 0.f;
+					const float inv = PART ? 1.f : l[i][h] > 0.f ? 1.f / l[i][h] : 0.f;
 					const int r = r0 + i * 16 + g + h * 8;
-					if (r < rows)
+					if (r < rows) {
 #pragma unroll
 						for (int n = 0; n < D / 8; n++)
 							mkd_store2<TO>::st(out + (i64)r * ldo + n * 8 + 2 * tq,
 									   o[i][n][2 * h] * inv,
 									   o[i][n][2 * h + 1] * inv, true);
+						if (PART && tq == 0)
+							mkd_store2<TO>::st(out + (i64)r * ldo + D, m[i][h], l[i][h],
+									   true);
+					}
 				}
 		__syncthreads();
 	}

@@ -35,6 +35,7 @@
 #include "tensor.cuh"
 #include "proxy.cuh"
 #include "moe.cuh"
+#include "split.cuh"
 #include "tables.cuh"
 
 #endif

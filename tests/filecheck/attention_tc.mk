@@ -6,6 +6,7 @@
 #   F32 fp32 inputs keep the CUDA-core tile: no mma.sync at all
 #   SM  the schedule: 128-row tasks and the tile's shared memory
 #       ((128 + 4 * 64) x (128 + 8) x 2 bytes for D = 128)
+# (split 1: the keys stay whole here; attention_split.mk has the split plan)
 #
 # RUN: %mkc --emit=cu %s | FileCheck %s --check-prefix=CU
 # RUN: %mkc --emit=ptx %s -o %t.ptx
@@ -42,5 +43,5 @@ pipeline attention_tc {
   in  V : bf16[H, S, D]
   out O : bf16[H, S, D]
 
-  O = attention(Q, K, V, causal)
+  O = attention(Q, K, V, causal)  split 1
 }

@@ -42,6 +42,6 @@ pipeline fc_mma {
   in  X : bf16[M, K]
   in  W : bf16[K, N]
   out Y : bf16[M, N]
-  H = matmul(X, W)  tile 128 x 128 x 32
+  H = matmul(X, W)  tile 128 x 128 x 32  split 1
   Y = relu(H)
 }

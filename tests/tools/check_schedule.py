@@ -28,7 +28,12 @@ own verifier (compiler/verify.c):
              coordinates); an elementwise task reads at least its write box
              (broadcast operands: its trailing dims); a row task writes whole
              rows; a matmul tile reads its rows of A, its columns of B and
-             the same whole reduction range of both
+             the same whole reduction range of both; a split-K partial
+             (mmpart) the same K range of both into one slice of its
+             workspace, and a sumk every slice of its box, each partial
+             summed exactly once; a split-KV partial (attnpart) its query
+             rows and one key range of K and V (the same for both) into one
+             slice of its workspace, and an attnsum every slice of its rows
   transport  compute tasks touch only their rank's memory; copies stay inside
              a node (NVLink); RDMA writes go to another node; with
              --rdma-once, no element of a rank's memory is sent to one node
@@ -66,6 +71,10 @@ TASK_KINDS = {
     "pack": ({"compute"}, "local"),
     "dispatch": ({"compute"}, "node"),
     "combine": ({"compute"}, "node"),
+    "mmpart": ({"compute"}, "local"),
+    "sumk": ({"compute"}, "local"),
+    "attnpart": ({"compute"}, "local"),
+    "attnsum": ({"compute"}, "local"),
 }
 ROLES = {"compute", "nvlink", "rdma", "reduce"}
 TENSOR_KINDS = {"in", "out", "temp"}
@@ -636,6 +645,94 @@ class Checker:
                 self.rdesc(a), self.rdesc(b), self.rdesc(w))
         return None
 
+    def check_df_mmpart(self, t, w):
+        """Split-K: rows of A and columns of B over one K range (the same for
+        both) into slice [s, s+1) of a workspace [S, rows, cols]."""
+        if len(t["reads"]) != 2 or len(w["lo"]) != 3:
+            return "a split-K partial reads %d regions and writes %d dims" % (
+                len(t["reads"]), len(w["lo"]))
+        a, b = t["reads"]
+        if len(a["lo"]) != 2 or len(b["lo"]) != 2:
+            return None  # another layout of operands: not checked
+        if w["hi"][0] - w["lo"][0] != 1:
+            return "writes %s: not one slice" % self.rdesc(w)
+        if [a["lo"][0], a["hi"][0]] != [w["lo"][1], w["hi"][1]] or \
+                [b["lo"][1], b["hi"][1]] != [w["lo"][2], w["hi"][2]]:
+            return "reads %s and %s for %s: not its rows and columns" % (
+                self.rdesc(a), self.rdesc(b), self.rdesc(w))
+        if [a["lo"][1], a["hi"][1]] != [b["lo"][0], b["hi"][0]] or a["hi"][1] <= a["lo"][1]:
+            return "reduces over %d:%d of A and %d:%d of B" % (
+                a["lo"][1], a["hi"][1], b["lo"][0], b["hi"][0])
+        return None
+
+    def check_df_sumk(self, t, w):
+        """A split-K sum reads every slice of its box of the workspace."""
+        if len(t["reads"]) != 1:
+            return "a split-K sum reads %d regions" % len(t["reads"])
+        g = t["reads"][0]
+        full = self.tensors[g["tensor"]]["shape"][0]
+        if len(g["lo"]) != 3 or [g["lo"][0], g["hi"][0]] != [0, full] or \
+                list(g["lo"][1:]) != list(w["lo"][-2:]) or list(g["hi"][1:]) != list(w["hi"][-2:]):
+            return "reads %s for %s: not all %d slices of its box" % (
+                self.rdesc(g), self.rdesc(w), full)
+        return None
+
+    def check_df_attnpart(self, t, w):
+        """Split-KV: Q rows, K and V over one key range, into slice [s, s+1)
+        of a workspace [S, heads x queries, D + 2]."""
+        if len(t["reads"]) != 3 or len(w["lo"]) != 3:
+            return "a split-KV partial reads %d regions and writes %d dims" % (
+                len(t["reads"]), len(w["lo"]))
+        q, k, v = t["reads"]
+        if w["hi"][0] - w["lo"][0] != 1:
+            return "writes %s: not one slice" % self.rdesc(w)
+        if [k["lo"], k["hi"]] != [v["lo"], v["hi"]]:
+            return "reads keys %s and values %s: not one range" % (self.rdesc(k), self.rdesc(v))
+        if q["hi"][-2] - q["lo"][-2] != w["hi"][1] - w["lo"][1]:
+            return "writes %s for the query rows %s" % (self.rdesc(w), self.rdesc(q))
+        return None
+
+    def check_df_attnsum(self, t, w):
+        """A split-KV merge reads every slice of its rows of the workspace."""
+        if len(t["reads"]) != 1:
+            return "a split-KV merge reads %d regions" % len(t["reads"])
+        g = t["reads"][0]
+        full = self.tensors[g["tensor"]]["shape"][0]
+        if len(g["lo"]) != 3 or [g["lo"][0], g["hi"][0]] != [0, full] or \
+                g["hi"][1] - g["lo"][1] != w["hi"][-2] - w["lo"][-2]:
+            return "reads %s for %s: not all %d slices of its rows" % (
+                self.rdesc(g), self.rdesc(w), full)
+        return None
+
+    def check_sumk_once(self):
+        """Every split-K (split-KV) partial is summed by exactly one sumk
+        (attnsum): the sums' reads of one workspace on one rank never
+        overlap, and each partial lies inside one of them."""
+        for part, total in (("mmpart", "sumk"), ("attnpart", "attnsum")):
+            self.check_summed_once(part, total)
+
+    def check_summed_once(self, part, total):
+        sums = defaultdict(list)
+        for i, t in enumerate(self.tasks):
+            if t["kind"] == total and self.valid_regions[i] and len(t["reads"]) == 1:
+                g = t["reads"][0]
+                sums[(g["tensor"], g["rank"])].append((i, g))
+        for key, lst in sums.items():
+            lst.sort(key=lambda e: (e[1]["lo"][1], e[1]["lo"][2]))
+            for k, (i, g) in enumerate(lst):
+                for j, h in lst[k + 1:]:
+                    if self.inter(g, h):
+                        self.err("dataflow", "%s and %s both sum %s" % (
+                            self.tdesc(i), self.tdesc(j), self.rdesc(g)))
+        for i, t in enumerate(self.tasks):
+            if t["kind"] != part or not self.valid_regions[i] or len(t["writes"]) != 1:
+                continue
+            w = t["writes"][0]
+            if not any(self.within(w["lo"], w["hi"], g["lo"], g["hi"])
+                       for _, g in sums.get((w["tensor"], w["rank"]), [])):
+                self.err("dataflow", "%s: partial %s is summed by no %s" % (
+                    self.tdesc(i), self.rdesc(w), total))
+
     def check_df_pack(self, t, w):
         """MoE between nodes: a pack chooses among all of the rank's tokens."""
         if len(t["reads"]) < 2:
@@ -727,6 +824,7 @@ class Checker:
         self.check_coverage()
         self.check_ordering()
         self.check_dataflow()
+        self.check_sumk_once()
         if self.rdma_once:
             self.check_rdma_once()
         self.check_timeline()

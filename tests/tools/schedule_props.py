@@ -221,6 +221,32 @@ def draw_moe(r, world):
     return defs, edit, []
 
 
+def draw_decode_mlp(r, world):
+    """Decode-size MLP: few rows, the plan's split-K (or a split hint)."""
+    D = r.choice((256, 512))
+    defs = {"T": r.choice((1, 3, 16, 100)), "D": D, "F": r.choice((512, 1024))}
+
+    def edit(text, r2, rpg):
+        for call in ("matmul(N, Wg)", "matmul(N, Wu)", "matmul(A, Wd)"):
+            if r2.random() < 0.5:
+                text = text.replace(call, call + "  split %d" % r2.choice((1, 2, 4)))
+        return text
+    return defs, edit, []
+
+
+def draw_decode_attention(r, world):
+    """Decode attention: few queries per head, the plan's split-KV (or a hint)."""
+    defs = {"H": world * r.choice((1, 2)), "T": r.choice((1, 3, 16)),
+            "S": r.choice((256, 512, 1024)), "D": r.choice((64, 128))}
+
+    def edit(text, r2, rpg):
+        if r2.random() < 0.5:
+            text = text.replace("attention(Q, K, V)", "attention(Q, K, V)  split %d" %
+                                r2.choice((1, 2, 4)))
+        return text
+    return defs, edit, []
+
+
 SAMPLES = {
     "ag_gemm": lambda r, w: draw_ag_gemm(r, w, False),
     "ag_gemm_explicit": lambda r, w: draw_ag_gemm(r, w, True),
@@ -232,6 +258,8 @@ SAMPLES = {
     "ring_attention": lambda r, w: draw_attention(r, w, False),
     "ring_attention_causal": lambda r, w: draw_attention(r, w, True),
     "moe_dispatch_gemm": draw_moe,
+    "decode_mlp": draw_decode_mlp,
+    "decode_attention": draw_decode_attention,
 }
 
 # what mkc says of a construct it cannot lower yet: not a failure, not a
@@ -368,6 +396,26 @@ def m_short_read(d):
     return "dataflow"
 
 
+def m_split_slices(d):
+    # a split-K sum (split-KV merge) that misses its last partial
+    t = first(d["tasks"], lambda t: t["kind"] in ("sumk", "attnsum") and
+              t["reads"][0]["hi"][0] - t["reads"][0]["lo"][0] > 1)
+    if not t:
+        return None
+    t["reads"][0]["hi"][0] -= 1
+    return "dataflow"
+
+
+def m_split_range(d):
+    # a split-K partial whose K range of B is not A's
+    t = first(d["tasks"], lambda t: t["kind"] == "mmpart" and len(t["reads"]) == 2 and
+              t["reads"][1]["hi"][0] - t["reads"][1]["lo"][0] > 1)
+    if not t:
+        return None
+    t["reads"][1]["hi"][0] -= 1
+    return "dataflow"
+
+
 def m_local_shape(d):
     x = first(d["tensors"], lambda x: x["placement"]["kind"] == "split")
     if not x:
@@ -378,7 +426,7 @@ def m_local_shape(d):
 
 MUTATIONS = [m_drop_signal, m_extra_signal, m_self_wait, m_swap_order, m_dup_order,
              m_role_cta, m_overfill, m_shrink_write, m_grow_write, m_drop_wait,
-             m_short_read, m_local_shape]
+             m_short_read, m_local_shape, m_split_slices, m_split_range]
 
 
 def mutants(raw, copts):

@@ -1,0 +1,41 @@
+# Split-K: a matmul of few rows against a long K splits K across CTAs
+# (the plan's choice, or the `split` hint), partial tiles into an fp32
+# workspace and a sum per tile that applies the fused epilogue.
+#   PLAN the plan names the split and the workspace
+#   SM   mmpart tasks write slices of the workspace over one K range each;
+#        one sumk per tile reads every slice of its box and writes the tile
+#   CU   the W_ stage runs the engine with fp32 out and no epilogue over its
+#        K range; the S_ stage sums the slices with the epilogue (silu)
+#   PTX  it compiles for sm_90a with wgmma
+#   HINT split 3 sets the count: 3 slices of 704 (the plan alone takes 8 x 256)
+#   OFF  split 1: one matmul task per tile, no workspace
+#
+# RUN: %mkc --emit=plan %s | FileCheck %s --check-prefix=PLAN
+# RUN: %mkc --emit=schedule %s | FileCheck %s --check-prefix=SM
+# RUN: %mkc --emit=cu %s | FileCheck %s --check-prefix=CU
+# RUN: %mkc --emit=ptx %s -o %t.ptx
+# RUN: FileCheck %s --check-prefix=PTX < %t.ptx
+# RUN: sed -e 's/matmul(X, W)$/matmul(X, W)  split 3/' %s > %t.h.mk
+# RUN: %mkc --emit=plan %t.h.mk | FileCheck %s --check-prefix=HINT
+# RUN: sed -e 's/matmul(X, W)$/matmul(X, W)  split 1/' %s > %t.off.mk
+# RUN: %mkc --emit=schedule %t.off.mk | FileCheck %s --check-prefix=OFF --implicit-check-not=mmpart
+#
+# PLAN: H matmul tile 128 x 256 x 64, wgmma{{.*}}, split-K 8 x 256 into Y__ksplit, silu in the epilogue
+# SM: mmpart H        Y__ksplit@0[0:1, 0:16, 0:256] <- X@0[0:16, 0:256], W@0[0:256, 0:256]
+# SM: sumk   H        Y@0[0:16, 0:256] <- Y__ksplit@0[0:8, 0:16, 0:256]
+# CU: if (t.stage == W_H) {
+# CU: mkd_wgmma_tile<mkd_bf16, float, 128, 256, 64, {{[0-9]+}}>::run(tm, a_row, a_col, tm + 1, b_row, b_col, kn,
+# CU: c, W.local[2], rows, cols, smem, mkd_epi_none());
+# CU: mkd_sumk((const float *)
+# CU: (int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]), mkd_silu());
+# PTX: wgmma.mma_async.sync.aligned.m64n{{[0-9]+}}k16.f32.bf16.bf16
+# HINT: split-K 3 x 704 into Y__ksplit
+# OFF: matmul H        Y@0[0:16, 0:256]
+pipeline matmul_split {
+  param T = 16, K = 2048, N = 1024
+  in  X : bf16[T, K]
+  in  W : bf16[K, N]
+  out Y : bf16[T, N]
+  H = matmul(X, W)
+  Y = silu(H)
+}
