@@ -12,6 +12,8 @@ for b in "$B"/tests/bench_*; do
 done
 echo "== tools/bench-attn.sh (ring attention against the unfused ring)"
 sh tools/bench-attn.sh "$B" || rc=1
+echo "== tools/bench-decode.sh (decode-size MLP and attention against PyTorch eager and graphs)"
+sh tools/bench-decode.sh "$B" || rc=1
 echo "== tools/bench-moe.sh (the MoE layer against all_to_all + grouped GEMM)"
 sh tools/bench-moe.sh "$B" || rc=1
 if [ -x "$B/tests/gpu_gemm" ]; then
