@@ -24,8 +24,14 @@ void lower_matmul(lower *L, int oi)
 	int nm = ir_cut(C, b, cr.lo[b], cr.hi[b], mp->bm, ml, mh, IR_MAXCUTS / 2);
 	int nn = ir_cut(C, b + 1, cr.lo[b + 1], cr.hi[b + 1], mp->bn, nl, nh, IR_MAXCUTS / 2);
 	const int64_t unit = C->rot[b].unit > 0 ? C->rot[b].unit : INT64_MAX;
+	if (nm < 0 || nn < 0) {  /* the plan checks the tile counts */
+		diag_error(L->d, op->where, "matmul '%s' has too many tiles; use a larger tile",
+			   op->stage);
+		L->err = 1;
+		return;
+	}
 	int *order = arena_alloc(L->a, (size_t)(nm * nn > 0 ? nm * nn : 1) * 2 * sizeof(int));
-	if (nm < 0 || nn < 0 || !order) {  /* the plan checked the tile counts */
+	if (!order) {
 		L->err = 1;
 		return;
 	}
@@ -84,6 +90,12 @@ void lower_attention(lower *L, int oi)
 	int64_t D = tq->shape[tq->ndim - 1];
 	const int64_t BQ = op->plan.attn.rows;
 	int nc = ir_cut(tq, sd, qfull.lo[sd], qfull.hi[sd], BQ, L->cut_lo, L->cut_hi, IR_MAXCUTS);
+	if (nc < 0) {  /* the plan checks it */
+		diag_error(L->d, op->where, "attention '%s' has more than %d query tiles of %lld rows",
+			   op->stage, IR_MAXCUTS, (long long)BQ);
+		L->err = 1;
+		return;
+	}
 	/* causal: the tiles of later queries see more keys; they come first, so
 	 * that the list scheduler places the long tasks before the short ones */
 	for (int ii = 0; ii < nc && !L->err; ii++)
@@ -185,6 +197,12 @@ void lower_sum(lower *L, int oi)
 		return;
 	}
 	int n = lower_row_boxes(L, op->in[0], 64 * 1024, 1, boxes, IR_MAXCUTS);
+	if (n < 0) {
+		diag_error(L->d, op->where, "'%s' has too many tiles (more than %d row blocks)",
+			   op->stage, IR_MAXCUTS);
+		L->err = 1;
+		return;
+	}
 	for (int i = 0; i < n; i++) {
 		ir_task *t = lower_task(L, TASK_ROW, oi);
 		if (!t)

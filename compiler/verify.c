@@ -17,7 +17,9 @@
  *   6. flags written by RDMA (an RDMA write cannot add): each such flag
  *      expects 1, only RDMA tasks signal them, and an RDMA task signals
  *      exactly one flag, a written one, on the rank its data goes to (the
- *      count of 1 then follows from check 1, a signal counting one).
+ *      count of 1 then follows from check 1, a signal counting one);
+ *   7. every op whose output has elements has at least one task (a
+ *      lowering that made none would leave its output unwritten).
  * A failure is the compiler's bug: an error naming the task and region.
  */
 #include <stdio.h>
@@ -180,6 +182,38 @@ static int reaches(ver *V, int from, int target, int *mark, int stamp, int *stac
 	return 0;
 }
 
+/* Does op `op` write nothing on any rank?  An empty output, or a put stage
+ * for the remote peers of a one-node mesh (it has none). */
+static int writes_nothing(const ir_prog *p, const ir_op *op)
+{
+	const ir_tensor *y = &p->tensors[op->out];
+	return y->folded || ir_tensor_elems(y) == 0 ||
+	       (op->kind == OP_PUT && op->peers == PEERS_REMOTE && p->nodes == 1);
+}
+
+static int has_tasks(ver *V)
+{
+	const ir_prog *p = V->p;
+	char *any = arena_alloc(V->a, (size_t)p->nops + 1);
+	if (!any)
+		return 1;
+	for (int i = 0; i < V->s->ntasks; i++)
+		if (V->s->tasks[i].op >= 0 && V->s->tasks[i].op < p->nops)
+			any[V->s->tasks[i].op] = 1;
+	for (int i = 0; i < p->nops; i++) {
+		const ir_tensor *y = &p->tensors[p->ops[i].out];
+		if (any[i] || writes_nothing(p, &p->ops[i]))
+			continue;
+		diag_error(V->d, p->ops[i].where,
+			   "internal: schedule verification failed: '%s' writes %lld elements of '%s' "
+			   "per rank but has no task", p->ops[i].stage, (long long)ir_tensor_elems(y),
+			   y->name);
+		V->err = 1;
+		return 1;
+	}
+	return 0;
+}
+
 int verify_run(const ir_sched *s, diags *d, arena *a)
 {
 	ver V = {.s = s, .p = s->prog, .d = d, .a = a};
@@ -206,6 +240,11 @@ int verify_run(const ir_sched *s, diags *d, arena *a)
 			return 1;
 		}
 	}
+
+	/* 7. work: an op with a non-empty output has tasks (an unwritten output
+	 * would pass checks 1-6: nothing reads a pipeline output) */
+	if (has_tasks(&V))
+		return 1;
 
 	/* 6. written flags (the template's kinds and indices are every rank's) */
 	for (int f = 0; f < s->nflags; f++)
