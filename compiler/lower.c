@@ -56,6 +56,7 @@ ir_sched *lower_run(const ir_prog *p, const compile_opts *o, diags *d, arena *a)
 		const ir_op *op = &p->ops[i];
 		if (lower_op[op->kind]) {
 			lower_op[op->kind](&L, i);
+			lower_index_writers(&L);
 		} else {
 			diag_error(d, op->where, "'%s' cannot be lowered to tiles yet",
 				   ir_op_name(op->kind));

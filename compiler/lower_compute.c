@@ -146,11 +146,9 @@ void lower_elementwise(lower *L, int oi)
 	const ir_prog *p = L->p;
 	const ir_op *op = &p->ops[oi];
 	char cls = ir_op_class(op->kind);
-	ir_region *boxes = arena_alloc(L->a, IR_MAXCUTS * sizeof *boxes);
-	if (!boxes) {
-		L->err = 1;
+	ir_region *boxes = lower_boxes(L);
+	if (!boxes)
 		return;
-	}
 	int n = 0;
 	for (int k = 0; cls == 'E' && k < op->nin && n <= 0; k++)
 		if (p->tensors[op->in[k]].ndim == p->tensors[op->out].ndim)
@@ -191,11 +189,9 @@ void lower_sum(lower *L, int oi)
 	const ir_prog *p = L->p;
 	const ir_op *op = &p->ops[oi];
 	const ir_tensor *x = &p->tensors[op->in[0]];
-	ir_region *boxes = arena_alloc(L->a, IR_MAXCUTS * sizeof *boxes);
-	if (!boxes) {
-		L->err = 1;
+	ir_region *boxes = lower_boxes(L);
+	if (!boxes)
 		return;
-	}
 	int n = lower_row_boxes(L, op->in[0], 64 * 1024, 1, boxes, IR_MAXCUTS);
 	if (n < 0) {
 		diag_error(L->d, op->where, "'%s' has too many tiles (more than %d row blocks)",
