@@ -52,7 +52,8 @@ ir_sched *lower_run(const ir_prog *p, const compile_opts *o, diags *d, arena *a)
 	L.s->prog = p;
 	L.s->dev = o && o->dev ? *o->dev : costmodel_h200();
 	L.s->ranks_per_gpu = o && o->ranks_per_gpu > 0 ? o->ranks_per_gpu : 1;
-	for (int i = 0; i < p->nops && !L.err; i++) {
+	int i;
+	for (i = 0; i < p->nops; i++) {
 		const ir_op *op = &p->ops[i];
 		if (lower_op[op->kind]) {
 			lower_op[op->kind](&L, i);
@@ -62,6 +63,17 @@ ir_sched *lower_run(const ir_prog *p, const compile_opts *o, diags *d, arena *a)
 				   ir_op_name(op->kind));
 			L.err = 1;
 		}
+		if (L.err)
+			break;
+	}
+	if (L.err && a->over) {  /* the compile's bound on memory, at op i */
+		const size_t held = a->held, limit = a->limit;
+		arena_lift(a);
+		diag_error(d, p->ops[i].where,
+			   "program too large: %d tasks, %zu MB of compile memory when lowering "
+			   "'%s' (the bound is %zu MB; mkc --max-memory=MB)", L.s->ntasks,
+			   held >> 20, p->ops[i].stage, limit >> 20);
+		return NULL;
 	}
 	if (L.err) {
 		if (!diag_has_errors(d))
