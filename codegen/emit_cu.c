@@ -25,6 +25,7 @@ typedef struct em {
 	cg_rdma rl;   /* RDMA stages (rl.tasks > 0) */
 	int *rdst;    /* [rl.ndst] ranks rank 0 writes to */
 	char *rdma_op;/* [nops] 1: the op has RDMA tasks (an R_ stage) */
+	char *stage_op;/* [nops] 1: it has others (an S_ stage) */
 	int *other_w; /* [nops] the tensor its other tasks write (a W_ stage), -1 */
 	int *other_w2, *other_w3;  /* [nops] a second and third one (W2_, W3_: MoE
 	                              between nodes), -1 */
@@ -1109,10 +1110,7 @@ static void stage_combine(em *E, const ir_op *op)
 
 static int has_stage_tasks(const em *E, int i)
 {
-	for (int k = 0; k < E->s->ntasks; k++)
-		if (E->s->tasks[k].op == i && E->s->tasks[k].kind != TASK_RDMA)
-			return 1;
-	return 0;
+	return E->stage_op[i];
 }
 
 static void stages(em *E)
@@ -1358,20 +1356,24 @@ static void kernel(em *E, int per_stage)
 	sb_puts(o, "\n// ---- one kernel per stage (benchmarks: separate launches, CUDA graphs)\n");
 	int k = 0;
 	sb_printf(o, "__device__ const int MK_STAGE_TASKS[%d] = {", s->ntasks + 1);
-	int *first = calloc((size_t)p->nops + 1, sizeof(int));
-	if (!first) {
+	/* the tasks by op, each op's in task order: a counting sort */
+	int *first = calloc((size_t)p->nops + 2, sizeof(int));
+	int *byop = malloc(((size_t)s->ntasks + 1) * sizeof(int));
+	if (!first || !byop) {
+		free(first);
+		free(byop);
 		fail(E, "out of memory", NULL);
 		return;
 	}
-	for (int op = 0; op < p->nops; op++) {
-		first[op] = k;
-		for (int i = 0; i < s->ntasks; i++)
-			if (s->tasks[i].op == op) {
-				sb_printf(o, "%s%s%d", k ? "," : "", k % 16 ? " " : "\n\t", i);
-				k++;
-			}
-	}
-	first[p->nops] = k;
+	for (int i = 0; i < s->ntasks; i++)
+		first[s->tasks[i].op + 2]++;
+	for (int op = 0; op < p->nops; op++)
+		first[op + 2] += first[op + 1];
+	for (int i = 0; i < s->ntasks; i++)
+		byop[first[s->tasks[i].op + 1]++] = i;
+	for (; k < s->ntasks; k++)
+		sb_printf(o, "%s%s%d", k ? "," : "", k % 16 ? " " : "\n\t", byop[k]);
+	free(byop);
 	sb_puts(o, k ? ", 0\n};\n" : "\n\t0\n};\n");
 	sb_puts(o, "__device__ const int MK_STAGE_FIRST[] = {");
 	for (int op = 0; op <= p->nops; op++)
@@ -1406,7 +1408,7 @@ int cg_emit_cuda(const ir_sched *s, const cg_emit_opts *o, strbuf *out, char *er
 		return -1;
 	}
 	E.rdst = calloc((size_t)E.rl.ndst + 1, sizeof(int));
-	E.rdma_op = calloc((size_t)s->prog->nops + 1, 1);
+	E.rdma_op = calloc(2 * ((size_t)s->prog->nops + 1), 1);
 	E.other_w = calloc(3 * ((size_t)s->prog->nops + 1), sizeof(int));
 	if (!E.rdst || !E.rdma_op || !E.other_w) {
 		free(E.rdst);
@@ -1415,6 +1417,7 @@ int cg_emit_cuda(const ir_sched *s, const cg_emit_opts *o, strbuf *out, char *er
 		fail(&E, "out of memory", NULL);
 		return -1;
 	}
+	E.stage_op = E.rdma_op + s->prog->nops + 1;
 	E.other_w2 = E.other_w + s->prog->nops + 1;
 	E.other_w3 = E.other_w2 + s->prog->nops + 1;
 	cg_rdma_layout(s, &E.rl, E.rdst, E.rl.ndst);
@@ -1423,6 +1426,7 @@ int cg_emit_cuda(const ir_sched *s, const cg_emit_opts *o, strbuf *out, char *er
 	for (int i = 0; i < s->ntasks && !E.bad; i++) {
 		const ir_task *t = &s->tasks[i];
 		const ir_op *op = &s->prog->ops[t->op];
+		E.stage_op[t->op] |= t->kind != TASK_RDMA;
 		if (t->kind == TASK_RDMA) {
 			E.rdma_op[t->op] = 1;
 		} else if (t->write.tensor != op->out) {
