@@ -9,8 +9,9 @@
  * lower_moe.c).  The program is read-only here: what the lowering needs
  * from it was decided before, by the expansion (hidden tensors, rotations)
  * and the plan (tiles, engines, blocks).  The only errors left to it are a
- * tile graph too large to build and what is not lowered yet, each at its
- * op.
+ * tile graph too large to build (more cuts of a dimension than IR_MAXCUTS,
+ * or more memory than the compile's bound) and what is not lowered yet,
+ * each at its op.
  */
 #include "tiles.h"
 
@@ -75,9 +76,11 @@ ir_sched *lower_run(const ir_prog *p, const compile_opts *o, diags *d, arena *a)
 			   held >> 20, p->ops[i].stage, limit >> 20);
 		return NULL;
 	}
-	if (L.err) {
+	if (L.err) {  /* errors are reported at their op; out of memory here */
 		if (!diag_has_errors(d))
-			diag_error(d, p->where, "lowering failed (out of memory)");
+			diag_error(d, i < p->nops ? p->ops[i].where : p->where,
+				   "lowering '%s' failed: out of memory",
+				   i < p->nops ? p->ops[i].stage : p->name);
 		return NULL;
 	}
 	return L.s;
