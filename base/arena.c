@@ -41,11 +41,16 @@ void *arena_alloc(arena *a, size_t n)
 			sz = b->size * 2;
 		if (sz < n)
 			sz = n;
+		if (a->limit && sizeof *b + sz > a->limit - (a->held < a->limit ? a->held : a->limit)) {
+			a->failed = a->over = 1;
+			return NULL;
+		}
 		b = malloc(sizeof *b + sz);
 		if (!b) {
 			a->failed = 1;
 			return NULL;
 		}
+		a->held += sizeof *b + sz;
 		b->size = sz;
 		b->off = 0;
 		b->next = a->head;
@@ -56,6 +61,12 @@ void *arena_alloc(arena *a, size_t n)
 	a->used += n;
 	memset(p, 0, n);
 	return p;
+}
+
+void arena_lift(arena *a)
+{
+	a->limit = 0;
+	a->failed = a->over = 0;
 }
 
 char *arena_strndup(arena *a, const char *s, size_t n)

@@ -4,7 +4,10 @@
  * schedule array of one compile is carved out of it and freed at once by
  * arena_free.  When malloc fails, arena_alloc returns NULL and sets
  * a->failed; passes check the flag and the compile ends with an
- * out-of-memory status instead of crashing.
+ * out-of-memory status instead of crashing.  A limit bounds the bytes its
+ * blocks hold: an allocation past it fails the same way and also sets
+ * a->over, so that the owner can report a program too large to compile
+ * (after arena_lift) rather than run the machine out of memory.
  */
 #ifndef MK_ARENA_H
 #define MK_ARENA_H
@@ -15,12 +18,18 @@ typedef struct arena_block arena_block;
 typedef struct arena {
 	arena_block *head;
 	size_t used;     /* bytes handed out, for statistics */
+	size_t held;     /* bytes of its blocks: what it costs in memory */
+	size_t limit;    /* the most `held` may reach; 0: no bound */
 	int failed;      /* an allocation failed; the compile must stop */
+	int over;        /* ... because it would pass the limit */
 } arena;
 
 void arena_init(arena *a);
 void arena_free(arena *a);                       /* frees every block */
 void *arena_alloc(arena *a, size_t n);           /* zeroed, 16-byte aligned */
+/* After a->over: the limit gone and the failure forgotten, so that the
+ * owner can allocate its report (the compile stops there anyway). */
+void arena_lift(arena *a);
 char *arena_strdup(arena *a, const char *s);
 char *arena_strndup(arena *a, const char *s, size_t n);
 char *arena_printf(arena *a, const char *fmt, ...)

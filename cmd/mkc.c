@@ -63,6 +63,8 @@ static void usage(FILE *f)
 		"  --arch=ARCH        NVRTC target for ptx/cubin (default sm_90a)\n"
 		"  --device=FILE      cost-model constants (see docs/costmodel.md)\n"
 		"  --no-cache         do not use the JIT cache for ptx/cubin\n"
+		"  --max-memory=MB    bound on the compile's memory (default 4096): a\n"
+		"                     larger program is an error, not an exhausted machine\n"
 		"  -o FILE            write the output to FILE\n"
 		"  -Werror            treat warnings as errors\n"
 		"  --time-passes      print each pass's wall time (ms) on stderr\n"
@@ -155,6 +157,7 @@ int main(int argc, char **argv)
 	const char *path = NULL, *outpath = NULL, *arch = NULL, *devfile = NULL;
 	mk_define defs[64];
 	int ndefs = 0, werror = 0, use_cache = 1, rpg = 1, time_passes = 0;
+	int64_t max_mem = 0;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -201,6 +204,14 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			rpg = (int)v;
+		} else if (!strncmp(a, "--max-memory=", 13)) {
+			char *end;
+			long long v = strtoll(a + 13, &end, 10);
+			if (*end || end == a + 13 || v < 1 || v > (1ll << 30)) {
+				fprintf(stderr, "mkc: --max-memory wants MB, 1..%lld\n", 1ll << 30);
+				return 2;
+			}
+			max_mem = (int64_t)v << 20;
 		} else if (!strcmp(a, "--no-cache")) {
 			use_cache = 0;
 		} else if (!strcmp(a, "-Werror")) {
@@ -257,7 +268,8 @@ int main(int argc, char **argv)
 	diags d;
 	diag_init(&d, &src, &a);
 	d.werror = werror;
-	compile_opts o = {.defs = defs, .ndefs = ndefs, .ranks_per_gpu = rpg, .dev = &dev};
+	compile_opts o = {.defs = defs, .ndefs = ndefs, .ranks_per_gpu = rpg, .dev = &dev,
+			  .max_mem = max_mem};
 	compile_out out;
 	int rc = compile_run(&src, file, &o, emits[emit].pass, &d, &a, &out);
 	if (time_passes) {

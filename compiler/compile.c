@@ -8,7 +8,10 @@
  * codegen/build.c; the runtime loads and runs what it makes.)  Each pass
  * reports through the diagnostics; compile_run stops at the first pass
  * that fails or at `upto`.  A verifier failure or an exhausted arena is
- * the compiler's failure, not the user's: exit code 3.
+ * the compiler's failure, not the user's: exit code 3.  A program that
+ * needs more than the compile's bound on memory (compile_opts.max_mem) is
+ * the user's: a "program too large" error, at the op being lowered when
+ * the lowering hits it (lower.c), else at the pipeline.
  */
 #include "compile.h"
 
@@ -35,13 +38,32 @@ static double now_ms(void)
 	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
+/* The arena reached its bound in pass k: an error of the user's, unless
+ * the pass reported it already. */
+static int too_large(const compile_out *out, int file, compile_pass k, diags *d, arena *a)
+{
+	const size_t held = a->held, limit = a->limit;
+	arena_lift(a);  /* room for the message */
+	if (diag_has_errors(d))
+		return 1;
+	span where = out->prog ? out->prog->where : out->ast ? out->ast->where
+			       : (span){.file = file};
+	diag_error(d, where,
+		   "program too large: %d tasks, %zu MB of compile memory in %s (the bound is "
+		   "%zu MB; mkc --max-memory=MB)", out->sched ? out->sched->ntasks : 0,
+		   held >> 20, compile_pass_name(k), limit >> 20);
+	return 1;
+}
+
 /* After pass k: its time; 0 to go on, else compile_run's status. */
-static int done(compile_out *out, compile_pass k, double *t0, int failed, const diags *d,
-		const arena *a)
+static int done(compile_out *out, int file, compile_pass k, double *t0, int failed, diags *d,
+		arena *a)
 {
 	double t = now_ms();
 	out->pass_ms[k] = t - *t0;
 	*t0 = t;
+	if (a->over)
+		return too_large(out, file, k, d, a);
 	if (a->failed)
 		return 3;
 	if (k == PASS_VERIFY && failed)
@@ -60,27 +82,29 @@ int compile_run(srcset *src, int file, const compile_opts *o,
 	const char *nw = getenv("MK_NO_WGMMA");
 	if (nw && *nw && strcmp(nw, "0"))
 		opt.no_wgmma = 1;
+	if (!a->limit)
+		a->limit = (size_t)(opt.max_mem > 0 ? opt.max_mem : COMPILE_MAX_MEM);
 
 	double t0 = now_ms();
 	int rc;
 	out->ast = parse_source(src, file, d, a);
-	if ((rc = done(out, PASS_PARSE, &t0, !out->ast, d, a)) || upto == PASS_PARSE)
+	if ((rc = done(out, file, PASS_PARSE, &t0, !out->ast, d, a)) || upto == PASS_PARSE)
 		return rc;
 	out->prog = sema_check(out->ast, &opt, d, a);
-	if ((rc = done(out, PASS_CHECK, &t0, !out->prog, d, a)) || upto == PASS_CHECK)
+	if ((rc = done(out, file, PASS_CHECK, &t0, !out->prog, d, a)) || upto == PASS_CHECK)
 		return rc;
 	rc = expand_run(out->prog, &opt, d, a);
-	if ((rc = done(out, PASS_EXPAND, &t0, rc, d, a)) || upto == PASS_EXPAND)
+	if ((rc = done(out, file, PASS_EXPAND, &t0, rc, d, a)) || upto == PASS_EXPAND)
 		return rc;
 	rc = plan_run(out->prog, &opt, d, a);
-	if ((rc = done(out, PASS_PLAN, &t0, rc, d, a)) || upto == PASS_PLAN)
+	if ((rc = done(out, file, PASS_PLAN, &t0, rc, d, a)) || upto == PASS_PLAN)
 		return rc;
 	out->sched = lower_run(out->prog, &opt, d, a);
-	if ((rc = done(out, PASS_LOWER, &t0, !out->sched, d, a)) || upto == PASS_LOWER)
+	if ((rc = done(out, file, PASS_LOWER, &t0, !out->sched, d, a)) || upto == PASS_LOWER)
 		return rc;
 	rc = sched_run(out->sched, &opt, d, a);
-	if ((rc = done(out, PASS_SCHEDULE, &t0, rc, d, a)) || upto == PASS_SCHEDULE)
+	if ((rc = done(out, file, PASS_SCHEDULE, &t0, rc, d, a)) || upto == PASS_SCHEDULE)
 		return rc;
 	rc = verify_run(out->sched, d, a);
-	return done(out, PASS_VERIFY, &t0, rc, d, a);
+	return done(out, file, PASS_VERIFY, &t0, rc, d, a);
 }

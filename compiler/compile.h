@@ -36,10 +36,15 @@ typedef struct compile_out {
 	double pass_ms[PASS_COUNT];  /* wall time of each pass run */
 } compile_out;
 
+/* The compile's memory when compile_opts.max_mem is 0: 4 GiB of arena. */
+#define COMPILE_MAX_MEM ((int64_t)4 << 30)
+
 /* Runs the passes up to and including `upto`.  Diagnostics go to d; every
- * result is allocated in a.  Returns 0 on success, 1 when the input has
- * errors, 3 on an internal error (a verifier failure or out of memory),
- * matching mkc's exit codes. */
+ * result is allocated in a, bounded by o->max_mem unless a has a limit of
+ * its own.  Returns 0 on success, 1 when the input has errors (a program
+ * too large for the bound among them: "program too large: N tasks, M MB"),
+ * 3 on an internal error (a verifier failure or out of memory), matching
+ * mkc's exit codes. */
 int compile_run(srcset *src, int file, const compile_opts *o,
 		compile_pass upto, diags *d, arena *a, compile_out *out);
 

@@ -9,8 +9,9 @@
  * lower_moe.c).  The program is read-only here: what the lowering needs
  * from it was decided before, by the expansion (hidden tensors, rotations)
  * and the plan (tiles, engines, blocks).  The only errors left to it are a
- * tile graph too large to build and what is not lowered yet, each at its
- * op.
+ * tile graph too large to build (more cuts of a dimension than IR_MAXCUTS,
+ * or more memory than the compile's bound) and what is not lowered yet,
+ * each at its op.
  */
 #include "tiles.h"
 
@@ -52,19 +53,34 @@ ir_sched *lower_run(const ir_prog *p, const compile_opts *o, diags *d, arena *a)
 	L.s->prog = p;
 	L.s->dev = o && o->dev ? *o->dev : costmodel_h200();
 	L.s->ranks_per_gpu = o && o->ranks_per_gpu > 0 ? o->ranks_per_gpu : 1;
-	for (int i = 0; i < p->nops && !L.err; i++) {
+	int i;
+	for (i = 0; i < p->nops; i++) {
 		const ir_op *op = &p->ops[i];
 		if (lower_op[op->kind]) {
 			lower_op[op->kind](&L, i);
+			lower_index_writers(&L);
 		} else {
 			diag_error(d, op->where, "'%s' cannot be lowered to tiles yet",
 				   ir_op_name(op->kind));
 			L.err = 1;
 		}
+		if (L.err)
+			break;
 	}
-	if (L.err) {
+	if (L.err && a->over) {  /* the compile's bound on memory, at op i */
+		const size_t held = a->held, limit = a->limit;
+		arena_lift(a);
+		diag_error(d, p->ops[i].where,
+			   "program too large: %d tasks, %zu MB of compile memory when lowering "
+			   "'%s' (the bound is %zu MB; mkc --max-memory=MB)", L.s->ntasks,
+			   held >> 20, p->ops[i].stage, limit >> 20);
+		return NULL;
+	}
+	if (L.err) {  /* errors are reported at their op; out of memory here */
 		if (!diag_has_errors(d))
-			diag_error(d, p->where, "lowering failed (out of memory)");
+			diag_error(d, i < p->nops ? p->ops[i].where : p->where,
+				   "lowering '%s' failed: out of memory",
+				   i < p->nops ? p->ops[i].stage : p->name);
 		return NULL;
 	}
 	return L.s;

@@ -37,8 +37,14 @@ void lower_matmul(lower *L, int oi)
 	int nm = ir_cut(C, b, cr.lo[b], cr.hi[b], mp->bm, ml, mh, IR_MAXCUTS / 2);
 	int nn = ir_cut(C, b + 1, cr.lo[b + 1], cr.hi[b + 1], mp->bn, nl, nh, IR_MAXCUTS / 2);
 	const int64_t unit = C->rot[b].unit > 0 ? C->rot[b].unit : INT64_MAX;
+	if (nm < 0 || nn < 0) {  /* the plan checks the tile counts */
+		diag_error(L->d, op->where, "matmul '%s' has too many tiles; use a larger tile",
+			   op->stage);
+		L->err = 1;
+		return;
+	}
 	int *order = arena_alloc(L->a, (size_t)(nm * nn > 0 ? nm * nn : 1) * 2 * sizeof(int));
-	if (nm < 0 || nn < 0 || !order) {  /* the plan checked the tile counts */
+	if (!order) {
 		L->err = 1;
 		return;
 	}
@@ -144,6 +150,12 @@ void lower_attention(lower *L, int oi)
 	int64_t D = tq->shape[tq->ndim - 1];
 	const int64_t BQ = op->plan.attn.rows;
 	int nc = ir_cut(tq, sd, qfull.lo[sd], qfull.hi[sd], BQ, L->cut_lo, L->cut_hi, IR_MAXCUTS);
+	if (nc < 0) {  /* the plan checks it */
+		diag_error(L->d, op->where, "attention '%s' has more than %d query tiles of %lld rows",
+			   op->stage, IR_MAXCUTS, (long long)BQ);
+		L->err = 1;
+		return;
+	}
 	const ir_attn_plan *ap = &op->plan.attn;
 	const int NS = ap->kvsplit > 1 ? ap->kvsplit : 1;  /* split-KV ranges */
 	const int64_t Sq = tq->shape[sd];  /* whole: the plan splits only then */
@@ -238,11 +250,9 @@ void lower_elementwise(lower *L, int oi)
 	const ir_prog *p = L->p;
 	const ir_op *op = &p->ops[oi];
 	char cls = ir_op_class(op->kind);
-	ir_region *boxes = arena_alloc(L->a, IR_MAXCUTS * sizeof *boxes);
-	if (!boxes) {
-		L->err = 1;
+	ir_region *boxes = lower_boxes(L);
+	if (!boxes)
 		return;
-	}
 	int n = 0;
 	for (int k = 0; cls == 'E' && k < op->nin && n <= 0; k++)
 		if (p->tensors[op->in[k]].ndim == p->tensors[op->out].ndim)
@@ -283,12 +293,16 @@ void lower_sum(lower *L, int oi)
 	const ir_prog *p = L->p;
 	const ir_op *op = &p->ops[oi];
 	const ir_tensor *x = &p->tensors[op->in[0]];
-	ir_region *boxes = arena_alloc(L->a, IR_MAXCUTS * sizeof *boxes);
-	if (!boxes) {
+	ir_region *boxes = lower_boxes(L);
+	if (!boxes)
+		return;
+	int n = lower_row_boxes(L, op->in[0], 64 * 1024, 1, boxes, IR_MAXCUTS);
+	if (n < 0) {
+		diag_error(L->d, op->where, "'%s' has too many tiles (more than %d row blocks)",
+			   op->stage, IR_MAXCUTS);
 		L->err = 1;
 		return;
 	}
-	int n = lower_row_boxes(L, op->in[0], 64 * 1024, 1, boxes, IR_MAXCUTS);
 	for (int i = 0; i < n; i++) {
 		ir_task *t = lower_task(L, TASK_ROW, oi);
 		if (!t)

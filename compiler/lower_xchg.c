@@ -156,10 +156,9 @@ static int reduce_boxes(lower *L, int X, int Y, ir_region *out, int max)
 	ir_region mine = lower_full(L->p, Y, 0);
 	const ir_tensor *x = &L->p->tensors[X];
 	int n = 0;
-	for (int i = 0; i < L->s->ntasks; i++) {
+	for (int i = lower_writer(L, X, -1); i >= 0; i = lower_writer(L, X, i)) {
 		const ir_task *k = &L->s->tasks[i];
-		if (k->write.tensor != X || k->write.rank != 0 ||
-		    (k->kind != TASK_MATMUL && k->kind != TASK_SUMK))
+		if (k->kind != TASK_MATMUL && k->kind != TASK_SUMK)
 			continue;
 		int inside = 1;
 		for (int d = 0; d < x->ndim; d++)
@@ -212,12 +211,10 @@ void lower_reduce(lower *L, int oi)
 	int X = op->in[0], Y = op->out;
 	const ir_tensor *ty = &p->tensors[Y];
 	ir_group g = ty->place.kind == PL_SPLIT ? ty->place.group : GRP_WORLD;
-	ir_region *boxes = arena_alloc(L->a, IR_MAXCUTS * sizeof *boxes);
+	ir_region *boxes = lower_boxes(L);
 	int m[IR_MAXRANKS], st[IR_MAXRANKS];
-	if (!boxes) {
-		L->err = 1;
+	if (!boxes)
 		return;
-	}
 	int n = reduce_boxes(L, X, Y, boxes, IR_MAXCUTS);
 	if (n < 0) {
 		diag_error(L->d, op->where, "'%s' has too many chunks", op->stage);

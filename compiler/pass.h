@@ -43,6 +43,9 @@ typedef struct compile_opts {
 	                           plan's GPU limits do not apply */
 	int no_wgmma;           /* plan every matmul on the portable mma.sync
 	                           tile (the driver also reads MK_NO_WGMMA=1) */
+	int64_t max_mem;        /* bytes the compile's arena may hold (0: the
+	                           driver's COMPILE_MAX_MEM); past it the compile
+	                           ends with "program too large" */
 } compile_opts;
 
 ir_prog *sema_check(const struct ast_pipeline *ast, const compile_opts *o,

@@ -82,17 +82,74 @@ double lower_volume(const ir_region *g, int ndim)
 	return v;
 }
 
+ir_region *lower_boxes(lower *L)
+{
+	if (!L->boxes) {
+		L->boxes = arena_alloc(L->a, IR_MAXCUTS * sizeof *L->boxes);
+		if (!L->boxes)
+			L->err = 1;
+	}
+	return L->boxes;
+}
+
+void lower_index_writers(lower *L)
+{
+	const ir_sched *s = L->s;
+	if (!L->whead) {
+		int n = L->p->ntensors;
+		L->whead = arena_alloc(L->a, (size_t)(n + 1) * sizeof(int));
+		L->wtail = arena_alloc(L->a, (size_t)(n + 1) * sizeof(int));
+		if (!L->whead || !L->wtail) {
+			L->err = 1;
+			return;
+		}
+		for (int t = 0; t < n; t++)
+			L->whead[t] = L->wtail[t] = -1;
+	}
+	if (s->ntasks > L->capnext) {
+		int nc = L->capnext ? L->capnext : 256;
+		while (nc < s->ntasks)
+			nc *= 2;
+		int *nn = arena_alloc(L->a, (size_t)nc * sizeof(int));
+		if (!nn) {
+			L->err = 1;
+			return;
+		}
+		if (L->nindexed)
+			memcpy(nn, L->wnext, (size_t)L->nindexed * sizeof(int));
+		L->wnext = nn;
+		L->capnext = nc;
+	}
+	for (int i = L->nindexed; i < s->ntasks; i++) {
+		const ir_task *k = &s->tasks[i];
+		L->wnext[i] = -1;
+		if (k->write.tensor < 0 || k->write.rank != 0 ||
+		    (k->kind != TASK_MATMUL && k->kind != TASK_SUMK && k->kind != TASK_EW))
+			continue;
+		int t = k->write.tensor;
+		if (L->wtail[t] >= 0)
+			L->wnext[L->wtail[t]] = i;
+		else
+			L->whead[t] = i;
+		L->wtail[t] = i;
+	}
+	L->nindexed = s->ntasks;
+}
+
+int lower_writer(const lower *L, int t, int after)
+{
+	if (!L->whead)
+		return -1;
+	return after < 0 ? L->whead[t] : L->wnext[after];
+}
+
 int lower_producer_boxes(lower *L, int t, ir_region *out, int max)
 {
 	int n = 0;
-	for (int i = 0; i < L->s->ntasks; i++) {
-		const ir_task *k = &L->s->tasks[i];
-		if (k->write.tensor == t && k->write.rank == 0 &&
-		    (k->kind == TASK_MATMUL || k->kind == TASK_SUMK || k->kind == TASK_EW)) {
-			if (n == max)
-				return -1;
-			out[n++] = k->write;
-		}
+	for (int i = lower_writer(L, t, -1); i >= 0; i = lower_writer(L, t, i)) {
+		if (n == max)
+			return -1;
+		out[n++] = L->s->tasks[i].write;
 	}
 	return n;
 }

@@ -21,6 +21,13 @@ typedef struct lower {
 	int cap;                  /* room in s->tasks */
 	int err;
 	int64_t *cut_lo, *cut_hi; /* scratch for cuts: IR_MAXCUTS each */
+	ir_region *boxes;         /* scratch for one op's boxes: IR_MAXCUTS, made
+	                             on first use (lower_boxes) */
+	/* rank-0 writes of matmul (or split-K sum) and elementwise tasks, per
+	 * tensor, in task order (lower_writer): chains through wnext, tasks
+	 * below nindexed */
+	int *whead, *wtail, *wnext;
+	int nindexed, capnext;
 } lower;
 
 /* A new task of kind k serving op `op` (no reads, no write yet); NULL and
@@ -41,6 +48,14 @@ int lower_producer_boxes(lower *L, int t, ir_region *out, int max);
 /* Row blocks of about `bytes` each (at least minrows rows) over tensor t's
  * rank-0 piece; -1 past max. */
 int lower_row_boxes(lower *L, int t, int64_t bytes, int64_t minrows, ir_region *out, int max);
+/* The lowering's scratch of IR_MAXCUTS boxes (one op's at a time); NULL
+ * and L->err when out of memory. */
+ir_region *lower_boxes(lower *L);
+/* The tasks made so far join the writer index (lower_run, after each op). */
+void lower_index_writers(lower *L);
+/* The next matmul or elementwise task after task `after` (-1: the first)
+ * that writes tensor t on rank 0, in task order; -1 when none. */
+int lower_writer(const lower *L, int t, int after);
 /* Elements of a region (its first ndim dimensions). */
 double lower_volume(const ir_region *g, int ndim);
 
