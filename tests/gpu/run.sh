@@ -1,6 +1,7 @@
 #!/bin/sh
 # tests/gpu/run.sh BUILD - the GPU checks (make gpu-test), on a machine with
-# an sm_80+ GPU (the H200 machine).  Each check runs a command that must
+# an sm_80+ GPU (the H200 machine); MK_GPU_ONLY=PATTERN runs the checks whose
+# names match.  Each check runs a command that must
 # exit 0 (and, for mkrun, print "match"); the last line is "N passed, N failed".
 set -u
 B=${1:-build}
@@ -24,6 +25,8 @@ export FI_TCP_IFACE
 check() {  # name, command...
 	cname=$1
 	shift
+	# MK_GPU_ONLY=PATTERN runs only the checks whose names match (grep -E)
+	if [ -n "${MK_GPU_ONLY:-}" ] && ! echo "$cname" | grep -qE "$MK_GPU_ONLY"; then return; fi
 	printf '== %s: %s\n' "$cname" "$*" >>"$log"
 	if out=$("$@" 2>&1); then
 		case "$1" in
@@ -137,6 +140,36 @@ sed -e 's/^  C = matmul(A, B)$/  C = matmul(A, B)  tasks 3/' -e 's/pipeline gemm
 	samples/gemm.mk >"$gemm_walk"
 check "gemm.walk" "$MKRUN" "$gemm_walk" -D M=1000 -D N=520 -D K=256 --iters 3 --quiet
 check "ag_gemm.ragged" "$MKRUN" samples/ag_gemm.mk --ranks 2 -D M=1000 -D N=264 -D K=264 --quiet
+# the decode plans (split-K matmuls, split-KV attention) as the cost model
+# chooses them, at ragged token counts and 1, 2, 8 virtual ranks
+for t in 1 3 17 100; do
+	for r in 1 2 8; do
+		check "decode_mlp.t$t.r$r" "$MKRUN" samples/decode_mlp.mk --ranks "$r" -D T="$t" -D D=1024 -D F=2048 \
+			--iters 3 --quiet
+	done
+done
+for t in 1 3 17; do
+	for r in 1 2 8; do
+		check "decode_attention.t$t.r$r" "$MKRUN" samples/decode_attention.mk --ranks "$r" -D T="$t" -D H=8 \
+			-D S=2048 -D D=128 --iters 3 --quiet
+	done
+done
+# plans the hint forces: 3 pieces of a ragged K (1000 = 7 x 128 + 104
+# columns; pieces of unequal length), split-KV over ragged keys at D = 64,
+# and split-KV of a causal square attention (the pieces past a query's
+# diagonal are empty)
+dec_dir=$(mktemp -d)
+sed -e 's/^  M = matmul(A, Wd)$/  M = matmul(A, Wd)  split 3/' \
+	-e 's/^  G = matmul(N, Wg)$/  G = matmul(N, Wg)  split 5/' samples/decode_mlp.mk >"$dec_dir/mlp_split.mk"
+check "decode_mlp.split3" "$MKRUN" "$dec_dir/mlp_split.mk" -D T=5 -D D=1000 -D F=1000 --iters 3 --quiet
+sed -e 's/^  O = attention(Q, K, V)$/  O = attention(Q, K, V)  split 3/' samples/decode_attention.mk \
+	>"$dec_dir/attn_split.mk"
+check "decode_attention.split3.d64" "$MKRUN" "$dec_dir/attn_split.mk" -D T=3 -D H=4 -D S=1000 -D D=64 \
+	--iters 3 --quiet
+sed -e 's/^  O = attention(Q, K, V)$/  O = attention(Q, K, V, causal)  split 2/' samples/decode_attention.mk \
+	>"$dec_dir/attn_causal.mk"
+check "decode_attention.causal.split2" "$MKRUN" "$dec_dir/attn_causal.mk" -D T=300 -D H=2 -D S=300 \
+	-D D=128 --iters 3 --quiet
 # a 2 x 2 mesh in one launch: the RDMA stages become stores between virtual ranks
 check "ag_gemm.2x2.r4" "$MKRUN" samples/ag_gemm.mk --ranks 4 -D nodes=2 -D gpus=2 -D M=1024 -D N=256 -D K=512 --iters 5 --quiet
 check "gemm_rs.2x2.r4" "$MKRUN" samples/gemm_rs.mk --ranks 4 -D nodes=2 -D gpus=2 -D M=1024 -D N=512 -D K=1024 --iters 5 --quiet
