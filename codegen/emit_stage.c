@@ -96,6 +96,17 @@ void cg_stage_reduce(cg_em *E, const ir_op *op)
  * its rows unnormalised, with their max and sum, in slice s of the fp32
  * workspace (mkd_fa::end_part); S_ tasks merge a tile's slices
  * (mkd_attn_merge, split.cuh).  Every read is waited on up front. */
+/* mkd_fa's template arguments past D and T: the plan's ring and tile rows
+ * where they are not the defaults (2 stages, 128 rows) */
+static void fa_targs(const ir_attn_plan *a, char buf[32])
+{
+	buf[0] = 0;
+	if (a->rows != 128)
+		snprintf(buf, 32, ", %d, %d", a->ring, a->rows);
+	else if (a->ring != 2)
+		snprintf(buf, 32, ", %d", a->ring);
+}
+
 static void stage_attention_split(cg_em *E, const ir_op *op)
 {
 	const ir_prog *p = E->p;
@@ -105,9 +116,10 @@ static void stage_attention_split(cg_em *E, const ir_op *op)
 	const int64_t D = q->shape[q->ndim - 1];
 	const char *tq = cg_ctype(q->dtype), *to = cg_ctype(o->dtype);
 	const double scale = op->scalar != 0 ? op->scalar : 1.0 / __builtin_sqrt((double)D);
-	char what[160];
-	snprintf(what, sizeof what, "split-KV %d x %lld keys: W_ tasks a range each (tensor cores), "
-		 "S_ the merges", ap.kvsplit, (long long)ap.kvstep);
+	char what[160], ring[32];
+	snprintf(what, sizeof what, "split-KV %d x %lld keys: W_ tasks a range each (tensor cores, "
+		 "%d stages of keys), S_ the merges", ap.kvsplit, (long long)ap.kvstep, ap.ring);
+	fa_targs(&ap, ring);
 	cg_stage_head(E, op, what);
 	sb_printf(E->o, "\tconst mkd_tensor &W = MK_T[T_%s];\n", W->name);
 	if (cg_stage_tensor(E, (int)(op - p->ops), CG_W) == ap.work)
@@ -120,13 +132,13 @@ static void stage_attention_split(cg_em *E, const ir_op *op)
 			  "\t\tconst %s *Qp = (const %s *)mkd_at<MK_GPUS>(p, qb.tensor, MK_T[qb.tensor], qb.rank, qb.lo[0], qb.lo[1], 0);\n"
 			  "\t\tconst %s *Kp = (const %s *)mkd_at<MK_GPUS>(p, kb.tensor, MK_T[kb.tensor], kb.rank, kb.lo[0], kb.lo[1], 0);\n"
 			  "\t\tconst %s *Vp = (const %s *)mkd_at<MK_GPUS>(p, vb.tensor, MK_T[vb.tensor], vb.rank, vb.lo[0], vb.lo[1], 0);\n"
-			  "\t\tmkd_fa<%lld, %s> fa;\n"
+			  "\t\tmkd_fa<%lld, %s%s> fa;\n"
 			  "\t\tfa.begin(Qp, MK_T[qb.tensor].local[2], rows, %.9gf, smem);\n"
 			  "\t\tfa.block(Kp, Vp, MK_T[kb.tensor].local[2], (int)(kb.hi[1] - kb.lo[1]), rows, %s, qb.lo[1], kb.lo[1]);\n"
 			  "\t\tfa.end_part((float *)mkd_at<MK_GPUS>(p, T_%s, W, rank, lo[0], lo[1], 0), W.local[2], rows);\n"
 			  "\t\treturn true;\n"
 			  "\t}\n",
-			  op->stage, tq, tq, tq, tq, tq, tq, (long long)D, tq, scale,
+			  op->stage, tq, tq, tq, tq, tq, tq, (long long)D, tq, ring, scale,
 			  op->causal ? "true" : "false", W->name);
 	sb_printf(E->o,
 		  "\t// the merge of the tile's %d ranges\n"
@@ -161,12 +173,14 @@ void cg_stage_attention(cg_em *E, const ir_op *op)
 		  "\t%s *Op = (%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, lo[0], lo[1], 0);\n"
 		  "\tconst int rows = (int)(hi[1] - lo[1]);\n",
 		  tq, tq, to, to, o->name, o->name);
+	char targs[32];
+	fa_targs(&op->plan.attn, targs);
 	if (tc)
 		sb_printf(E->o,
 			  "\t__shared__ int good;\n"
-			  "\tmkd_fa<%lld, %s> fa;\n"
+			  "\tmkd_fa<%lld, %s%s> fa;\n"
 			  "\tfa.begin(Qp, MK_T[qb.tensor].local[2], rows, %.9gf, smem);\n",
-			  (long long)D, tq, scale);
+			  (long long)D, tq, targs, scale);
 	else
 		sb_printf(E->o,
 			  "\tmkd_attn_state<%lld> *st = (mkd_attn_state<%lld> *)smem;\n"
@@ -301,10 +315,10 @@ static void stage_matmul_split(cg_em *E, const ir_op *op, const char *epi, char 
 				  "\t\tconst int a_col = (int)(ab.lo[2] - mkd_base<MK_GPUS>(A, 2, rank));\n"
 				  "\t\tconst int b_row = (int)(bb.lo[1] - mkd_base<MK_GPUS>(B, 1, rank));\n"
 				  "\t\tconst int b_col = (int)(bb.lo[2] - mkd_base<MK_GPUS>(B, 2, rank));\n"
-				  "\t\tmkd_wgmma_tile<%s, float, %d, %d, 64, %d>::run(tm, a_row, a_col, tm + 1, b_row, b_col, kn,\n"
+				  "\t\tmkd_wgmma_tile<%s, float, %d, %d, 64, %d%s>::run(tm, a_row, a_col, tm + 1, b_row, b_col, kn,\n"
 				  "\t\t\tc, W.local[2], rows, cols, smem, mkd_epi_none());\n"
 				  "#else\n",
-				  mp.tmap, cg_ctype(A->dtype), mp.bm, mp.bn, mp.wg_stages);
+				  mp.tmap, cg_ctype(A->dtype), mp.bm, mp.bn, mp.wg_stages, mp.wg_cols ? ", true" : "");
 		sb_printf(E->o,
 			  "\t\tconst %s *a = (const %s *)mkd_at<MK_GPUS>(p, T_%s, A, rank, ab.lo[0], ab.lo[1], ab.lo[2]);\n"
 			  "\t\tconst %s *b = (const %s *)mkd_at<MK_GPUS>(p, T_%s, B, rank, bb.lo[0], bb.lo[1], bb.lo[2]);\n"
@@ -336,8 +350,9 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 	const ir_mm_plan mp = op->plan.mm;  /* plan.c */
 	char what[160];
 	if (mp.wgmma)
-		snprintf(what, sizeof what, "tile %d x %d x 64: TMA + wgmma, %d-stage ring on sm_90a; "
-			 "mma.sync elsewhere", mp.bm, mp.bn, mp.wg_stages);
+		snprintf(what, sizeof what, "tile %d x %d x 64: TMA + wgmma, %d-stage ring on sm_90a%s; "
+			 "mma.sync elsewhere", mp.bm, mp.bn, mp.wg_stages,
+			 mp.wg_cols ? ", warpgroups split the columns" : "");
 	else
 		snprintf(what, sizeof what, "tile %d x %d x %d, %d-stage ring (mma.sync)", mp.bm, mp.bn,
 			 mp.bk, mp.stages);
@@ -421,11 +436,12 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 			  "\t\t\t\t %s - mkd_base<MK_GPUS>(A, 1, rank));\n"
 			  "\tconst int b_row = (int)(%s * B.local[1]);\n"
 			  "\tconst int b_col = (int)(%s - mkd_base<MK_GPUS>(B, 2, rank));\n"
-			  "\tmkd_wgmma_tile<%s, %s, %d, %d, 64, %d>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,\n"
+			  "\tmkd_wgmma_tile<%s, %s, %d, %d, 64, %d%s>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,\n"
 			  "\t\tc, C.local[2], rows, cols, smem, %s);\n"
 			  "#else\n",
 			  mp.tmap, R, B->ndim == 3 ? "(lo[0] - mkd_base<MK_GPUS>(B, 0, rank))" : "0",
-			  N, cg_ctype(A->dtype), cg_ctype(C->dtype), mp.bm, mp.bn, mp.wg_stages, epi);
+			  N, cg_ctype(A->dtype), cg_ctype(C->dtype), mp.bm, mp.bn, mp.wg_stages,
+			  mp.wg_cols ? ", true" : "", epi);
 	sb_printf(E->o,
 		  "\tconst %s *a = (const %s *)mkd_at<MK_GPUS>(p, T_%s, A, rank, lo[0], %s, k0);\n"
 		  "\tconst %s *b = (const %s *)mkd_at<MK_GPUS>(p, T_%s, B, rank, %s, k0, %s);\n"

@@ -55,11 +55,13 @@ void inspect_plans(const ir_prog *p, strbuf *out)
 		sb_printf(out, "  %-3d %-12s %-14s", i, op->stage, ir_op_name(op->kind));
 		switch (op->kind) {
 		case OP_MATMUL:
-			if (pl->mm.wgmma)
+			if (pl->mm.wgmma) {
 				sb_printf(out, "tile %d x %d x 64, wgmma, %d-stage ring (mma.sync %d x %d x %d, "
 					  "%d stages, off sm_90a)", pl->mm.bm, pl->mm.bn, pl->mm.wg_stages,
 					  pl->mm.bm, pl->mm.bn, pl->mm.bk, pl->mm.stages);
-			else
+				if (pl->mm.wg_cols)
+					sb_puts(out, ", 64 rows: the warpgroups split the columns");
+			} else
 				sb_printf(out, "tile %d x %d x %d, mma.sync, %d-stage ring", pl->mm.bm,
 					  pl->mm.bn, pl->mm.bk, pl->mm.stages);
 			if (pl->mm.tiles_m * pl->mm.tiles_n > 1)
@@ -74,8 +76,8 @@ void inspect_plans(const ir_prog *p, strbuf *out)
 			break;
 		case OP_ATTENTION:
 			if (pl->attn.tensor_cores)
-				sb_printf(out, "%d query rows a task, tensor cores, %d keys a stage",
-					  pl->attn.rows, pl->attn.keys);
+				sb_printf(out, "%d query rows a task, tensor cores, %d keys a stage, %d stages",
+					  pl->attn.rows, pl->attn.keys, pl->attn.ring);
 			else
 				sb_printf(out, "%d query rows a task, fp32", pl->attn.rows);
 			if (pl->attn.kvsplit > 1)

@@ -178,6 +178,9 @@ typedef struct ir_mm_plan {
 	int bm, bn, bk;     /* output box, and the mma.sync tile's k step */
 	int wgmma;          /* the Hopper engine takes it */
 	int wg_stages;      /* its ring depth */
+	int wg_cols;        /* 1: no tile has more than 64 rows (decode), so the
+	                       two consumer warpgroups split the columns (64 x
+	                       bn/2 each) instead of the rows */
 	int stages;         /* the mma.sync tile's ring depth */
 	int tiles_m, tiles_n; /* row and column tiles one task walks (1 x 1
 	                       unless the op's task bound asks for more) */
@@ -202,6 +205,8 @@ typedef struct ir_mm_plan {
 typedef struct ir_attn_plan {
 	int rows;           /* query rows per task */
 	int keys;           /* keys per K/V stage (tensor cores) */
+	int ring;           /* K/V stages in shared memory (mkd_fa's NST): 2;
+	                       4 for split-KV, whose tasks only stream */
 	int tensor_cores;
 	int kvsplit;        /* split-KV (flash-decoding): each query tile's keys
 	                       in kvsplit ranges of kvstep, an attnpart task

@@ -384,6 +384,9 @@ static void plan_matmul(planner *P, ir_op *op, int wide)
 	op->plan.threads = m->wgmma ? 384 : 256;  /* producer + two consumer warpgroups */
 	m->tmap = -1;
 	m->bucket = C->ndim == 3 ? bucket_dispatch(p, op->in[0]) : -1;
+	/* a few rows (decode): 128-row tiles would have one warpgroup multiply
+	 * the zeros TMA fills the missing rows with */
+	m->wg_cols = m->wgmma && m->bn >= 128 && m->bucket < 0 && C->local[C->ndim - 2] <= 64;
 	const int before = P->err;
 	P->err = 0;
 	mm_grid(P, op);
@@ -528,7 +531,10 @@ static void plan_attention(planner *P, ir_op *op)
 	}
 	ir_attn_plan *a = &op->plan.attn;
 	a->tensor_cores = ir_dtype_size(q->dtype) == 2;
-	a->rows = a->tensor_cores ? 128 : 64;
+	/* decode (a head's queries fit 16 rows): 16-row tiles whose 8 warps
+	 * split every stage's keys (mkd_fa's ROWS = 16), else 128 rows */
+	const int few = a->tensor_cores && q->local[q->ndim - 2] <= 16 && D <= 128;
+	a->rows = few ? 16 : a->tensor_cores ? 128 : 64;
 	const int sd = q->ndim - 2;
 	if (ir_cut(q, sd, 0, q->local[sd], a->rows, NULL, NULL, IR_MAXCUTS) < 0) {
 		diag_error(P->d, op->where, "attention '%s' has more than %d query tiles of %d rows",
@@ -539,9 +545,10 @@ static void plan_attention(planner *P, ir_op *op)
 	int64_t smem;
 	if (a->tensor_cores) {
 		/* keys per stage (mkd_fa's KEYS): two warpgroups of 32 keys up to
-		 * D = 64, one of 64 up to 128, one of 32 above */
-		a->keys = D <= 128 ? 64 : 32;
-		smem = (128 + 4 * (int64_t)a->keys) * (D + 8) * 2;
+		 * D = 64, one of 64 up to 128, one of 32 above; 16-row tiles: 8
+		 * warps of 16 */
+		a->keys = few ? 128 : D <= 128 ? 64 : 32;
+		smem = (a->rows + 2 * 2 * (int64_t)a->keys) * (D + 8) * 2;
 	} else {
 		smem = 16 + 64 * 2 * 4 + 64 * D * 2 * 4;
 	}
@@ -553,7 +560,18 @@ static void plan_attention(planner *P, ir_op *op)
 	}
 	op->plan.smem = (int)smem;
 	op->plan.threads = 256;
+	a->ring = 2;
 	attn_split(P, op);
+	/* split-KV tasks stream the cache for a few queries: load latency
+	 * bounds them, so more stages in flight (4, or 3, where they fit) */
+	for (int n = 4; a->tensor_cores && a->kvsplit > 1 && n > 2; n--) {
+		const int64_t deep = (a->rows + 2 * n * (int64_t)a->keys) * (D + 8) * 2;
+		if (deep <= P->dev.smem_per_sm) {
+			a->ring = n;
+			op->plan.smem = (int)deep;
+			break;
+		}
+	}
 }
 
 /* ---- row sums ---------------------------------------------------------------- */

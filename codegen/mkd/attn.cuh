@@ -38,7 +38,10 @@ template <> struct mkd_pack2<mkd_f16> {
 	static MKD_INLINE u32 pk(float lo, float hi) { return mkd_pack_f16x2(lo, hi); }
 };
 
-/* One tile of up to MKD_FA_ROWS query rows.  For D <= 64 each warp owns
+/* One tile of up to ROWS query rows (MKD_FA_ROWS; 16 for decode, where a
+ * head has a few queries: then each warp takes those 16 rows over its own
+ * 16 keys of every 128-key stage, and the 8 warps merge at the end, so
+ * that all of them compute while the cache streams).  For D <= 64 each warp owns
  * 32 rows (two m16 tiles share every K and V fragment it loads) and the
  * two warpgroups split the keys: group 0 takes the first BN keys of every
  * stage, group 1 the next BN; at the end group 1 hands its rows' max, sum
@@ -48,27 +51,31 @@ template <> struct mkd_pack2<mkd_f16> {
  * the stage around them the kernel spilled (on the H200 that layout ran
  * D = 128 only 6% faster; docs/perf-notes.md).
  *
- * Shared memory (SMEM bytes): Q [128][D + 8], then two stages of K and V
- * [KEYS][D + 8] (the 8 pad elements put the rows ldmatrix reads together
+ * Shared memory (SMEM bytes): Q [128][D + 8], then NST stages of K and V
+ * [KEYS][D + 8] (the plan's ring: 2, or more where the tile streams a
+ * long cache for a few queries, split-KV, and only load latency bounds it) (the 8 pad elements put the rows ldmatrix reads together
  * in distinct banks).  All threads of the CTA load; the first 8 warps
  * compute.  Rows must be 16-byte aligned (D a multiple of 8, strides too). */
-template <int D, typename T>
+template <int D, typename T, int NST = 2, int ROWS = MKD_FA_ROWS>
 struct mkd_fa {
 	enum {
-		MI = D <= 64 ? 2 : 1,      /* m16 tiles per warp */
-		SPLIT = MI,                /* warpgroups that split the keys */
-		WPG = 8 / SPLIT,           /* warps per group: 128 rows */
-		BN = D <= 64 || D > 128 ? 32 : 64,  /* keys per group and stage */
+		FEW = ROWS == 16,          /* decode: a warp's 16 rows, 8 groups of keys */
+		MI = FEW ? 1 : D <= 64 ? 2 : 1,  /* m16 tiles per warp */
+		SPLIT = FEW ? 8 : MI,      /* groups of warps that split the keys */
+		WPG = 8 / SPLIT,           /* warps per group: ROWS rows */
+		BN = FEW ? 16 : D <= 64 || D > 128 ? 32 : 64,  /* keys per group and stage */
 		KEYS = SPLIT * BN,         /* keys per stage */
 		LD = D + 8,
-		Q_ELEMS = MKD_FA_ROWS * LD,
+		Q_ELEMS = ROWS * LD,
 		KV_ELEMS = KEYS * LD,
-		SMEM = (Q_ELEMS + 4 * KV_ELEMS) * 2
+		SMEM = (Q_ELEMS + 2 * NST * KV_ELEMS) * 2
 	};
+	static_assert(NST >= 2 && NST <= 6, "2..6 stages of K and V");
 	static_assert(sizeof(T) == 2, "the tensor-core tile takes 16-bit inputs");
 	static_assert(D % 16 == 0 && D <= 256, "head dimension: a multiple of 16, at most 256");
-	static_assert(WPG * 16 * MI == MKD_FA_ROWS, "8 warps cover the tile");
-	static_assert(SPLIT == 1 || (MKD_FA_ROWS * (D + 2)) * 4 <= 4 * KV_ELEMS * 2,
+	static_assert(ROWS == MKD_FA_ROWS || ROWS == 16, "tiles of 128 or 16 query rows");
+	static_assert(WPG * 16 * MI == ROWS, "8 warps cover the tile");
+	static_assert(SPLIT == 1 || ((SPLIT - 1) * ROWS * (D + 2)) * 4 <= 4 * KV_ELEMS * 2,
 		      "the merge fits in the stages");
 
 	float o[MI][D / 8][4];  /* rows g, g + 8 of m tile i; columns 8n + 2q, +1 */
@@ -86,10 +93,19 @@ struct mkd_fa {
 		}
 	}
 
+	/* stage c of a block (KEYS keys from key c * KEYS; zeros past nk) */
+	static MKD_INLINE void load_stage(T *dst, const T *k, const T *v, i64 ldk, int nk, int c)
+	{
+		int left = nk - c * KEYS;
+		left = left < KEYS ? left : KEYS;
+		load_rows(dst, k + (i64)c * KEYS * ldk, ldk, left, KEYS);
+		load_rows(dst + KV_ELEMS, v + (i64)c * KEYS * ldk, ldk, left, KEYS);
+	}
+
 	MKD_INLINE void begin(const T *q, i64 ldq, int rows, float scale, char *smem)
 	{
 		qs = (T *)smem;
-		load_rows(qs, q, ldq, rows, MKD_FA_ROWS);
+		load_rows(qs, q, ldq, rows, ROWS);
 		mkd_cp_async_commit();
 		scale2 = scale * 1.44269504088896341f;
 #pragma unroll
@@ -225,26 +241,28 @@ struct mkd_fa {
 		const int warp = threadIdx.x >> 5, grp = warp / WPG;
 		const int r0 = (warp % WPG) * 16 * MI, nst = (nk + KEYS - 1) / KEYS;
 		const i64 qpos = qpos0 + r0;
-		load_rows(stage, k, ldk, nk < KEYS ? nk : KEYS, KEYS);
-		load_rows(stage + KV_ELEMS, v, ldk, nk < KEYS ? nk : KEYS, KEYS);
-		mkd_cp_async_commit();
+		/* stage c goes to slot c % NST; NST - 1 loads are in flight while a
+		 * stage is computed (one cp.async group per stage, empty ones too,
+		 * so that wait<NST - 2> always means "stage c has landed") */
+#pragma unroll
+		for (int c = 0; c < NST - 1; c++) {
+			if (c < nst)
+				load_stage(stage + c * 2 * KV_ELEMS, k, v, ldk, nk, c);
+			mkd_cp_async_commit();
+		}
 		for (int c = 0; c < nst; c++) {
-			mkd_cp_async_wait<0>();
-			__syncthreads();
-			if (c + 1 < nst) {
-				T *nx = stage + ((c + 1) & 1) * 2 * KV_ELEMS;
-				int left = nk - (c + 1) * KEYS;
-				left = left < KEYS ? left : KEYS;
-				load_rows(nx, k + (i64)(c + 1) * KEYS * ldk, ldk, left, KEYS);
-				load_rows(nx + KV_ELEMS, v + (i64)(c + 1) * KEYS * ldk, ldk, left, KEYS);
-			}
+			mkd_cp_async_wait<NST - 2>();
+			__syncthreads();  /* stage c for all; slot (c - 1) % NST free */
+			if (c + NST - 1 < nst)
+				load_stage(stage + ((c + NST - 1) % NST) * 2 * KV_ELEMS, k, v, ldk, nk,
+					   c + NST - 1);
 			mkd_cp_async_commit();
 			const int k0 = c * KEYS + grp * BN, left = nk - k0;
 			const i64 kpos = kpos0 + k0;
 			/* warps past the tile's rows, past the keys, or whose rows all
 			 * precede the chunk sit this one out */
 			if (warp < 8 && r0 < rows && left > 0 && !(causal && kpos > qpos + 16 * MI - 1)) {
-				const T *cs = stage + (c & 1) * 2 * KV_ELEMS + grp * BN * LD;
+				const T *cs = stage + (c % NST) * 2 * KV_ELEMS + grp * BN * LD;
 				chunk(cs, cs + KV_ELEMS, left < BN ? left : BN, causal, r0, qpos, kpos);
 			}
 		}
@@ -280,24 +298,26 @@ struct mkd_fa {
 					l[i][h] += __shfl_xor_sync(0xffffffffu, l[i][h], 1);
 					l[i][h] += __shfl_xor_sync(0xffffffffu, l[i][h], 2);
 				}
-		if (SPLIT == 2) {
-			/* group 1's rows to shared memory (the stages are free): max,
-			 * sum, then the outputs, fp32 */
-			float *ms = (float *)(qs + Q_ELEMS), *ls = ms + MKD_FA_ROWS, *os = ls + MKD_FA_ROWS;
-			if (warp < 8 && grp == 1)
+		if (SPLIT > 1) {
+			/* groups 1.. hand their rows to shared memory (the stages are
+			 * free): max, sum, then the outputs, fp32, slot grp - 1 each;
+			 * group 0 rescales all to the common max and adds them */
+			float *ms = (float *)(qs + Q_ELEMS), *ls = ms + (SPLIT - 1) * ROWS,
+			      *os = ls + (SPLIT - 1) * ROWS;
+			if (warp < 8 && grp > 0)
 #pragma unroll
 				for (int i = 0; i < MI; i++)
 #pragma unroll
 					for (int h = 0; h < 2; h++) {
-						const int r = r0 + i * 16 + g + h * 8;
+						const int r = r0 + i * 16 + g + h * 8, x = (grp - 1) * ROWS + r;
 						if (tq == 0) {
-							ms[r] = m[i][h];
-							ls[r] = l[i][h];
+							ms[x] = m[i][h];
+							ls[x] = l[i][h];
 						}
 #pragma unroll
 						for (int n = 0; n < D / 8; n++) {
-							os[r * D + n * 8 + 2 * tq] = o[i][n][2 * h];
-							os[r * D + n * 8 + 2 * tq + 1] = o[i][n][2 * h + 1];
+							os[x * D + n * 8 + 2 * tq] = o[i][n][2 * h];
+							os[x * D + n * 8 + 2 * tq + 1] = o[i][n][2 * h + 1];
 						}
 					}
 			__syncthreads();
@@ -307,16 +327,28 @@ struct mkd_fa {
 #pragma unroll
 					for (int h = 0; h < 2; h++) {
 						const int r = r0 + i * 16 + g + h * 8;
-						const float m1 = ms[r], mn = fmaxf(m[i][h], m1);
+						float mn = m[i][h];
+						for (int q = 0; q < SPLIT - 1; q++)
+							mn = fmaxf(mn, ms[q * ROWS + r]);
 						const float base = mn == mkd_ninf() ? 0.f : mn;
-						const float c0 = mkd_exp2(m[i][h] - base), c1 = mkd_exp2(m1 - base);
-						l[i][h] = l[i][h] * c0 + ls[r] * c1;
+						const float c0 = mkd_exp2(m[i][h] - base);
+						l[i][h] *= c0;
 #pragma unroll
 						for (int n = 0; n < D / 8; n++) {
-							o[i][n][2 * h] = o[i][n][2 * h] * c0 + os[r * D + n * 8 + 2 * tq] * c1;
-							o[i][n][2 * h + 1] = o[i][n][2 * h + 1] * c0 +
-									     os[r * D + n * 8 + 2 * tq + 1] * c1;
+							o[i][n][2 * h] *= c0;
+							o[i][n][2 * h + 1] *= c0;
 						}
+						for (int q = 0; q < SPLIT - 1; q++) {
+							const int x = q * ROWS + r;
+							const float c1 = mkd_exp2(ms[x] - base);
+							l[i][h] += ls[x] * c1;
+#pragma unroll
+							for (int n = 0; n < D / 8; n++) {
+								o[i][n][2 * h] += os[x * D + n * 8 + 2 * tq] * c1;
+								o[i][n][2 * h + 1] += os[x * D + n * 8 + 2 * tq + 1] * c1;
+							}
+						}
+						m[i][h] = mn;  /* end_part writes the merged max */
 					}
 		}
 		if (warp < 8 && grp == 0)

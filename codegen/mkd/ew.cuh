@@ -202,8 +202,11 @@ struct mkd_row_vec<TX, TY, TW, true> {
 	static MKD_INLINE bool rmsnorm(const TX *x, i64 ldx, const TW *w, TY *y, i64 ldy, int rows,
 				       int cols)
 	{
-		if (!ok(x, ldx, y, ldy, cols) || (w && (!mkd_is16<TW>::value || ((u64)w & 15))))
+		if (w && (!mkd_is16<TW>::value || ((u64)w & 15)))
 			return false;
+		if (!ok(x, ldx, y, ldy, cols))
+			return (cols & 7) == 0 && mkd_al16(x, ldx) && mkd_al16(y, ldy) &&
+			       long_rows(x, ldx, w, y, ldy, rows, cols);
 		const int lane = threadIdx.x & 31, nw = blockDim.x >> 5, nv = cols >> 3;
 		for (int r = threadIdx.x >> 5; r < rows; r += nw) {
 			const TX *xr = x + (i64)r * ldx;
@@ -233,6 +236,42 @@ struct mkd_row_vec<TX, TY, TW, true> {
 					continue;
 				float f[8], g[8] = {1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f};
 				mkd_vec8<TX>::get(f, v[k]);
+				if (w)
+					mkd_row_w<TW>::get(g, w + 8 * c);
+#pragma unroll
+				for (int j = 0; j < 8; j++)
+					f[j] *= inv * g[j];
+				*(uint4 *)(y + (i64)r * ldy + 8 * c) = mkd_vec8<TY>::pack(f);
+			}
+		}
+		return true;
+	}
+	/* rows longer than a warp's registers (Llama: 4096): 16-byte loads,
+	 * unrolled so that several are in flight a lane, over the row twice
+	 * (the second pass hits the cache).  Keeping 4 vectors a lane live
+	 * here, as the short path does, made ptxas spill the kernel's matmul
+	 * stages (samples/mlp_chain.mk: 3.4 KB) */
+	static MKD_INLINE bool long_rows(const TX *x, i64 ldx, const TW *w, TY *y, i64 ldy, int rows,
+					 int cols)
+	{
+		const int lane = threadIdx.x & 31, nw = blockDim.x >> 5, nv = cols >> 3;
+		for (int r = threadIdx.x >> 5; r < rows; r += nw) {
+			const TX *xr = x + (i64)r * ldx;
+			float ss = 0.f;
+#pragma unroll 4
+			for (int c = lane; c < nv; c += 32) {
+				float f[8];
+				mkd_vec8<TX>::get(f, *(const uint4 *)(xr + 8 * c));
+#pragma unroll
+				for (int j = 0; j < 8; j++)
+					ss += f[j] * f[j];
+			}
+			ss = mkd_warp_sum(ss);
+			const float inv = rsqrtf(ss / cols + 1e-6f);
+#pragma unroll 2
+			for (int c = lane; c < nv; c += 32) {
+				float f[8], g[8] = {1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f};
+				mkd_vec8<TX>::get(f, *(const uint4 *)(xr + 8 * c));
 				if (w)
 					mkd_row_w<TW>::get(g, w + 8 * c);
 #pragma unroll

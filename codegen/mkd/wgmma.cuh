@@ -7,7 +7,10 @@
  *   WG0   producer: thread 0 issues the TMA loads of A and B into a
  *         STAGES-deep ring; its other 127 threads wait at the end.
  *   WG1   consumer: rows 0..63 of the tile, wgmma m64nBNk16.
- *   WG2   consumer: rows 64..127.
+ *   WG2   consumer: rows 64..127.  With COLS (the plan's wg_cols: at most
+ *         64 valid rows, decode) the two split the columns instead: rows 0..63 each, WG1 the
+ *         first BN/2 columns, WG2 the rest (m64n(BN/2)k16), so no
+ *         warpgroup multiplies the zeros TMA fills the missing rows with.
  *
  * Ring and barriers.  Stage s holds A[128][64] (16 KB, one TMA box) and
  * B[64][BN] (BN/64 TMA boxes of 64 x 64, 8 KB each), every piece 1024-byte
@@ -225,7 +228,7 @@ template <int ID> MKD_INLINE void mkd_wg_bar()
 
 /* ---- the tile engine ------------------------------------------------------- */
 
-template <typename T, typename TC, int BM, int BN, int BK, int STAGES>
+template <typename T, typename TC, int BM, int BN, int BK, int STAGES, bool COLS = false>
 struct mkd_wgmma_tile {
 	enum {
 		THREADS = 384,
@@ -237,12 +240,13 @@ struct mkd_wgmma_tile {
 		/* 1024 of slack to align the ring, then full[] and empty[] */
 		SMEM = 1024 + RING + 2 * STAGES * 8,
 		ACC = BN / 2,                       /* fp32 accumulators per consumer thread */
-		TRADE_REGS = (BN > 128) && MKD_WG_TRADE
+		TRADE_REGS = (BN > 128) && !COLS && MKD_WG_TRADE
 	};
 	static_assert(sizeof(T) == 2, "wgmma tile takes 16-bit inputs (bf16, f16)");
 	static_assert(BM == 128, "two consumer warpgroups of 64 rows each");
 	static_assert(BK == 64, "BK is one 128-byte swizzle row of 16-bit elements");
 	static_assert(BN == 64 || BN == 128 || BN == 256, "BN: 64, 128 or 256");
+	static_assert(!COLS || BN >= 128, "the warpgroups split 128 or 256 columns");
 	static_assert(STAGES >= 2 && STAGES <= 8, "2..8 stages");
 
 	static MKD_INLINE u32 full_bar(u32 bars, int s) { return bars + 8 * s; }
@@ -273,33 +277,36 @@ struct mkd_wgmma_tile {
 		}
 	}
 
-	/* one consumer warpgroup (w = 0, 1): rows 64w..64w+63 of the tile */
-	template <typename Epi>
-	static MKD_INLINE void consume(int w, int nk, u32 ring, u32 bars, TC *C, i64 ldc, int M,
-				       int N, Epi &epi)
+	/* One consumer warpgroup: a CN-column slab of the tile's accumulators,
+	 * wgmma m64nCNk16 over rows 64*arow.. of A and B boxes box0.. of each
+	 * stage; results go to C (the slab's first element) clipped to M x N. */
+	template <int CN, typename Epi>
+	static MKD_INLINE void consume(int arow, int box0, int nk, u32 ring, u32 bars, TC *C,
+				       i64 ldc, int M, int N, Epi &epi)
 	{
+		enum { CACC = CN / 2 };
 		const int t = threadIdx.x & 127, lane = threadIdx.x & 31;
-		float d[ACC];
+		float d[CACC];
 #pragma unroll
-		for (int i = 0; i < ACC; i++)
+		for (int i = 0; i < CACC; i++)
 			d[i] = 0.f;
-		const u64 da = mkd_wg_desc(ring + w * 64 * 128, 16, 1024);
-		const u64 db = mkd_wg_desc(ring + A_BYTES, B_BOX, 1024);
+		const u64 da = mkd_wg_desc(ring + arow * 64 * 128, 16, 1024);
+		const u64 db = mkd_wg_desc(ring + A_BYTES + box0 * B_BOX, B_BOX, 1024);
 		int s = 0, prev = 0;
 		u32 ph = 0;
 		for (int kt = 0; kt < nk; kt++) {
 			mkd_mbar_wait(full_bar(bars, s), ph, MKD_WG_TIMEOUT_NS);
 			const u64 off = (u64)((s * STAGE_BYTES) >> 4);
 #pragma unroll
-			for (int i = 0; i < ACC; i++)
+			for (int i = 0; i < CACC; i++)
 				mkd_wg_pin(d[i]);
 			mkd_wg_fence();
 #pragma unroll
 			for (int k = 0; k < BK / 16; k++)  /* K slice k: A +32k bytes, B +2048k */
-				mkd_wg_op<BN, T>::mma(d, da + off + 2 * k, db + off + 128 * k);
+				mkd_wg_op<CN, T>::mma(d, da + off + 2 * k, db + off + 128 * k);
 			mkd_wg_commit();
 #pragma unroll
-			for (int i = 0; i < ACC; i++)
+			for (int i = 0; i < CACC; i++)
 				mkd_wg_pin(d[i]);
 			if (kt > 0) {  /* group kt-1 retired: its stage is free */
 				mkd_wg_wait<1>();
@@ -314,15 +321,15 @@ struct mkd_wgmma_tile {
 		}
 		mkd_wg_wait<0>();
 #pragma unroll
-		for (int i = 0; i < ACC; i++)
+		for (int i = 0; i < CACC; i++)
 			mkd_wg_pin(d[i]);
 		/* accumulator j*4 + {0,1}: row r0, columns 8j + 2q + {0,1};
 		 * j*4 + {2,3}: row r0 + 8 (the m64nNk16 D fragment) */
-		const int r0 = w * 64 + (t >> 5) * 16 + (lane >> 2), c0 = (lane & 3) * 2;
+		const int r0 = (t >> 5) * 16 + (lane >> 2), c0 = (lane & 3) * 2;
 		TC *p0 = C + (i64)r0 * ldc + c0, *p1 = p0 + 8 * ldc;
 		const bool ok0 = r0 < M, ok1 = r0 + 8 < M;
 #pragma unroll
-		for (int j = 0; j < BN / 8; j++) {
+		for (int j = 0; j < CN / 8; j++) {
 			const int c = c0 + 8 * j;
 			if (c < N) {
 				if (ok0)
@@ -332,6 +339,23 @@ struct mkd_wgmma_tile {
 					mkd_wg_store2<TC>::st(p1 + 8 * j, epi(d[4 * j + 2]),
 							      epi(d[4 * j + 3]), c + 1 < N);
 			}
+		}
+	}
+
+	/* Consumer warpgroup w (0, 1).  COLS (the plan's wg_cols: no tile has
+	 * more than 64 rows, decode) would otherwise leave the second warpgroup
+	 * multiplying zeros: the two split the columns, rows 0..63 each, BN/2
+	 * columns each. */
+	template <typename Epi>
+	static MKD_INLINE void consume_tile(int w, int nk, u32 ring, u32 bars, TC *C, i64 ldc, int M,
+					    int N, Epi &epi)
+	{
+		if (COLS) {
+			enum { H = BN >= 128 ? BN / 2 : 64 };
+			consume<H>(0, w * (H / 64), nk, ring, bars, C + w * H, ldc, M, N - w * H, epi);
+		} else {
+			const int m = M - 64 * w;
+			consume<BN>(w, 0, nk, ring, bars, C + (i64)(64 * w) * ldc, ldc, m, N, epi);
 		}
 	}
 
@@ -374,7 +398,7 @@ struct mkd_wgmma_tile {
 		} else {
 			if (TRADE_REGS)
 				asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(MKD_WG_REGS_CONSUMER));
-			consume(wg - 1, nk, ring, bars, C, ldc, M < BM ? M : BM, N < BN ? N : BN, epi);
+			consume_tile(wg - 1, nk, ring, bars, C, ldc, M < BM ? M : BM, N < BN ? N : BN, epi);
 			if (TRADE_REGS) {
 				if (wg == 1)
 					mkd_wg_bar<MKD_WG_BAR_ID + 1>();

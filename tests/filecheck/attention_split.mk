@@ -2,7 +2,9 @@
 # split the keys across CTAs; each range leaves unnormalised rows with
 # their max and sum in an fp32 workspace, and a merge per query tile adds
 # them up.
-#   PLAN the plan names the split, its key ranges and the workspace
+#   PLAN the plan names the split, its key ranges and the workspace; 16
+#        queries a head: 16-row tiles whose 8 warps split each stage's 128
+#        keys, 3 stages in flight (what fits in shared memory)
 #   SM   attnpart tasks read Q's rows and one range of K and V (the same)
 #        into a slice of the workspace; one attnsum per tile reads every
 #        slice of its rows and writes the output
@@ -21,10 +23,11 @@
 # RUN: ! %mkc --emit=plan %t.f32.mk 2> %t.err
 # RUN: FileCheck %s --check-prefix=ERR < %t.err
 #
-# PLAN: O attention 128 query rows a task, tensor cores, 64 keys a stage, split-KV 4 x 1024 keys into O__kvsplit
+# PLAN: O attention 16 query rows a task, tensor cores, 128 keys a stage, 3 stages, split-KV 4 x 1024 keys into O__kvsplit
 # SM: attnpart O        O__kvsplit@0[0:1, 0:16, 0:130] <- Q@0[0:1, 0:16, 0:128], K@0[0:1, 0:1024, 0:128], V@0[0:1, 0:1024, 0:128]
 # SM: attnsum O        O@0[0:1, 0:16, 0:128] <- O__kvsplit@0[0:4, 0:16, 0:130]
 # CU: if (t.stage == W_O) {
+# CU: mkd_fa<128, mkd_bf16, 3, 16> fa;
 # CU: fa.block(Kp, Vp, {{.*}}, rows, false, qb.lo[1], kb.lo[1]);
 # CU: fa.end_part((float *)
 # CU: mkd_attn_merge((const float *)

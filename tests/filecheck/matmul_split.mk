@@ -1,7 +1,8 @@
 # Split-K: a matmul of few rows against a long K splits K across CTAs
 # (the plan's choice, or the `split` hint), partial tiles into an fp32
 # workspace and a sum per tile that applies the fused epilogue.
-#   PLAN the plan names the split and the workspace
+#   PLAN the plan names the split and the workspace; a few rows: the
+#        engine's two consumer warpgroups split the columns (COLS)
 #   SM   mmpart tasks write slices of the workspace over one K range each;
 #        one sumk per tile reads every slice of its box and writes the tile
 #   CU   the W_ stage runs the engine with fp32 out and no epilogue over its
@@ -20,11 +21,11 @@
 # RUN: sed -e 's/matmul(X, W)$/matmul(X, W)  split 1/' %s > %t.off.mk
 # RUN: %mkc --emit=schedule %t.off.mk | FileCheck %s --check-prefix=OFF --implicit-check-not=mmpart
 #
-# PLAN: H matmul tile 128 x 256 x 64, wgmma{{.*}}, split-K 8 x 256 into Y__ksplit, silu in the epilogue
+# PLAN: H matmul tile 128 x 256 x 64, wgmma{{.*}}, 64 rows: the warpgroups split the columns, split-K 8 x 256 into Y__ksplit, silu in the epilogue
 # SM: mmpart H        Y__ksplit@0[0:1, 0:16, 0:256] <- X@0[0:16, 0:256], W@0[0:256, 0:256]
 # SM: sumk   H        Y@0[0:16, 0:256] <- Y__ksplit@0[0:8, 0:16, 0:256]
 # CU: if (t.stage == W_H) {
-# CU: mkd_wgmma_tile<mkd_bf16, float, 128, 256, 64, {{[0-9]+}}>::run(tm, a_row, a_col, tm + 1, b_row, b_col, kn,
+# CU: mkd_wgmma_tile<mkd_bf16, float, 128, 256, 64, {{[0-9]+}}, true>::run(tm, a_row, a_col, tm + 1, b_row, b_col, kn,
 # CU: c, W.local[2], rows, cols, smem, mkd_epi_none());
 # CU: mkd_sumk((const float *)
 # CU: (int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]), mkd_silu());

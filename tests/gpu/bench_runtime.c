@@ -1,6 +1,9 @@
 /* bench_runtime.c - what running costs (make bench, on the GPU).
  *
  *  1. an empty kernel: launch + synchronise, and back-to-back launches;
+ *     then timed one-shot as the megakernel is (event, launch, event),
+ *     from 1 CTA up to the megakernel's launch (a CTA per SM, 384 threads,
+ *     200 KB of shared memory, cooperative): where the fixed cost goes;
  *  2. a trivial pipeline (one 8x8 relu): one-shot run and resident run;
  *  3. a chain of dependent stages (samples/mlp_chain.mk, or argv[1]) as
  *     one megakernel (one-shot and resident) against the same stages as
@@ -48,6 +51,9 @@ static double median(double *v, int n)
 		}                                                               \
 	} while (0)
 
+static const char *launch_what[4];
+static double launch_us[4];  /* one-shot GPU time of an empty kernel, by launch shape */
+
 static int empty_kernel(double *launch_sync_us, double *back_to_back_us)
 {
 	const cudrv *cu;
@@ -94,6 +100,47 @@ static int empty_kernel(double *launch_sync_us, double *back_to_back_us)
 		t[rep] = ms * 1e3 / 1000;
 	}
 	*back_to_back_us = median(t, 5);
+	/* where a one-shot run's fixed cost goes: the same empty kernel timed
+	 * as mk_run_timed times the megakernel (event, launch, event, sync),
+	 * growing towards the megakernel's launch one property at a time */
+	CK(cu->cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 200 * 1024));
+	int sms = 0;
+	CUdevice dev;
+	CK(cu->cuDeviceGet(&dev, 0));  /* the one mk_ctx_create took (MK_DEVICE aside) */
+	CK(cu->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
+	static const struct { const char *what; int grid, threads, smem, coop; } shape[] = {
+		{"1 CTA of 32 threads", 1, 32, 0, 0},
+		{"a CTA per SM, 384 threads", -1, 384, 0, 0},
+		{"same, 200 KB of shared memory", -1, 384, 200 * 1024, 0},
+		{"same, cooperative (the megakernel's launch)", -1, 384, 200 * 1024, 1},
+	};
+	for (int k = 0; k < 4; k++) {
+		CUlaunchAttribute attr;
+		memset(&attr, 0, sizeof attr);
+		attr.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+		attr.value.cooperative = 1;
+		CUlaunchConfig cfg;
+		memset(&cfg, 0, sizeof cfg);
+		cfg.gridDimX = (unsigned)(shape[k].grid < 0 ? sms : shape[k].grid);
+		cfg.gridDimY = cfg.gridDimZ = cfg.blockDimY = cfg.blockDimZ = 1;
+		cfg.blockDimX = (unsigned)shape[k].threads;
+		cfg.sharedMemBytes = (unsigned)shape[k].smem;
+		cfg.hStream = s;
+		cfg.attrs = &attr;
+		cfg.numAttrs = (unsigned)shape[k].coop;
+		for (int i = 0; i < WARM + N; i++) {
+			CK(cu->cuEventRecord(e0, s));
+			CK(cu->cuLaunchKernelEx(&cfg, f, NULL, NULL));
+			CK(cu->cuEventRecord(e1, s));
+			CK(cu->cuStreamSynchronize(s));
+			float ms;
+			CK(cu->cuEventElapsedTime(&ms, e0, e1));
+			if (i >= WARM)
+				t[i - WARM] = ms * 1e3;
+		}
+		launch_what[k] = shape[k].what;
+		launch_us[k] = median(t, N);
+	}
 	cu->cuEventDestroy(e0);
 	cu->cuEventDestroy(e1);
 	cu->cuStreamDestroy(s);
@@ -192,6 +239,8 @@ int main(int argc, char **argv)
 	printf("| what | GPU time (events) | host round trip |\n|---|---|---|\n");
 	printf("| empty kernel: launch + sync | - | %.1f us |\n", ls);
 	printf("| empty kernel: back-to-back launches | %.2f us each | - |\n", bb);
+	for (int k = 0; k < 4; k++)
+		printf("| empty kernel one-shot, %s | %.1f us | - |\n", launch_what[k], launch_us[k]);
 	printf("| trivial pipeline, one-shot | %.1f us | %.1f us |\n", tg[ONESHOT], th[ONESHOT]);
 	printf("| trivial pipeline, resident | - | %.1f us |\n", th[RESIDENT]);
 	printf("| %s (%d stages, %d tasks), megakernel one-shot | %.1f us | %.1f us |\n", chain,
