@@ -213,6 +213,25 @@ static const char *const op_names[] = {
 #undef X
 };
 
+/* "matmul, add, ..., ring_shift": every op an assignment may call (put is
+ * a stage), from the one op table. */
+static const char *op_list(sema *s)
+{
+	size_t n = 1;
+	for (int k = 0; k < OP_PUT; k++)
+		n += strlen(op_names[k]) + 2;
+	char *b = arena_alloc(s->a, n);
+	if (!b)
+		return "";
+	b[0] = 0;
+	for (int k = 0; k < OP_PUT; k++) {
+		if (k)
+			strcat(b, ", ");
+		strcat(b, op_names[k]);
+	}
+	return b;
+}
+
 static void resolve_assign(sema *s, opinfo *oi)
 {
 	const ast_stmt *st = oi->s;
@@ -223,6 +242,7 @@ static void resolve_assign(sema *s, opinfo *oi)
 	if (k < 0) {
 		guess g = sema_guess_word(n, op_names, OP_PUT);
 		diag_error(s->d, c->op.where, "unknown op '%s'%s", n, sema_hint_text(s, &g));
+		diag_note(s->d, c->op.where, "the ops are %s", op_list(s));
 		sema_bad_op(oi, s);
 		return;
 	}
