@@ -56,10 +56,11 @@ static int new_tensor(sema *s, ast_ident id, ir_tkind k, const ast_stmt *decl)
 	return s->nt - 1;
 }
 
-static void add_op(sema *s, const ast_stmt *st)
+void sema_add_op(sema *s, const ast_stmt *st, int nested)
 {
 	opinfo oi = {0};
 	oi.s = st;
+	oi.nested = nested;
 	oi.op.where = st->where;
 	oi.op.out = -1;
 	oi.op.dim = -1;
@@ -112,8 +113,10 @@ static void register_names(sema *s, const ast_pipeline *p)
 			break;
 		}
 		case AST_ASSIGN:
+			sema_add_op(s, sema_lift_calls(s, st), 0);
+			break;
 		case AST_PUT:
-			add_op(s, st);
+			sema_add_op(s, st, 0);
 			break;
 		case AST_ROLES:
 			if (s->roles) {

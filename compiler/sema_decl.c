@@ -19,6 +19,17 @@ static const char *const op_sig[OP_COUNT] = {
 	[OP_RING_SHIFT] = "TI", [OP_PUT] = "T",
 };
 
+/* What argument i of the op named `name` wants: 'T' tensor, 'I' integer,
+ * 'R' real, 'D' element type, 'C' causal; 'T' for an unknown op or
+ * position (its errors come when it is resolved). */
+char sema_arg_kind(const char *name, int i)
+{
+	int k = ir_op_lookup(name, (int)strlen(name));
+	if (k < 0 || !op_sig[k] || i >= (int)strlen(op_sig[k]))
+		return 'T';
+	return op_sig[k][i];
+}
+
 static const struct { int lo, hi; } op_arity[OP_COUNT] = {
 #define X(id, name, cls, lo, hi) [OP_##id] = {lo, hi},
 	IR_OPS(X)
