@@ -414,9 +414,13 @@ static void stages(cg_em *E)
 		case OP_ALLREDUCE: cg_stage_reduce(E, op); break;
 		case OP_ATTENTION: cg_stage_attention(E, op); break;
 		case OP_SUM: cg_stage_sum(E, op); break;
+		case OP_HEADS:
+		case OP_MERGE_HEADS: cg_stage_layout(E, op); break;
 		case OP_DISPATCH: cg_stage_dispatch(E, op); break;
 		case OP_COMBINE: cg_stage_combine(E, op); break;
 		case OP_RMSNORM:
+		case OP_LAYERNORM:
+		case OP_ROPE:
 		case OP_SOFTMAX: cg_stage_row(E, op); break;
 		case OP_ADD:
 		case OP_MUL:
@@ -424,7 +428,8 @@ static void stages(cg_em *E)
 		case OP_CAST:
 		case OP_RELU:
 		case OP_SILU:
-		case OP_GELU: cg_stage_ew(E, op); break;
+		case OP_GELU:
+		case OP_GELU_TANH: cg_stage_ew(E, op); break;
 		default: cg_fail(E, "no CUDA generation for op", ir_op_name(op->kind)); break;
 		}
 	}

@@ -13,6 +13,8 @@ static const char *const op_sig[OP_COUNT] = {
 	[OP_MATMUL] = "TT",     [OP_ADD] = "TT",        [OP_MUL] = "TT",
 	[OP_SCALE] = "TR",      [OP_CAST] = "TD",       [OP_RELU] = "T",
 	[OP_SILU] = "T",        [OP_GELU] = "T",        [OP_RMSNORM] = "TT",
+	[OP_GELU_TANH] = "T",   [OP_LAYERNORM] = "TTT",  [OP_ROPE] = "TTT",
+	[OP_HEADS] = "TI",      [OP_MERGE_HEADS] = "T",
 	[OP_SOFTMAX] = "T",     [OP_SUM] = "TI",        [OP_ATTENTION] = "TTTC",
 	[OP_ALLGATHER] = "TI",  [OP_REDUCE_SCATTER] = "TI",
 	[OP_ALLREDUCE] = "T",   [OP_DISPATCH] = "TTII", [OP_COMBINE] = "TTT",
@@ -350,6 +352,9 @@ static void resolve_assign(sema *s, opinfo *oi)
 	case OP_SUM: case OP_ALLGATHER: case OP_REDUCE_SCATTER: case OP_RING_SHIFT:
 		/* out of range (-2) is reported when the op is checked */
 		op->dim = !nints ? 0 : ints[0] >= 0 && ints[0] < 64 ? (int)ints[0] : -2;
+		break;
+	case OP_HEADS:
+		op->experts = ints[0];   /* the head count */
 		break;
 	case OP_DISPATCH:
 		op->experts = ints[0];
