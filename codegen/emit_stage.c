@@ -484,7 +484,9 @@ void cg_stage_ew(cg_em *E, const ir_op *op)
 }
 
 /* heads / merge_heads: the task's box is one head (of the [H, T, D] side)
- * over a block of tokens; copy it from or to that head's D columns. */
+ * over a block of tokens; copy it from or to that head's D columns.  The
+ * source is where the task's read box puts it on this rank (the two sides'
+ * coordinates need not move alike under sigma_r). */
 void cg_stage_layout(cg_em *E, const ir_op *op)
 {
 	const ir_prog *p = E->p;
@@ -493,20 +495,19 @@ void cg_stage_layout(cg_em *E, const ir_op *op)
 	long long D = heads ? y->shape[2] : x->shape[2];
 	cg_stage_head(E, op, "a copy: one head, a block of tokens");
 	sb_printf(E->o, "\tconst mkd_tensor &X = MK_T[T_%s], &Y = MK_T[T_%s];\n", x->name, y->name);
+	sb_puts(E->o, "\tconst mkd_box s = mkd_read_box(rank, t, 0);  // the head in X\n");
 	if (heads)
 		sb_printf(E->o,
-			  "\tfor (i64 e = lo[0]; e < hi[0]; e++)\n"
-			  "\t\tmkd_ew1(mkd_ident(), (const %s *)mkd_at<MK_GPUS>(p, T_%s, X, rank, 0, lo[1], e * %lld), X.local[2],\n"
-			  "\t\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, e, lo[1], 0), Y.local[2],\n"
-			  "\t\t\t(int)(hi[1] - lo[1]), %lld);\n\treturn true;\n}\n\n",
-			  cg_ctype(x->dtype), x->name, D, cg_ctype(y->dtype), y->name, D);
+			  "\tmkd_ew1(mkd_ident(), (const %s *)mkd_at<MK_GPUS>(p, T_%s, X, s.rank, 0, s.lo[1], s.lo[2]), X.local[2],\n"
+			  "\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, lo[0], lo[1], 0), Y.local[2],\n"
+			  "\t\t(int)(hi[1] - lo[1]), %lld);\n\treturn true;\n}\n\n",
+			  cg_ctype(x->dtype), x->name, cg_ctype(y->dtype), y->name, D);
 	else
 		sb_printf(E->o,
-			  "\tfor (i64 e = lo[2] / %lld; e < hi[2] / %lld; e++)\n"
-			  "\t\tmkd_ew1(mkd_ident(), (const %s *)mkd_at<MK_GPUS>(p, T_%s, X, rank, e, lo[1], 0), X.local[2],\n"
-			  "\t\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, 0, lo[1], e * %lld), Y.local[2],\n"
-			  "\t\t\t(int)(hi[1] - lo[1]), %lld);\n\treturn true;\n}\n\n",
-			  D, D, cg_ctype(x->dtype), x->name, cg_ctype(y->dtype), y->name, D, D);
+			  "\tmkd_ew1(mkd_ident(), (const %s *)mkd_at<MK_GPUS>(p, T_%s, X, s.rank, s.lo[0], s.lo[1], 0), X.local[2],\n"
+			  "\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, 0, lo[1], lo[2]), Y.local[2],\n"
+			  "\t\t(int)(hi[1] - lo[1]), %lld);\n\treturn true;\n}\n\n",
+			  cg_ctype(x->dtype), x->name, cg_ctype(y->dtype), y->name, D);
 }
 
 void cg_stage_row(cg_em *E, const ir_op *op)

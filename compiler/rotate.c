@@ -110,8 +110,11 @@ int ir_rotate(ir_prog *p, diags *dg, arena *a)
 			break;
 		case OP_SUM:
 			break;
-		case OP_HEADS:     /* dims change meaning; each side's split */
-		case OP_MERGE_HEADS:   /* seeds it (both on the heads) */
+		case OP_HEADS:     /* nothing tied: the heads (columns on one */
+		case OP_MERGE_HEADS:   /* side, dim 0 on the other) are seeded by
+			 * each side's split, their units differ; the tokens may
+			 * move on one side only, so the stage reads its source
+			 * where its read box says (emit_stage.c) */
 			break;
 		case OP_ROPE:      /* the tables are read whole, by token */
 			tie_all(&u, p, op->in[0], o);
