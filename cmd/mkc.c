@@ -17,6 +17,7 @@
 #include "../compiler/costmodel.h"
 #include "../compiler/inspect.h"
 #include "../grammar/ast.h"
+#include "../grammar/lit.h"
 
 /* X(id, name, last pass, what) */
 #define EMITS(X)                                                            \
@@ -77,10 +78,8 @@ static int parse_define(char *arg, mk_define *d)
 	char *eq = strchr(arg, '=');
 	if (!eq || eq == arg)
 		return -1;
-	char *end;
-	errno = 0;
-	long long v = strtoll(eq + 1, &end, 0);
-	if (errno || *end || end == eq + 1)
+	int64_t v;
+	if (lit_parse_value(eq + 1, &v) != 0)
 		return -1;
 	*eq = 0;
 	d->name = arg;
@@ -181,7 +180,7 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "-D") || !strncmp(a, "-D", 2)) {
 			char *v = a[2] ? argv[i] + 2 : (i + 1 < argc ? argv[++i] : NULL);
 			if (!v || ndefs == 64 || parse_define(v, &defs[ndefs]) != 0) {
-				fprintf(stderr, "mkc: -D wants NAME=INTEGER%s%s\n",
+				fprintf(stderr, "mkc: -D wants NAME=INTEGER (8192, 8K, -1)%s%s\n",
 					v ? ", got " : "", v ? v : "");
 				return 2;
 			}

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "../compiler/cpuref.h"
+#include "../grammar/lit.h"
 #include "../runtime/cudrv.h"
 #include "../runtime/mk.h"
 #include "../runtime/mk_int.h"
@@ -100,10 +101,9 @@ static int parse_args(int argc, char **argv, opts *o)
 			if (!a[2])
 				NEEDV();
 			const char *eq = d ? strchr(d, '=') : NULL;
-			char *end = NULL;
-			long long val = eq ? strtoll(eq + 1, &end, 0) : 0;
-			if (!eq || eq == d || !end || *end || end == eq + 1 || o->nparams == 64) {
-				fprintf(stderr, "mkrun: -D wants NAME=INTEGER\n");
+			int64_t val = 0;
+			if (!eq || eq == d || lit_parse_value(eq + 1, &val) != 0 || o->nparams == 64) {
+				fprintf(stderr, "mkrun: -D wants NAME=INTEGER (8192, 8K, -1)\n");
 				return 2;
 			}
 			o->params[o->nparams].name = strndup(d, (size_t)(eq - d));

@@ -414,9 +414,13 @@ static void stages(cg_em *E)
 		case OP_ALLREDUCE: cg_stage_reduce(E, op); break;
 		case OP_ATTENTION: cg_stage_attention(E, op); break;
 		case OP_SUM: cg_stage_sum(E, op); break;
+		case OP_HEADS:
+		case OP_MERGE_HEADS: cg_stage_layout(E, op); break;
 		case OP_DISPATCH: cg_stage_dispatch(E, op); break;
 		case OP_COMBINE: cg_stage_combine(E, op); break;
 		case OP_RMSNORM:
+		case OP_LAYERNORM:
+		case OP_ROPE:
 		case OP_SOFTMAX: cg_stage_row(E, op); break;
 		case OP_ADD:
 		case OP_MUL:
@@ -424,7 +428,8 @@ static void stages(cg_em *E)
 		case OP_CAST:
 		case OP_RELU:
 		case OP_SILU:
-		case OP_GELU: cg_stage_ew(E, op); break;
+		case OP_GELU:
+		case OP_GELU_TANH: cg_stage_ew(E, op); break;
 		default: cg_fail(E, "no CUDA generation for op", ir_op_name(op->kind)); break;
 		}
 	}
@@ -521,7 +526,101 @@ static void kernels(cg_em *E)
 			  "}\n\n", name, op, p->ops[op].stage, op);
 }
 
-int cg_emit_cuda(const ir_sched *s, const cg_emit_opts *o, strbuf *out, char *err, size_t n)
+static int emit_all(const ir_sched *s, const cg_emit_opts *o, strbuf *out, char *err,
+		    size_t n);
+
+/* ---- C identifiers ------------------------------------------------------------
+ * The emitted enums, tables and stage functions are named after tensors and
+ * stages.  A name that is not a C identifier (a nested call's temp, named
+ * by its text: `silu(G)`) is spelled for C with '_' for each other byte and
+ * `_<index>` after it; only this file's copy of the program carries the
+ * spelling, so every listing and message keeps the text.  A program whose
+ * names are all identifiers is emitted as it is (same bytes). */
+static int is_ident(const char *n)
+{
+	if (!n || !((*n >= 'A' && *n <= 'Z') || (*n >= 'a' && *n <= 'z') || *n == '_'))
+		return 0;
+	for (; *n; n++)
+		if (!((*n >= 'A' && *n <= 'Z') || (*n >= 'a' && *n <= 'z') ||
+		      (*n >= '0' && *n <= '9') || *n == '_'))
+			return 0;
+	return 1;
+}
+
+typedef struct cnames {
+	ir_prog p;
+	ir_sched s;
+	char *buf;
+} cnames;
+
+static char *spell(char **w, const char *n, int i)
+{
+	char *r = *w;
+	char *q = r;
+	for (const char *c = n; *c; c++)
+		*q++ = is_ident((char[2]){*c, 0}) || (*c >= '0' && *c <= '9') ? *c : '_';
+	q += sprintf(q, "_%d", i);
+	*w = q + 1;
+	return r;
+}
+
+/* s itself, or a copy with C spellings of its names (freed by the caller
+ * through cn->buf); NULL when out of memory. */
+static const ir_sched *c_names(const ir_sched *s, cnames *cn)
+{
+	const ir_prog *p = s->prog;
+	size_t need = 0;
+	int any = 0;
+	for (int t = 0; t < p->ntensors; t++)
+		if (!is_ident(p->tensors[t].name)) {
+			any = 1;
+			need += strlen(p->tensors[t].name) + 16;
+		}
+	for (int k = 0; k < p->nops; k++)
+		if (p->ops[k].stage && !is_ident(p->ops[k].stage)) {
+			any = 1;
+			need += strlen(p->ops[k].stage) + 16;
+		}
+	cn->buf = NULL;
+	if (!any)
+		return s;
+	size_t tb = (size_t)p->ntensors * sizeof(ir_tensor), ob = (size_t)p->nops * sizeof(ir_op);
+	cn->buf = malloc(tb + ob + need);
+	if (!cn->buf)
+		return NULL;
+	ir_tensor *ts = (ir_tensor *)cn->buf;
+	ir_op *ops = (ir_op *)(cn->buf + tb);
+	char *w = cn->buf + tb + ob;
+	memcpy(ts, p->tensors, tb);
+	memcpy(ops, p->ops, ob);
+	for (int t = 0; t < p->ntensors; t++)
+		if (!is_ident(ts[t].name))
+			ts[t].name = spell(&w, ts[t].name, t);
+	for (int k = 0; k < p->nops; k++)
+		if (ops[k].stage && !is_ident(ops[k].stage))
+			ops[k].stage = spell(&w, ops[k].stage, k);
+	cn->p = *p;
+	cn->p.tensors = ts;
+	cn->p.ops = ops;
+	cn->s = *s;
+	cn->s.prog = &cn->p;
+	return &cn->s;
+}
+
+int cg_emit_cuda(const ir_sched *s0, const cg_emit_opts *o, strbuf *out, char *err, size_t n)
+{
+	cnames cn;
+	const ir_sched *s = c_names(s0, &cn);
+	if (!s) {
+		snprintf(err, n, "out of memory");
+		return -1;
+	}
+	int rc = emit_all(s, o, out, err, n);
+	free(cn.buf);
+	return rc;
+}
+
+static int emit_all(const ir_sched *s, const cg_emit_opts *o, strbuf *out, char *err, size_t n)
 {
 	cg_em E = {.s = s, .p = s->prog, .o = out, .err = err, .nerr = n};
 	int sys = o ? o->sys_scope : -1;

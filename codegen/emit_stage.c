@@ -269,6 +269,7 @@ static const char *functor(cg_em *E, const ir_op *op, char *buf, size_t n)
 	case OP_RELU: return "mkd_relu()";
 	case OP_SILU: return "mkd_silu()";
 	case OP_GELU: return "mkd_gelu()";
+	case OP_GELU_TANH: return "mkd_gelu_tanh()";
 	case OP_CAST: return "mkd_ident()";
 	case OP_SCALE: snprintf(buf, n, "mkd_scale{%.9gf}", op->scalar); return buf;
 	case OP_ADD: return "mkd_add()";
@@ -498,6 +499,33 @@ void cg_stage_ew(cg_em *E, const ir_op *op)
 		  fn, cg_ctype(x->dtype), x->name, cg_ctype(y->dtype), y->name);
 }
 
+/* heads / merge_heads: the task's box is one head (of the [H, T, D] side)
+ * over a block of tokens; copy it from or to that head's D columns.  The
+ * source is where the task's read box puts it on this rank (the two sides'
+ * coordinates need not move alike under sigma_r). */
+void cg_stage_layout(cg_em *E, const ir_op *op)
+{
+	const ir_prog *p = E->p;
+	const ir_tensor *y = &p->tensors[op->out], *x = &p->tensors[op->in[0]];
+	int heads = op->kind == OP_HEADS;
+	long long D = heads ? y->shape[2] : x->shape[2];
+	cg_stage_head(E, op, "a copy: one head, a block of tokens");
+	sb_printf(E->o, "\tconst mkd_tensor &X = MK_T[T_%s], &Y = MK_T[T_%s];\n", x->name, y->name);
+	sb_puts(E->o, "\tconst mkd_box s = mkd_read_box(rank, t, 0);  // the head in X\n");
+	if (heads)
+		sb_printf(E->o,
+			  "\tmkd_ew1(mkd_ident(), (const %s *)mkd_at<MK_GPUS>(p, T_%s, X, s.rank, 0, s.lo[1], s.lo[2]), X.local[2],\n"
+			  "\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, lo[0], lo[1], 0), Y.local[2],\n"
+			  "\t\t(int)(hi[1] - lo[1]), %lld);\n\treturn true;\n}\n\n",
+			  cg_ctype(x->dtype), x->name, cg_ctype(y->dtype), y->name, D);
+	else
+		sb_printf(E->o,
+			  "\tmkd_ew1(mkd_ident(), (const %s *)mkd_at<MK_GPUS>(p, T_%s, X, s.rank, s.lo[0], s.lo[1], 0), X.local[2],\n"
+			  "\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, 0, lo[1], lo[2]), Y.local[2],\n"
+			  "\t\t(int)(hi[1] - lo[1]), %lld);\n\treturn true;\n}\n\n",
+			  cg_ctype(x->dtype), x->name, cg_ctype(y->dtype), y->name, D);
+}
+
 void cg_stage_row(cg_em *E, const ir_op *op)
 {
 	const ir_prog *p = E->p;
@@ -517,6 +545,36 @@ void cg_stage_row(cg_em *E, const ir_op *op)
 			  "\t\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, e, lo[1], lo[2]), Y.local[2],\n"
 			  "\t\t\t(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));\n\treturn true;\n}\n\n",
 			  cg_ctype(x->dtype), x->name, cg_ctype(y->dtype), y->name);
+		return;
+	}
+	if (op->kind == OP_LAYERNORM) {
+		const ir_tensor *w = &p->tensors[op->in[1]], *b = &p->tensors[op->in[2]];
+		sb_printf(E->o, "\tconst %s *w = (const %s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, 0, 0, 0);\n",
+			  cg_ctype(w->dtype), cg_ctype(w->dtype), w->name, w->name);
+		sb_printf(E->o, "\tconst %s *b = (const %s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, 0, 0, 0);\n",
+			  cg_ctype(b->dtype), cg_ctype(b->dtype), b->name, b->name);
+		sb_printf(E->o,
+			  "\tfor (i64 e = lo[0]; e < hi[0]; e++)\n"
+			  "\t\tmkd_layernorm((const %s *)mkd_at<MK_GPUS>(p, T_%s, X, rank, e, lo[1], lo[2]), X.local[2], w, b,\n"
+			  "\t\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, e, lo[1], lo[2]), Y.local[2],\n"
+			  "\t\t\t(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));\n\treturn true;\n}\n\n",
+			  cg_ctype(x->dtype), x->name, cg_ctype(y->dtype), y->name);
+		return;
+	}
+	if (op->kind == OP_ROPE) {
+		/* the box's rows are tokens lo[1].. (the token dim is never
+		 * split: local = global); a table row per token */
+		const ir_tensor *c = &p->tensors[op->in[1]], *sn = &p->tensors[op->in[2]];
+		sb_printf(E->o, "\tconst mkd_tensor &C = MK_T[T_%s], &S = MK_T[T_%s];\n", c->name, sn->name);
+		sb_printf(E->o,
+			  "\tfor (i64 e = lo[0]; e < hi[0]; e++)\n"
+			  "\t\tmkd_rope((const %s *)mkd_at<MK_GPUS>(p, T_%s, X, rank, e, lo[1], lo[2]), X.local[2],\n"
+			  "\t\t\t(const %s *)mkd_at<MK_GPUS>(p, T_%s, C, rank, 0, lo[1], 0),\n"
+			  "\t\t\t(const %s *)mkd_at<MK_GPUS>(p, T_%s, S, rank, 0, lo[1], 0), C.local[2],\n"
+			  "\t\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, e, lo[1], lo[2]), Y.local[2],\n"
+			  "\t\t\t(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));\n\treturn true;\n}\n\n",
+			  cg_ctype(x->dtype), x->name, cg_ctype(c->dtype), c->name,
+			  cg_ctype(sn->dtype), sn->name, cg_ctype(y->dtype), y->name);
 		return;
 	}
 	sb_printf(E->o,

@@ -395,6 +395,8 @@ static double ew_value(const ir_op *op, double a, double b)
 	case OP_RELU: return a > 0 ? a : 0;
 	case OP_SILU: return a / (1 + exp(-a));
 	case OP_GELU: return 0.5 * a * (1 + erf(a / sqrt(2.0)));
+	case OP_GELU_TANH:
+		return 0.5 * a * (1 + tanh(0.7978845608028654 * (a + 0.044715 * a * a * a)));
 	default: return NAN;
 	}
 }
@@ -474,6 +476,86 @@ static int op_rmsnorm(ctx *c, const ir_op *op, int r)
 		for (int64_t k = 0; k < len; k++)
 			out[i * len + k] = st(c, o, xr[k] * inv * (w ? w[k] : 1.0));
 	}
+	return 0;
+}
+
+/* y = (x - mean) / sqrt(var + 1e-5) * w + b over each row (PyTorch's
+ * layer_norm, biased variance). */
+static int op_layernorm(ctx *c, const ir_op *op, int r)
+{
+	int64_t rows, len;
+	const float *w;
+	if (rows_check(c, op, r, &rows, &len, &w))
+		return -1;
+	const ir_tensor *bt = T(c, op->in[2]), *o = T(c, op->out);
+	if (bt->ndim != 1 || bt->local[0] != len)
+		return fail(c, "bias '%s' must be 1-D of length %lld", bt->name, (long long)len);
+	const float *b = piece(c, op->in[2], r);
+	const float *x = piece(c, op->in[0], r);
+	float *out = outp(c, r);
+	for (int64_t i = 0; i < rows; i++) {
+		const float *xr = x + i * len;
+		double m = 0, v = 0;
+		for (int64_t k = 0; k < len; k++)
+			m += xr[k];
+		m /= (double)len;
+		for (int64_t k = 0; k < len; k++)
+			v += (xr[k] - m) * (xr[k] - m);
+		double inv = 1 / sqrt(v / (double)len + 1e-5);
+		for (int64_t k = 0; k < len; k++)
+			out[i * len + k] = st(c, o, (xr[k] - m) * inv * w[k] + b[k]);
+	}
+	return 0;
+}
+
+/* Rotary embedding, Llama's half rotation: in each head of D columns,
+ * y[j] = x[j] cos[t][j] - x[j + D/2] sin[t][j]      (j < D/2)
+ * y[j] = x[j] cos[t][j] + x[j - D/2] sin[t][j]      (j >= D/2)
+ * with t the row's token: X's rows are [.., tokens], never split. */
+static int op_rope(ctx *c, const ir_op *op, int r)
+{
+	const ir_tensor *x = T(c, op->in[0]), *o = T(c, op->out), *ct = T(c, op->in[1]);
+	if (!same_local(x, o) || x->ndim < 2 || ct->ndim != 2)
+		return fail(c, "rope: '%s' and '%s' differ in local shape", x->name, o->name);
+	int64_t C = x->local[x->ndim - 1], Tn = x->local[x->ndim - 2], D = ct->local[1];
+	if (D < 2 || D % 2 || C % D || ct->local[0] != Tn)
+		return fail(c, "rope: '%s' does not fit the tables", x->name);
+	const float *xv = piece(c, op->in[0], r), *cs = piece(c, op->in[1], r),
+		    *sn = piece(c, op->in[2], r);
+	float *out = outp(c, r);
+	int64_t rows = ir_tensor_elems(x) / C, h = D / 2;
+	for (int64_t i = 0; i < rows; i++) {
+		int64_t t = i % Tn;
+		const float *xr = xv + i * C;
+		for (int64_t k = 0; k < C; k++) {
+			int64_t j = k % D;
+			double rot = j < h ? -(double)xr[k + h] : (double)xr[k - h];
+			out[i * C + k] = st(c, o, xr[k] * (double)cs[t * D + j] + rot * sn[t * D + j]);
+		}
+	}
+	return 0;
+}
+
+/* heads: local [T, Hl*D] -> [Hl, T, D]; merge_heads: back.  A rank's
+ * heads are its own (the split stays on the heads). */
+static int op_heads(ctx *c, const ir_op *op, int r)
+{
+	int heads = op->kind == OP_HEADS;
+	const ir_tensor *x = T(c, op->in[0]), *o = T(c, op->out);
+	const ir_tensor *h3 = heads ? o : x, *f2 = heads ? x : o;
+	if (h3->ndim != 3 || f2->ndim != 2 || f2->local[0] != h3->local[1] ||
+	    f2->local[1] != h3->local[0] * h3->local[2])
+		return fail(c, "%s: '%s' and '%s' do not match", ir_op_name(op->kind), x->name,
+			    o->name);
+	int64_t H = h3->local[0], Tn = h3->local[1], D = h3->local[2];
+	const float *xv = piece(c, op->in[0], r);
+	float *out = outp(c, r);
+	for (int64_t h = 0; h < H; h++)
+		for (int64_t t = 0; t < Tn; t++)
+			for (int64_t d = 0; d < D; d++) {
+				int64_t i3 = (h * Tn + t) * D + d, i2 = t * H * D + h * D + d;
+				out[heads ? i3 : i2] = xv[heads ? i2 : i3];
+			}
 	return 0;
 }
 
@@ -871,7 +953,12 @@ static const struct {
 	[OP_RELU] = {op_ew, 1, 1},
 	[OP_SILU] = {op_ew, 1, 1},
 	[OP_GELU] = {op_ew, 1, 1},
+	[OP_GELU_TANH] = {op_ew, 1, 1},
 	[OP_RMSNORM] = {op_rmsnorm, 1, 2},
+	[OP_LAYERNORM] = {op_layernorm, 3, 3},
+	[OP_ROPE] = {op_rope, 3, 3},
+	[OP_HEADS] = {op_heads, 1, 1},
+	[OP_MERGE_HEADS] = {op_heads, 1, 1},
 	[OP_SOFTMAX] = {op_softmax, 1, 1},
 	[OP_SUM] = {op_sum, 1, 1},
 	[OP_ATTENTION] = {op_attention, 3, 3},
@@ -889,8 +976,8 @@ static const struct {
  * a pipeline reduces in bf16.) */
 static int nonlinear(ir_opkind k)
 {
-	return k == OP_RELU || k == OP_SILU || k == OP_GELU ||
-	       k == OP_RMSNORM || k == OP_SOFTMAX || k == OP_ATTENTION ||
+	return k == OP_RELU || k == OP_SILU || k == OP_GELU || k == OP_GELU_TANH ||
+	       k == OP_RMSNORM || k == OP_LAYERNORM || k == OP_ROPE || k == OP_SOFTMAX || k == OP_ATTENTION ||
 	       k == OP_DISPATCH || k == OP_COMBINE;
 }
 

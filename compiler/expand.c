@@ -103,7 +103,7 @@ static void fuse_epilogues(expand *X)
 	for (int i = 0; i < p->nops; i++) {
 		const ir_op *u = &p->ops[i];
 		if (u->kind != OP_RELU && u->kind != OP_SILU && u->kind != OP_GELU &&
-		    u->kind != OP_SCALE)
+		    u->kind != OP_GELU_TANH && u->kind != OP_SCALE)
 			continue;
 		int ti = u->in[0];
 		ir_tensor *t = &p->tensors[ti], *y = &p->tensors[u->out];

@@ -57,7 +57,8 @@ int ir_dtype_lookup(const char *name, int len);  /* -1 when unknown */
 /* ---- ops: one table ----------------------------------------------------
  * X(id, name, class, min_args, max_args)
  *   class: C = compute, E = elementwise (tile-local), R = row-wise
- *          (needs whole rows), X = exchange (communication) */
+ *          (needs whole rows), L = layout (a copy that moves elements
+ *          within a rank), X = exchange (communication) */
 #define IR_OPS(X)                                        \
 	X(MATMUL, "matmul", 'C', 2, 2)                   \
 	X(ADD, "add", 'E', 2, 2)                         \
@@ -67,10 +68,15 @@ int ir_dtype_lookup(const char *name, int len);  /* -1 when unknown */
 	X(RELU, "relu", 'E', 1, 1)                       \
 	X(SILU, "silu", 'E', 1, 1)                       \
 	X(GELU, "gelu", 'E', 1, 1)                       \
+	X(GELU_TANH, "gelu_tanh", 'E', 1, 1)             \
 	X(RMSNORM, "rmsnorm", 'R', 1, 2)                 \
+	X(LAYERNORM, "layernorm", 'R', 3, 3)             \
+	X(ROPE, "rope", 'R', 3, 3)                       \
 	X(SOFTMAX, "softmax", 'R', 1, 1)                 \
 	X(SUM, "sum", 'R', 2, 2)                         \
 	X(ATTENTION, "attention", 'C', 3, 4)             \
+	X(HEADS, "heads", 'L', 2, 2)                     \
+	X(MERGE_HEADS, "merge_heads", 'L', 1, 1)         \
 	X(ALLGATHER, "allgather", 'X', 2, 2)             \
 	X(REDUCE_SCATTER, "reduce_scatter", 'X', 2, 2)   \
 	X(ALLREDUCE, "allreduce", 'X', 1, 1)             \

@@ -274,7 +274,7 @@ void lower_elementwise(lower *L, int oi)
 		lower_read(L, t, lower_retarget(boxes[i], op->in[0]));
 		for (int k = 1; k < op->nin; k++) {
 			const ir_tensor *x = &p->tensors[op->in[k]];
-			if (x->ndim == to->ndim)
+			if (x->ndim == to->ndim && op->kind != OP_ROPE)
 				lower_read(L, t, lower_retarget(boxes[i], op->in[k]));
 			else
 				lower_read(L, t, lower_full(p, op->in[k], 0));

@@ -38,6 +38,9 @@ typedef struct compile_opts {
 	const mk_define *defs;
 	int ndefs;
 	int ranks_per_gpu;      /* virtual ranks sharing one GPU (>= 1) */
+	int world;              /* the job's rank count (0: none, as in mkc):
+	                           fills the mesh's open sides (gpus first)
+	                           and must agree with its fixed ones */
 	const ir_device *dev;   /* NULL: the H200 defaults of costmodel.c */
 	int cpu;                /* for the CPU reference executor only: the
 	                           plan's GPU limits do not apply */

@@ -98,6 +98,7 @@ int ir_rotate(ir_prog *p, diags *dg, arena *a)
 		case OP_ADD:
 		case OP_MUL:
 		case OP_RMSNORM:
+		case OP_LAYERNORM:
 			tie_all(&u, p, op->in[0], o);
 			if (op->nin > 1) {
 				const ir_tensor *t1 = &p->tensors[op->in[1]];
@@ -108,6 +109,15 @@ int ir_rotate(ir_prog *p, diags *dg, arena *a)
 			}
 			break;
 		case OP_SUM:
+			break;
+		case OP_HEADS:     /* nothing tied: the heads (columns on one */
+		case OP_MERGE_HEADS:   /* side, dim 0 on the other) are seeded by
+			 * each side's split, their units differ; the tokens may
+			 * move on one side only, so the stage reads its source
+			 * where its read box says (emit_stage.c) */
+			break;
+		case OP_ROPE:      /* the tables are read whole, by token */
+			tie_all(&u, p, op->in[0], o);
 			break;
 		case OP_DISPATCH:  /* tokens with their routing */
 			uf_union(&u, DIMNODE(op->in[0], 0), DIMNODE(op->in[1], 0));

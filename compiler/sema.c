@@ -5,7 +5,8 @@
  * integer and every question ("is M divisible by world?") has a yes or no.
  *
  * The work, in order:
- *   1. the mesh from -D, and every name registered (one namespace for the
+ *   1. the mesh (the file's `mesh 2 x 8`, -D, the job's rank count), and
+ *      every name registered (one namespace for the
  *      built-ins nodes/gpus/world, parameters and tensors; a statement may
  *      use a tensor assigned further down, but a parameter only after it);
  *   2. parameters evaluated in order (-D overrides), then the -D names
@@ -55,10 +56,11 @@ static int new_tensor(sema *s, ast_ident id, ir_tkind k, const ast_stmt *decl)
 	return s->nt - 1;
 }
 
-static void add_op(sema *s, const ast_stmt *st)
+void sema_add_op(sema *s, const ast_stmt *st, int nested)
 {
 	opinfo oi = {0};
 	oi.s = st;
+	oi.nested = nested;
 	oi.op.where = st->where;
 	oi.op.out = -1;
 	oi.op.dim = -1;
@@ -111,8 +113,10 @@ static void register_names(sema *s, const ast_pipeline *p)
 			break;
 		}
 		case AST_ASSIGN:
+			sema_add_op(s, sema_lift_calls(s, st), 0);
+			break;
 		case AST_PUT:
-			add_op(s, st);
+			sema_add_op(s, st, 0);
 			break;
 		case AST_ROLES:
 			if (s->roles) {
@@ -165,55 +169,132 @@ static const mk_define *find_define(sema *s, const char *name)
 	return r;
 }
 
+/* One side of the mesh: the file's literal (`mesh 2 x 8`), else -D, else
+ * what the job's rank count leaves (the runtime's world), else 1. */
+typedef struct mesh_side {
+	const char *name;       /* "nodes" | "gpus" */
+	int64_t v;
+	int known;
+	const ast_expr *lit;    /* the file fixes it here */
+	const mk_define *def;   /* -D NAME= */
+} mesh_side;
+
+static int mesh_count_ok(sema *s, mesh_side *m, span w)
+{
+	if (m->v >= 1 && m->v <= IR_MAXRANKS)
+		return 1;
+	if (m->lit)
+		diag_error(s->d, w, "%lld is not a %s count (1 to %d)", (long long)m->v,
+			   m->name[0] == 'n' ? "node" : "GPU", IR_MAXRANKS);
+	else
+		diag_error(s->d, SPAN_NONE, "-D %s: %lld is not a %s count (1 to %d)", m->name,
+			   (long long)m->v, m->name[0] == 'n' ? "node" : "GPU", IR_MAXRANKS);
+	return 0;
+}
+
+/* The mesh statement's side i: the built-in of its place (open) or an
+ * integer literal (fixed).  0 when it is neither (reported). */
+static int mesh_literal(sema *s, mesh_side *m, const ast_expr *e)
+{
+	if (!e || e->kind == AST_E_ERROR)
+		return 0;
+	if (e->kind == AST_E_NAME && !strcmp(e->name, m->name))
+		return 1;
+	if (e->kind == AST_E_INT) {
+		m->lit = e;
+		m->v = e->ival;
+		m->known = 1;
+		return mesh_count_ok(s, m, e->where);
+	}
+	diag_error(s->d, e->where, "the mesh's %s is an integer ('mesh 2 x 8') or the "
+		   "built-in '%s' ('mesh nodes x gpus': set at launch)",
+		   m->name[0] == 'n' ? "first size (nodes)" : "second size (GPUs per node)",
+		   m->name);
+	return 0;
+}
+
 static void bind_mesh(sema *s)
 {
-	int64_t n = 1, g = 1;
-	const mk_define *dn = find_define(s, "nodes");
-	const mk_define *dg = find_define(s, "gpus");
+	mesh_side m[2] = {{.name = "nodes"}, {.name = "gpus"}};
+	const ast_stmt *st = s->mesh;
 	int ok = 1;
-	if (dn) {
-		n = dn->value;
-		if (n < 1 || n > IR_MAXRANKS) {
-			diag_error(s->d, SPAN_NONE, "-D nodes: %lld is not a node count (1 to %d)",
-				   (long long)n, IR_MAXRANKS);
+	for (int i = 0; i < 2; i++) {
+		mesh_side *x = &m[i];
+		x->def = find_define(s, x->name);
+		if (st && !mesh_literal(s, x, i ? st->u.mesh.gpus : st->u.mesh.nodes)) {
 			ok = 0;
+			continue;
 		}
-	}
-	if (dg) {
-		g = dg->value;
-		if (g < 1 || g > IR_MAXRANKS) {
-			diag_error(s->d, SPAN_NONE, "-D gpus: %lld is not a GPU count (1 to %d)",
-				   (long long)g, IR_MAXRANKS);
+		if (!x->def)
+			continue;
+		if (x->lit && x->def->value != x->v) {
+			diag_error(s->d, x->lit->where, "-D %s=%lld conflicts with the mesh "
+				   "this file fixes: %lld %s", x->name, (long long)x->def->value,
+				   (long long)x->v, x->name);
+			diag_note(s->d, st->where, "drop -D %s, or write 'mesh %s' to set it "
+				  "at launch", x->name, i ? "... x gpus" : "nodes x ...");
 			ok = 0;
+		} else if (!x->lit) {
+			x->v = x->def->value;
+			x->known = 1;
+			ok &= mesh_count_ok(s, x, SPAN_NONE);
 		}
-	}
-	if (ok && n * g > IR_MAXRANKS) {
-		diag_error(s->d, SPAN_NONE,
-			   "-D nodes: a mesh of %lld x %lld has more than %d ranks",
-			   (long long)n, (long long)g, IR_MAXRANKS);
-		ok = 0;
 	}
 	if (find_define(s, "world"))
 		diag_error(s->d, SPAN_NONE,
 			   "-D world: world is nodes * gpus; set -D nodes and -D gpus");
-	if (!ok)
-		n = g = 1;
-	s->nodes = (int)n;
-	s->gpus = (int)g;
-	s->world = (int)(n * g);
-
-	const ast_stmt *m = s->mesh;
-	if (m) {
-		const ast_expr *e[2] = {m->u.mesh.nodes, m->u.mesh.gpus};
-		const char *want[2] = {"nodes", "gpus"};
-		for (int i = 0; i < 2; i++)
-			if (e[i] && (e[i]->kind != AST_E_NAME || strcmp(e[i]->name, want[i]))) {
-				diag_error(s->d, e[i]->where,
-					   "the mesh is written 'mesh nodes x gpus'; "
-					   "its size comes from -D nodes=N -D gpus=G");
-				break;
+	/* The job's rank count (the runtime: virtual ranks or processes)
+	 * fills an open side, and must agree with fixed ones. */
+	int64_t W = s->o ? s->o->world : 0;
+	if (ok && W > 0) {
+		if (!m[0].known && !m[1].known) {
+			m[0].v = 1;
+			m[1].v = W;
+		} else if (m[0].known != m[1].known) {
+			mesh_side *k = m[0].known ? &m[0] : &m[1];
+			mesh_side *u = m[0].known ? &m[1] : &m[0];
+			if (W % k->v == 0) {
+				u->v = W / k->v;
+			} else {
+				diag_error(s->d, k->lit ? k->lit->where : SPAN_NONE,
+					   "%s%s%s = %lld does not divide the job's %lld ranks "
+					   "(mkrun --ranks, or the processes launched)",
+					   k->lit ? "" : "-D ", k->lit ? "" : k->name, k->lit ? k->name : "",
+					   (long long)k->v, (long long)W);
+				ok = 0;
 			}
+		} else if (m[0].v * m[1].v != W) {
+			const ast_stmt *at = m[0].lit || m[1].lit ? st : NULL;
+			diag_error(s->d, at ? at->where : SPAN_NONE,
+				   "%sthe mesh %lld x %lld has %lld ranks, but the job has %lld "
+				   "(mkrun --ranks, or the processes launched)",
+				   at ? "" : "-D nodes, -D gpus: ", (long long)m[0].v,
+				   (long long)m[1].v, (long long)(m[0].v * m[1].v), (long long)W);
+			ok = 0;
+		}
 	}
+	for (int i = 0; i < 2; i++)
+		if (m[i].v < 1 || m[i].v > IR_MAXRANKS)
+			m[i].v = 1;
+	if (ok && m[0].v * m[1].v > IR_MAXRANKS) {
+		diag_error(s->d, st && (m[0].lit || m[1].lit) ? st->where : SPAN_NONE,
+			   "%sa mesh of %lld x %lld has more than %d ranks",
+			   st && (m[0].lit || m[1].lit) ? "" : "-D nodes: ",
+			   (long long)m[0].v, (long long)m[1].v, IR_MAXRANKS);
+		ok = 0;
+	}
+	/* After an error the file's own sizes (or 1 x 1) keep the other
+	 * checks going, so the mesh hides none of the file's errors. */
+	if (!ok) {
+		for (int i = 0; i < 2; i++)
+			if (!m[i].lit || m[i].v < 1 || m[i].v > IR_MAXRANKS)
+				m[i].v = 1;
+		if (m[0].v * m[1].v > IR_MAXRANKS)
+			m[0].v = m[1].v = 1;
+	}
+	s->nodes = (int)m[0].v;
+	s->gpus = (int)m[1].v;
+	s->world = (int)(m[0].v * m[1].v);
 }
 
 static void check_defines(sema *s)

@@ -13,11 +13,24 @@ static const char *const op_sig[OP_COUNT] = {
 	[OP_MATMUL] = "TT",     [OP_ADD] = "TT",        [OP_MUL] = "TT",
 	[OP_SCALE] = "TR",      [OP_CAST] = "TD",       [OP_RELU] = "T",
 	[OP_SILU] = "T",        [OP_GELU] = "T",        [OP_RMSNORM] = "TT",
+	[OP_GELU_TANH] = "T",   [OP_LAYERNORM] = "TTT",  [OP_ROPE] = "TTT",
+	[OP_HEADS] = "TI",      [OP_MERGE_HEADS] = "T",
 	[OP_SOFTMAX] = "T",     [OP_SUM] = "TI",        [OP_ATTENTION] = "TTTC",
 	[OP_ALLGATHER] = "TI",  [OP_REDUCE_SCATTER] = "TI",
 	[OP_ALLREDUCE] = "T",   [OP_DISPATCH] = "TTII", [OP_COMBINE] = "TTT",
 	[OP_RING_SHIFT] = "TI", [OP_PUT] = "T",
 };
+
+/* What argument i of the op named `name` wants: 'T' tensor, 'I' integer,
+ * 'R' real, 'D' element type, 'C' causal; 'T' for an unknown op or
+ * position (its errors come when it is resolved). */
+char sema_arg_kind(const char *name, int i)
+{
+	int k = ir_op_lookup(name, (int)strlen(name));
+	if (k < 0 || !op_sig[k] || i >= (int)strlen(op_sig[k]))
+		return 'T';
+	return op_sig[k][i];
+}
 
 static const struct { int lo, hi; } op_arity[OP_COUNT] = {
 #define X(id, name, cls, lo, hi) [OP_##id] = {lo, hi},
@@ -213,6 +226,25 @@ static const char *const op_names[] = {
 #undef X
 };
 
+/* "matmul, add, ..., ring_shift": every op an assignment may call (put is
+ * a stage), from the one op table. */
+static const char *op_list(sema *s)
+{
+	size_t n = 1;
+	for (int k = 0; k < OP_PUT; k++)
+		n += strlen(op_names[k]) + 2;
+	char *b = arena_alloc(s->a, n);
+	if (!b)
+		return "";
+	b[0] = 0;
+	for (int k = 0; k < OP_PUT; k++) {
+		if (k)
+			strcat(b, ", ");
+		strcat(b, op_names[k]);
+	}
+	return b;
+}
+
 static void resolve_assign(sema *s, opinfo *oi)
 {
 	const ast_stmt *st = oi->s;
@@ -223,6 +255,7 @@ static void resolve_assign(sema *s, opinfo *oi)
 	if (k < 0) {
 		guess g = sema_guess_word(n, op_names, OP_PUT);
 		diag_error(s->d, c->op.where, "unknown op '%s'%s", n, sema_hint_text(s, &g));
+		diag_note(s->d, c->op.where, "the ops are %s", op_list(s));
 		sema_bad_op(oi, s);
 		return;
 	}
@@ -319,6 +352,9 @@ static void resolve_assign(sema *s, opinfo *oi)
 	case OP_SUM: case OP_ALLGATHER: case OP_REDUCE_SCATTER: case OP_RING_SHIFT:
 		/* out of range (-2) is reported when the op is checked */
 		op->dim = !nints ? 0 : ints[0] >= 0 && ints[0] < 64 ? (int)ints[0] : -2;
+		break;
+	case OP_HEADS:
+		op->experts = ints[0];   /* the head count */
 		break;
 	case OP_DISPATCH:
 		op->experts = ints[0];

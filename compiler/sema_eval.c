@@ -82,6 +82,7 @@ int sema_eval_int(sema *s, const ast_expr *e, int64_t *out)
 		*out = e->ival;
 		return 0;
 	case AST_E_FLOAT:
+	case AST_E_CALL:
 		diag_error(s->d, e->where, "expected an integer, not '%s'",
 			   sema_text(s, e->where));
 		return -1;

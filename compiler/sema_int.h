@@ -53,6 +53,7 @@ typedef struct opinfo {
 	int emitted;
 	int cyc;                 /* reported as part of a cycle */
 	int order;               /* index in ir_prog.ops */
+	int nested;              /* a call in an argument (sema_nest.c) */
 } opinfo;
 
 typedef struct sema {
@@ -118,11 +119,18 @@ int sema_eval_real(sema *s, const ast_expr *e, double *out);
 int sema_eval_dim(sema *s, const ast_expr *e, int nd, const char *what, int *out);
 int sema_eval_group(sema *s, const ast_expr *e, ir_group *g);
 
+/* sema.c */
+void sema_add_op(sema *s, const ast_stmt *st, int nested);
+
+/* sema_nest.c */
+const ast_stmt *sema_lift_calls(sema *s, const ast_stmt *st);
+
 /* sema_decl.c */
 int sema_too_big(sema *s, const ir_tensor *t, span w);
 void sema_set_local(sema *s, ir_tensor *t);
 void sema_check_decl(sema *s, tinfo *ti);
 void sema_bad_op(opinfo *oi, sema *s);
+char sema_arg_kind(const char *name, int i);
 void sema_resolve_ops(sema *s);
 
 /* sema_order.c */

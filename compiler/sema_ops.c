@@ -573,23 +573,138 @@ static int check_rowwise(sema *s, opinfo *oi, result *r)
 			   opname(oi), x->name, sema_pname(s, x->place));
 		return -1;
 	}
-	if (oi->op.kind == OP_RMSNORM && oi->op.nin > 1) {
-		const ir_tensor *w = IN(s, oi, 1);
-		if (need_float(s, oi, 1))
+	/* rmsnorm's weight, layernorm's weight and bias: one row, local */
+	for (int k = 1; (oi->op.kind == OP_RMSNORM || oi->op.kind == OP_LAYERNORM) &&
+			k < oi->op.nin; k++) {
+		const ir_tensor *w = IN(s, oi, k);
+		const char *what = k == 1 ? "weight" : "bias";
+		if (need_float(s, oi, k))
 			return -1;
 		if (w->ndim != 1 || w->shape[0] != x->shape[last]) {
-			diag_error(s->d, arg_span(oi, 1), "the rmsnorm weight must be 1-D of "
-				   "'%s''s last dimension (%lld); '%s' is %s", x->name,
-				   (long long)x->shape[last], w->name, sema_type_str(s, w));
+			diag_error(s->d, arg_span(oi, k), "the %s %s must be 1-D of "
+				   "'%s''s last dimension (%lld); '%s' is %s", opname(oi), what,
+				   x->name, (long long)x->shape[last], w->name, sema_type_str(s, w));
 			return -1;
 		}
 		if (w->place.kind != PL_LOCAL) {
-			diag_error(s->d, arg_span(oi, 1), "the rmsnorm weight '%s' must be "
-				   "local; it is %s", w->name, sema_pname(s, w->place));
+			diag_error(s->d, arg_span(oi, k), "the %s %s '%s' must be "
+				   "local; it is %s", opname(oi), what, w->name, sema_pname(s, w->place));
 			return -1;
 		}
 	}
 	same_as(r, x);
+	return 0;
+}
+
+/* rope(X, cos, sin): X [.., T, C] with C a whole number of heads of D,
+ * cos and sin [T, D] (D even), local; each head rotated by halves as in
+ * Llama.  The token dim must be whole on every rank (the rank's rows are
+ * the tokens the tables' rows name); a split of the last dim must keep
+ * heads whole. */
+static int check_rope(sema *s, opinfo *oi, result *r)
+{
+	const ir_tensor *x = IN(s, oi, 0);
+	if (need_float(s, oi, 0) || not_partial(s, oi, 0))
+		return -1;
+	if (x->ndim < 2) {
+		diag_error(s->d, arg_span(oi, 0), "rope rotates [tokens, heads * D] or "
+			   "[heads, tokens, D]; '%s' is %s", x->name, sema_type_str(s, x));
+		return -1;
+	}
+	int last = x->ndim - 1, tok = x->ndim - 2;
+	for (int k = 1; k < 3; k++) {
+		const ir_tensor *c = IN(s, oi, k);
+		const char *what = k == 1 ? "cos" : "sin";
+		if (need_float(s, oi, k))
+			return -1;
+		if (c->ndim != 2 || c->shape[0] != x->shape[tok] || c->shape[1] % 2 ||
+		    x->shape[last] % c->shape[1]) {
+			diag_error(s->d, arg_span(oi, k), "the rope %s table must be [%lld, D]: "
+				   "a row per token of '%s', D even and dividing its last "
+				   "dimension (%lld); '%s' is %s", what, (long long)x->shape[tok],
+				   x->name, (long long)x->shape[last], c->name, sema_type_str(s, c));
+			return -1;
+		}
+		if (c->place.kind != PL_LOCAL) {
+			diag_error(s->d, arg_span(oi, k), "the rope %s table '%s' must be local; "
+				   "it is %s", what, c->name, sema_pname(s, c->place));
+			return -1;
+		}
+	}
+	int64_t D = IN(s, oi, 1)->shape[1];
+	if (IN(s, oi, 2)->shape[1] != D) {
+		diag_error(s->d, arg_span(oi, 2), "the rope sin table must be as wide as "
+			   "cos (%lld)", (long long)D);
+		return -1;
+	}
+	if (is_split(x, tok)) {
+		diag_error(s->d, arg_span(oi, 0), "rope needs each rank's rows to be every "
+			   "token, but '%s' is split along its tokens (%s)", x->name,
+			   sema_pname(s, x->place));
+		return -1;
+	}
+	if (is_split(x, last) && (x->shape[last] / sema_group_size(s, x->place.group)) % D) {
+		diag_error(s->d, arg_span(oi, 0), "'%s' is %s: a rank's %lld columns cut a head "
+			   "of %lld in two", x->name, sema_pname(s, x->place),
+			   (long long)(x->shape[last] / sema_group_size(s, x->place.group)),
+			   (long long)D);
+		return -1;
+	}
+	oi->op.dim = last;
+	same_as(r, x);
+	return 0;
+}
+
+/* heads(X, H): [T, H*D] -> [H, T, D]; merge_heads(X): back.  Copies (the
+ * layout changes in memory).  A split of the heads (X's columns, a
+ * result's dim 0) stays a split of the heads over the same group, so each
+ * rank keeps its own heads and nothing moves between ranks; a split along
+ * the tokens is refused. */
+static int check_heads(sema *s, opinfo *oi, result *r)
+{
+	const ir_tensor *x = IN(s, oi, 0);
+	int heads = oi->op.kind == OP_HEADS;
+	if (not_partial(s, oi, 0))
+		return -1;
+	if (x->ndim != (heads ? 2 : 3)) {
+		diag_error(s->d, arg_span(oi, 0), "%s takes %s; '%s' is %s", opname(oi),
+			   heads ? "[tokens, heads * D]" : "[heads, tokens, D]", x->name,
+			   sema_type_str(s, x));
+		return -1;
+	}
+	int64_t H = heads ? oi->op.experts : x->shape[0];
+	if (heads && (H < 1 || x->shape[1] % H)) {
+		diag_error(s->d, arg_span(oi, 1), "%lld heads do not divide '%s''s %lld columns",
+			   (long long)H, x->name, (long long)x->shape[1]);
+		return -1;
+	}
+	int hdim = heads ? 1 : 0, tdim = heads ? 0 : 1;
+	if (is_split(x, tdim)) {
+		diag_error(s->d, arg_span(oi, 0), "%s of '%s', %s along its tokens, is not "
+			   "supported: split the heads (%s)", opname(oi), x->name,
+			   sema_pname(s, x->place), heads ? "split(1)" : "split(0)");
+		return -1;
+	}
+	if (is_split(x, hdim) && H % sema_group_size(s, x->place.group)) {
+		diag_error(s->d, arg_span(oi, 0), "'%s' is %s: its %lld heads do not divide "
+			   "over %s (= %lld); a rank would hold part of a head", x->name,
+			   sema_pname(s, x->place), (long long)H, ir_group_name(x->place.group),
+			   (long long)sema_group_size(s, x->place.group));
+		return -1;
+	}
+	same_as(r, x);
+	if (heads) {
+		r->ndim = 3;
+		r->shape[0] = H;
+		r->shape[1] = x->shape[0];
+		r->shape[2] = x->shape[1] / H;
+	} else {
+		r->ndim = 2;
+		r->shape[0] = x->shape[1];
+		r->shape[1] = x->shape[0] * x->shape[2];
+	}
+	if (x->place.kind == PL_SPLIT)
+		r->place.dim = heads ? 0 : 1;
 	return 0;
 }
 
@@ -659,13 +774,18 @@ void sema_check_op(sema *s, opinfo *oi)
 	case OP_RELU:
 	case OP_SILU:
 	case OP_GELU:
+	case OP_GELU_TANH:
 		same_as(&r, IN(s, oi, 0));
 		rc = need_float(s, oi, 0) || not_partial(s, oi, 0) ? -1 : 0;
 		break;
 	case OP_RMSNORM:
+	case OP_LAYERNORM:
 	case OP_SOFTMAX:
 	case OP_SUM: rc = check_rowwise(s, oi, &r); break;
 	case OP_ATTENTION: rc = check_attention(s, oi, &r); break;
+	case OP_ROPE: rc = check_rope(s, oi, &r); break;
+	case OP_HEADS:
+	case OP_MERGE_HEADS: rc = check_heads(s, oi, &r); break;
 	case OP_ALLGATHER:
 	case OP_REDUCE_SCATTER:
 	case OP_ALLREDUCE:

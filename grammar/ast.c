@@ -46,6 +46,31 @@ ast_expr *ast_name(arena *a, span w, const char *name)
 	return e;
 }
 
+ast_expr *ast_call_expr(arena *a, diags *d, span w, ast_ident op, ast_exprs args)
+{
+	int depth = 1;
+	for (int i = 0; i < args.n; i++) {
+		if (args.v[i] && args.v[i]->kind == AST_E_ERROR)
+			return args.v[i];
+		if (args.v[i] && args.v[i]->depth + 1 > depth)
+			depth = args.v[i]->depth + 1;
+	}
+	if (depth > AST_MAX_EXPR_DEPTH) {
+		diag_error(d, w, "expression nested more than %d deep", AST_MAX_EXPR_DEPTH);
+		return new_expr(a, AST_E_ERROR, w);
+	}
+	ast_expr *e = new_expr(a, AST_E_CALL, w);
+	ast_call *c = e ? arena_alloc(a, sizeof *c) : NULL;
+	if (!c)
+		return e;
+	c->op = op;
+	c->args = args;
+	c->where = w;
+	e->call = c;
+	e->depth = depth;
+	return e;
+}
+
 /* An operand that is already an error (or missing after an allocation
  * failure) makes the whole expression that error: reported once. */
 static ast_expr *absorb(arena *a, span w, ast_expr *l, ast_expr *r)
@@ -171,6 +196,7 @@ static void dump_expr(dumper *k, const ast_expr *e, int ind)
 	case AST_E_NAME: sb_printf(k->out, "name %s", e->name); break;
 	case AST_E_NEG: sb_puts(k->out, "neg"); break;
 	case AST_E_BIN: sb_printf(k->out, "binop %c", e->op); break;
+	case AST_E_CALL: sb_printf(k->out, "call %s", e->call ? e->call->op.name : "?"); break;
 	case AST_E_ERROR: sb_puts(k->out, "error"); break;
 	}
 	at(k, e->where);
@@ -178,6 +204,8 @@ static void dump_expr(dumper *k, const ast_expr *e, int ind)
 		dump_expr(k, e->lhs, ind + 1);
 	if (e->kind == AST_E_BIN)
 		dump_expr(k, e->rhs, ind + 1);
+	for (int i = 0; e->kind == AST_E_CALL && e->call && i < e->call->args.n; i++)
+		dump_expr(k, e->call->args.v[i], ind + 1);
 }
 
 static void dump_exprs(dumper *k, const ast_exprs *v, int ind)

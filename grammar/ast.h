@@ -40,6 +40,7 @@ typedef enum ast_exprkind {
 	AST_E_NAME,    /* name: a parameter, built-in, tensor, dtype or word */
 	AST_E_NEG,     /* -lhs */
 	AST_E_BIN,     /* lhs op rhs, op one of + - * / % */
+	AST_E_CALL,    /* call: an op's result as an argument, mul(silu(G), U) */
 	AST_E_ERROR    /* stands in for an expression already reported */
 } ast_exprkind;
 
@@ -52,6 +53,7 @@ typedef struct ast_expr {
 	double fval;
 	const char *name;
 	struct ast_expr *lhs, *rhs;
+	struct ast_call *call;   /* AST_E_CALL */
 } ast_expr;
 
 typedef struct ast_exprs {
@@ -149,6 +151,9 @@ void ast_dump(const struct ast_pipeline *p, const srcset *src, strbuf *out);
 ast_expr *ast_int(arena *a, span w, int64_t v);
 ast_expr *ast_float(arena *a, span w, double v);
 ast_expr *ast_name(arena *a, span w, const char *name);
+/* op(args) in an argument; depth 1 + its deepest argument's (bounded as
+ * ast_bin's). */
+ast_expr *ast_call_expr(arena *a, diags *d, span w, ast_ident op, ast_exprs args);
 /* Builds -e or l op r; past AST_MAX_EXPR_DEPTH reports once (to d) and
  * returns an AST_E_ERROR node that absorbs whatever is built on top. */
 ast_expr *ast_neg(arena *a, diags *d, span w, ast_expr *e);

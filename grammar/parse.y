@@ -364,7 +364,7 @@ exprs
 	;
 
 /* expr: expr ('+'|'-'|'*'|'/'|'%') expr | '-' expr | '(' expr ')'
- *     | INT | FLOAT | NAME */
+ *     | INT | FLOAT | NAME | NAME '(' args ')'     (a call: an op's argument) */
 expr
 	: expr '+' expr       { $$ = ast_bin(A, ps->d, @$, '+', $1, $3); }
 	| expr '-' expr       { $$ = ast_bin(A, ps->d, @$, '-', $1, $3); }
@@ -376,6 +376,7 @@ expr
 	| INT                 { $$ = ast_int(A, @$, $1); }
 	| FLOAT               { $$ = ast_float(A, @$, $1); }
 	| ident               { $$ = ast_name(A, @$, $1.name); }
+	| ident '(' args ')'  { $$ = ast_call_expr(A, ps->d, @$, $1, $3); }
 	;
 
 /* NAME: a name, or one of the contextual words `x` and `of` */

@@ -138,7 +138,10 @@ typedef struct mk_load_opts {
 
 /* Parse, check, schedule, generate, compile (through the cache), load the
  * module, allocate every tensor of every rank.  MK_ERR_SOURCE: the
- * pipeline has errors, mk_ctx_log() lists them (file:line:col). */
+ * pipeline has errors, mk_ctx_log() lists them (file:line:col); among them
+ * a mesh (the file's `mesh 2 x 8`, or params "nodes" and "gpus") that does
+ * not hold exactly the job's ranks.  The job's ranks fill the mesh's open
+ * sides (by default 1 x ranks). */
 MK_API mk_status mk_pipeline_load_file(mk_ctx *c, const char *path, const mk_load_opts *o,
 				       mk_pipeline **out);
 MK_API mk_status mk_pipeline_load_string(mk_ctx *c, const char *name, const char *text,

@@ -89,41 +89,25 @@ int mk_bench_per_stage;
 
 /* ---- loading ---------------------------------------------------------------- */
 
-/* The mesh of virtual ranks: every rank on this GPU, so world == ranks;
- * `gpus` defaults to the rank count and `nodes` to 1. */
-static int build_defines(const mk_param *params, int nparams, int world, mk_define *defs,
-			 int max, char *err, size_t n)
+/* The parameters as -D defines.  The mesh is not decided here: the job's
+ * rank count goes to the check (compile_opts.world), which fills the
+ * mesh's open sides with it (virtual ranks: every rank on this GPU, so by
+ * default 1 x ranks) and reports a mesh the file or -D fixes otherwise. */
+static int build_defines(const mk_param *params, int nparams, mk_define *defs, int max,
+			 char *err, size_t n)
 {
-	int nd = 0, have_gpus = 0, have_nodes = 0;
-	long long nodes = 1, gpus = world;
+	if (nparams > max) {
+		snprintf(err, n, "too many parameters (%d)", nparams);
+		return -1;
+	}
 	for (int i = 0; i < nparams; i++) {
 		if (!params[i].name) {
 			snprintf(err, n, "parameter %d has no name", i);
 			return -1;
 		}
-		if (!strcmp(params[i].name, "gpus")) {
-			have_gpus = 1;
-			gpus = params[i].value;
-		} else if (!strcmp(params[i].name, "nodes")) {
-			have_nodes = 1;
-			nodes = params[i].value;
-		}
-		if (nd == max) {
-			snprintf(err, n, "too many parameters (%d)", nparams);
-			return -1;
-		}
-		defs[nd++] = (mk_define){params[i].name, params[i].value};
+		defs[i] = (mk_define){params[i].name, params[i].value};
 	}
-	if (nodes * gpus != world) {
-		snprintf(err, n, "the mesh %lld x %lld has %lld ranks, but the job has %d",
-			 nodes, gpus, nodes * gpus, world);
-		return -1;
-	}
-	if (!have_gpus && nd < max)
-		defs[nd++] = (mk_define){"gpus", gpus};
-	if (!have_nodes && nd < max)
-		defs[nd++] = (mk_define){"nodes", nodes};
-	return nd;
+	return nparams;
 }
 
 static ir_device device_model(const mk_ctx *c)
@@ -143,14 +127,15 @@ static mk_status compile_for(const mk_ctx *c, srcset *src, int file, const mk_pa
 {
 	mk_define defs[80];
 	char err[256];
-	int nd = build_defines(params, nparams, world, defs, 80, err, sizeof err);
+	int nd = build_defines(params, nparams, defs, 80, err, sizeof err);
 	if (nd < 0) {
 		sb_printf(log, "mk: %s\n", err);
 		return MK_ERR_INVALID;
 	}
 	ir_device dev = device_model(c);
 	/* no context, or a CPU one: only the CPU reference runs it */
-	compile_opts o = {.defs = defs, .ndefs = nd, .ranks_per_gpu = ranks, .dev = &dev,
+	compile_opts o = {.defs = defs, .ndefs = nd, .ranks_per_gpu = ranks, .world = world,
+			  .dev = &dev,
 			  .cpu = !c || c->cpu};
 	diags d;
 	diag_init(&d, src, a);

@@ -15,6 +15,13 @@ struct mkd_silu { MKD_INLINE float operator()(float x) const { return x / (1.f +
 struct mkd_gelu {
 	MKD_INLINE float operator()(float x) const { return 0.5f * x * (1.f + erff(x * 0.7071067811865476f)); }
 };
+/* the tanh form (PyTorch's gelu(approximate='tanh')) */
+struct mkd_gelu_tanh {
+	MKD_INLINE float operator()(float x) const
+	{
+		return 0.5f * x * (1.f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+	}
+};
 struct mkd_scale {
 	float s;
 	MKD_INLINE float operator()(float x) const { return x * s; }
@@ -355,6 +362,52 @@ MKD_INLINE void mkd_rmsnorm(const TX *x, i64 ldx, const TW *w, TY *y, i64 ldy, i
 				v *= mkd_elem<TW>::ld(w + c);
 			mkd_elem<TY>::st(y + (i64)r * ldy + c, v);
 		}
+	}
+}
+
+/* layernorm over each row: y = (x - mean) / sqrt(var + 1e-5) * w + b, the
+ * biased variance (PyTorch's layer_norm); one warp a row, two passes. */
+template <typename TX, typename TW, typename TB, typename TY>
+MKD_INLINE void mkd_layernorm(const TX *x, i64 ldx, const TW *w, const TB *b, TY *y, i64 ldy,
+			      int rows, int cols)
+{
+	const int lane = threadIdx.x & 31, nw = blockDim.x >> 5;
+	for (int r = threadIdx.x >> 5; r < rows; r += nw) {
+		const TX *xr = x + (i64)r * ldx;
+		float s = 0.f;
+		for (int c = lane; c < cols; c += 32)
+			s += mkd_elem<TX>::ld(xr + c);
+		const float m = mkd_warp_sum(s) / cols;
+		float v = 0.f;
+		for (int c = lane; c < cols; c += 32) {
+			float d = mkd_elem<TX>::ld(xr + c) - m;
+			v += d * d;
+		}
+		const float inv = rsqrtf(mkd_warp_sum(v) / cols + 1e-5f);
+		for (int c = lane; c < cols; c += 32)
+			mkd_elem<TY>::st(y + (i64)r * ldy + c,
+					 (mkd_elem<TX>::ld(xr + c) - m) * inv * mkd_elem<TW>::ld(w + c) +
+					 mkd_elem<TB>::ld(b + c));
+	}
+}
+
+/* Rotary embedding, Llama's half rotation, on rows of whole heads: row r is
+ * token r of the tables cs, sn (rows of ldc, D = ldc wide); in each head of
+ * D columns y[j] = x[j] cs[j] - x[j + D/2] sn[j] for j < D/2, and
+ * x[j] cs[j] + x[j - D/2] sn[j] after. */
+template <typename TX, typename TC, typename TS, typename TY>
+MKD_INLINE void mkd_rope(const TX *x, i64 ldx, const TC *cs, const TS *sn, i64 ldc, TY *y, i64 ldy,
+			 int rows, int cols)
+{
+	const int D = (int)ldc, h = D >> 1;
+	const i64 n = (i64)rows * cols;
+	for (i64 i = threadIdx.x; i < n; i += blockDim.x) {
+		const int r = (int)(i / cols), c = (int)(i % cols), j = c % D;
+		const TX *xr = x + (i64)r * ldx;
+		const float o = j < h ? -mkd_elem<TX>::ld(xr + c + h) : mkd_elem<TX>::ld(xr + c - h);
+		mkd_elem<TY>::st(y + (i64)r * ldy + c,
+				 mkd_elem<TX>::ld(xr + c) * mkd_elem<TC>::ld(cs + (i64)r * ldc + j) +
+				 o * mkd_elem<TS>::ld(sn + (i64)r * ldc + j));
 	}
 }
 

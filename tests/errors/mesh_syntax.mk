@@ -1,5 +1,5 @@
-# the mesh statement names the built-ins; sizes come from -D
+# a mesh size is an integer or the built-in of its place
 pipeline p {
-  mesh 2 x 8
+  mesh gpus x 8
   in  A : bf16[64]
 }

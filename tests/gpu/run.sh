@@ -70,7 +70,16 @@ ring_attention_causal 1,2,4,8 -D S=512 -D NH=2
 chain 1,2,4,8
 mlp_chain 1,2,4,8
 moe_dispatch_gemm 1,2,4,8 -D T=1024 -D E=32 -D H=512 -D F=256
+llama_layer 1,2,4,8 -D T=256 -D E=512 -D H=8 -D D=64 -D F=1024
 EOF
+# the layer's ops on their own (layernorm, gelu_tanh, rope on split heads)
+for r in 1 2 4; do
+	check "layer_ops.r$r" "$MKRUN" tests/gpu/layer_ops.mk --ranks "$r" --iters 3 --quiet
+done
+# the Llama layer against PyTorch (eager, CUDA graph), same inputs (.npy):
+# Llama-3-8B sizes at 1 rank, and tensor-parallel over 2 virtual ranks
+check "llama_layer.torch.r1" python3 tests/gpu/llama_layer.py --mkrun "$MKRUN"
+check "llama_layer.torch.r2" python3 tests/gpu/llama_layer.py --mkrun "$MKRUN" -T 1024 --ranks 2
 # MoE routing data (tests/tools/moe_inputs.py): skewed routing with empty
 # experts checks against the CPU reference; a bucket over its capacity and
 # an expert id out of range must fail the run with the data error named

@@ -99,7 +99,8 @@ static void load_errors(mk_ctx *c)
 	mk_param mesh[] = {{"gpus", 3}};
 	lo.params = mesh;
 	lo.ranks = 2;
-	CHECK(mk_pipeline_load_string(c, "ag.mk", gather, &lo, &p) == MK_ERR_INVALID);
+	CHECK(mk_pipeline_load_string(c, "ag.mk", gather, &lo, &p) == MK_ERR_SOURCE);
+	CHECK(strstr(mk_ctx_log(c), "-D gpus = 3 does not divide the job's 2 ranks") != NULL);
 	/* a split that does not divide */
 	mk_param odd[] = {{"M", 5}};
 	lo.params = odd;

@@ -186,8 +186,8 @@ static void test_matmul(void)
 	/* a fused epilogue (the lowering's fuse_epilogues): silu, and scale,
 	 * applied to the fp32 accumulator before the one rounding */
 	{
-		static const ir_opkind ek[] = {OP_SILU, OP_SCALE, OP_RELU, OP_GELU};
-		for (int q = 0; q < 4; q++) {
+		static const ir_opkind ek[] = {OP_SILU, OP_SCALE, OP_RELU, OP_GELU, OP_GELU_TANH};
+		for (int q = 0; q < 5; q++) {
 			mesh(&b, 1, 1);
 			A = in(&b, "A", LOCAL, SH(M, K));
 			B = in(&b, "B", LOCAL, SH(K, N));
@@ -202,7 +202,9 @@ static void test_matmul(void)
 			for (int i = 0; i < M * N; i++) {
 				double x = want[i];
 				double y = ek[q] == OP_SILU ? x / (1 + exp(-x)) : ek[q] == OP_SCALE ? -0.75 * x
-					   : ek[q] == OP_RELU ? (x > 0 ? x : 0) : 0.5 * x * (1 + erf(x / sqrt(2.0)));
+					   : ek[q] == OP_RELU ? (x > 0 ? x : 0)
+					   : ek[q] == OP_GELU ? 0.5 * x * (1 + erf(x / sqrt(2.0)))
+					   : 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
 				near("matmul epilogue", P(&b, C, 0)[i], y, 1e-6);
 			}
 			release(&b);
@@ -430,6 +432,43 @@ static void test_rowwise(void)
 	expect("softmax", P(&b, Y, 0),
 	       (float[]){0.09003057f, 0.24472847f, 0.66524096f, 1.f / 3, 1.f / 3, 1.f / 3}, 6, 1e-7);
 	release(&b);
+
+	/* layernorm: (x - mean) / sqrt(var + 1e-5) * w + b, biased variance */
+	{
+		mesh(&b, 1, 1);
+		int X2 = in(&b, "X", LOCAL, SH(1, 4)), W = in(&b, "W", LOCAL, SH(4));
+		int B = in(&b, "B", LOCAL, SH(4)), Y2 = out(&b, "Y", LOCAL, SH(1, 4));
+		op(&b, OP_LAYERNORM, Y2, 3, X2, W, B);
+		alloc(&b);
+		fill(&b, X2, 0, (float[]){1, 2, 3, 6});
+		fill(&b, W, 0, (float[]){1, 2, 1, 0.5f});
+		fill(&b, B, 0, (float[]){0, 0, 1, -1});
+		check(!run(&b, 0, 1), "layernorm runs: %s", err);
+		double inv = 1 / sqrt(3.5 + 1e-5);   /* mean 3, var (4+1+0+9)/4 */
+		expect("layernorm", P(&b, Y2, 0), (float[]){(float)(-2 * inv), (float)(-2 * inv),
+		       (float)(0 * inv + 1), (float)(1.5 * inv - 1)}, 4, 1e-7);
+		release(&b);
+	}
+
+	/* rope, half rotation per head: two heads of D = 4 on one token row
+	 * of two tokens; head h of token t: y[j] = x[j] c - x[j+2] s (j < 2),
+	 * x[j] c + x[j-2] s after */
+	{
+		mesh(&b, 1, 1);
+		int X2 = in(&b, "X", LOCAL, SH(2, 8)), C = in(&b, "C", LOCAL, SH(2, 4));
+		int S = in(&b, "S", LOCAL, SH(2, 4)), Y2 = out(&b, "Y", LOCAL, SH(2, 8));
+		op(&b, OP_ROPE, Y2, 3, X2, C, S);
+		alloc(&b);
+		fill(&b, X2, 0, (float[]){1, 2, 3, 4, 5, 6, 7, 8, 1, 1, 1, 1, 2, 0, 0, 2});
+		fill(&b, C, 0, (float[]){1, 1, 1, 1, 0.5f, 0, 0.5f, 0});
+		fill(&b, S, 0, (float[]){0, 0, 0, 0, 0.5f, 1, 0.5f, 1});
+		check(!run(&b, 0, 1), "rope runs: %s", err);
+		/* token 0: cos 1, sin 0: the identity; token 1: head (1,1,1,1)
+		 * -> (0.5-0.5, 0-1, 0.5+0.5, 0+1); head (2,0,0,2) -> (1-0, 0-2, 0+1, 0+0) */
+		expect("rope", P(&b, Y2, 0), (float[]){1, 2, 3, 4, 5, 6, 7, 8,
+		       0, -1, 1, 1, 1, -2, 1, 0}, 16, 1e-7);
+		release(&b);
+	}
 
 	/* a row split over ranks cannot be normalised locally */
 	mesh(&b, 1, 2);
