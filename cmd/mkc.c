@@ -2,14 +2,17 @@
  * --emit asks for (compile_run, then cg_build for CUDA, PTX and cubins),
  * print it.  A driver: it sits above every floor it calls.
  *
- * Exit status: 0 success, 1 errors in the input, 2 bad command line,
- * 3 internal error.
+ * Exit status: 0 success, 1 errors in the input (a -D value it cannot
+ * take among them) or an output that cannot be written, 2 bad command line
+ * (-o a directory or into a missing one, an unknown --arch, a large output
+ * onto a terminal), 3 internal error.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../codegen/build.h"
@@ -92,7 +95,7 @@ static int write_out(const char *path, const void *data, size_t n)
 	FILE *f = path ? fopen(path, "wb") : stdout;
 	if (!f) {
 		fprintf(stderr, "mkc: cannot open %s: %s\n", path, strerror(errno));
-		return 3;
+		return 1;
 	}
 	size_t w = fwrite(data, 1, n, f);
 	int bad = w != n || fflush(f) != 0;
@@ -101,9 +104,60 @@ static int write_out(const char *path, const void *data, size_t n)
 	if (bad) {
 		fprintf(stderr, "mkc: cannot write %s: %s\n", path ? path : "output",
 			strerror(errno));
-		return 3;
+		return 1;
 	}
 	return 0;
+}
+
+/* -o FILE, checked before any pass runs (NVRTC takes seconds): not a
+ * directory, and its directory exists and takes files. */
+static int check_outpath(const char *path)
+{
+	struct stat st;
+	if (!stat(path, &st) && S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "mkc: -o %s: is a directory; -o wants a file name\n", path);
+		return -1;
+	}
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		snprintf(dir, sizeof dir, ".");
+	else
+		snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "mkc: -o %s: no directory %s\n", path, dir);
+		return -1;
+	}
+	if (access(dir, W_OK)) {
+		fprintf(stderr, "mkc: -o %s: cannot write into %s: %s\n", path, dir, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* --arch: sm_XY, sm_XYZ, compute_XY with an optional a or f (NVRTC's
+ * spellings), checked before the passes run. */
+static int check_arch(const char *a)
+{
+	const char *d = !strncmp(a, "sm_", 3) ? a + 3 : !strncmp(a, "compute_", 8) ? a + 8 : NULL;
+	size_t n = d ? strspn(d, "0123456789") : 0;
+	if (d && (n == 2 || n == 3) && (!d[n] || ((d[n] == 'a' || d[n] == 'f') && !d[n + 1])))
+		return 0;
+	fprintf(stderr, "mkc: --arch=%s: not a GPU architecture (e.g. sm_90a, sm_100a, sm_80)\n", a);
+	return -1;
+}
+
+/* More than this much text onto a terminal is a mistake (a 2 x 8 mesh's
+ * JSON schedule is 20 MB): mkc asks for -o or a pipe instead. */
+enum { TTY_LIMIT = 1 << 20 };
+
+static int refuse_tty(const char *outpath, size_t n, const char *what)
+{
+	if (outpath || n <= TTY_LIMIT || !isatty(1))
+		return 0;
+	fprintf(stderr, "mkc: the %s is %.1f MB: not printed on the terminal; write it with "
+		"-o FILE or pipe it\n", what, n / 1048576.0);
+	return 1;
 }
 
 /* --emit=cu|ptx|cubin: the back half (codegen/build.c), then the output */
@@ -122,7 +176,8 @@ static int build(const ir_sched *s, enum emit e, const char *arch, int use_cache
 		fprintf(stderr, "mkc: out of memory\n");
 		rc = 3;
 	} else if (upto == CG_TO_CUDA) {
-		rc = write_out(outpath, b.cuda, strlen(b.cuda));
+		rc = refuse_tty(outpath, strlen(b.cuda), "CUDA source") ? 2
+		     : write_out(outpath, b.cuda, strlen(b.cuda));
 	} else {
 		if (b.bin.note)
 			fprintf(stderr, "mkc: note: %s\n", b.bin.note);
@@ -139,11 +194,23 @@ static int build(const ir_sched *s, enum emit e, const char *arch, int use_cache
 					fprintf(stderr, "%.*s\n", (int)n, l);
 				l += n + (nl != NULL);
 			}
-			fprintf(stderr,
-				"mkc: %s: %d registers, %d bytes stack, %d/%d bytes spilled (stores/loads)%s\n",
-				b.arch, b.bin.regs, b.bin.stack_bytes, b.bin.spill_stores,
-				b.bin.spill_loads, b.bin.from_cache ? ", from cache" : "");
-			rc = write_out(outpath, b.bin.data, b.bin.size);
+			/* ptxas ran only for a cubin: PTX has no registers yet */
+			if (b.bin.regs >= 0)
+				fprintf(stderr, "mkc: %s: %d registers, %d bytes stack, %d/%d bytes "
+					"spilled (stores/loads)%s\n", b.arch, b.bin.regs,
+					b.bin.stack_bytes, b.bin.spill_stores, b.bin.spill_loads,
+					b.bin.from_cache ? ", from cache" : "");
+			else
+				fprintf(stderr, "mkc: %s: PTX%s (registers and spills: --emit=cubin)\n",
+					b.arch, b.bin.from_cache ? ", from cache" : "");
+			if (upto == CG_TO_CUBIN && !outpath && isatty(1)) {
+				fprintf(stderr, "mkc: a cubin is binary: not printed on the terminal; "
+					"write it with -o FILE\n");
+				rc = 2;
+			} else {
+				rc = refuse_tty(outpath, b.bin.size, "PTX") ? 2
+				     : write_out(outpath, b.bin.data, b.bin.size);
+			}
 		}
 	}
 	cg_build_free(&b);
@@ -180,6 +247,14 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "-D") || !strncmp(a, "-D", 2)) {
 			char *v = a[2] ? argv[i] + 2 : (i + 1 < argc ? argv[++i] : NULL);
 			if (!v || ndefs == 64 || parse_define(v, &defs[ndefs]) != 0) {
+				/* a value the pipeline cannot take (gpus=0 from the
+				 * compiler, gpus=abc here): bad input, exit 1 both */
+				const char *eq = v ? strchr(v, '=') : NULL;
+				if (eq && eq != v && ndefs < 64) {
+					fprintf(stderr, "mkc: error: -D %.*s: '%s' is not an integer "
+						"(8192, 8K, -1)\n", (int)(eq - v), v, eq + 1);
+					return 1;
+				}
 				fprintf(stderr, "mkc: -D wants NAME=INTEGER (8192, 8K, -1)%s%s\n",
 					v ? ", got " : "", v ? v : "");
 				return 2;
@@ -232,6 +307,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if ((outpath && check_outpath(outpath) != 0) || (arch && check_arch(arch) != 0))
+		return 2;
 
 	ir_device dev = costmodel_h200();
 	if (devfile) {
@@ -315,7 +392,8 @@ int main(int argc, char **argv)
 			fprintf(stderr, "mkc: out of memory\n");
 			rc = 3;
 		} else if (!binary) {
-			rc = write_out(outpath, sb_str(&o2), o2.len);
+			rc = refuse_tty(outpath, o2.len, "output") ? 2
+			     : write_out(outpath, sb_str(&o2), o2.len);
 		}
 		sb_free(&o2);
 	}

@@ -172,6 +172,25 @@ static int parse_args(int argc, char **argv, opts *o)
 		fprintf(stderr, "mkrun: -n must be 1..256\n");
 		return 2;
 	}
+	if (o->cpu && (o->trace || o->nproc > 1 || o->resident)) {
+		fprintf(stderr, "mkrun: --cpu runs the CPU reference in this process: %s has no "
+			"meaning there\n", o->trace ? "--trace FILE (GPU task times)"
+			: o->nproc > 1 ? "-n N (processes on the GPU)" : "--resident");
+		return 2;
+	}
+	if (o->save) {  /* before the run, not after it */
+		struct stat st;
+		if (mkdir(o->save, 0755) != 0 && errno != EEXIST) {
+			fprintf(stderr, "mkrun: --save %s: cannot create the directory: %s\n", o->save,
+				strerror(errno));
+			return 2;
+		}
+		if (stat(o->save, &st) != 0 || !S_ISDIR(st.st_mode) || access(o->save, W_OK) != 0) {
+			fprintf(stderr, "mkrun: --save %s: not a directory mkrun can write into\n",
+				o->save);
+			return 2;
+		}
+	}
 	o->process = launched_as_rank();
 	if ((o->process || o->nproc > 1) && o->ranks != 1) {
 		fprintf(stderr, "mkrun: --ranks (virtual ranks) and -n / a launcher (one process per "

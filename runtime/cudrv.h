@@ -76,8 +76,11 @@
 	X(cuStreamDestroy, CUresult, (CUstream))                                   \
 	X(cuStreamSynchronize, CUresult, (CUstream))                               \
 	X(cuStreamQuery, CUresult, (CUstream))                                     \
+	X(cuStreamWaitEvent, CUresult, (CUstream, CUevent, unsigned int))          \
 	X(cuStreamBeginCapture, CUresult, (CUstream, CUstreamCaptureMode))         \
 	X(cuStreamEndCapture, CUresult, (CUstream, CUgraph *))                     \
+	X(cuStreamIsCapturing, CUresult, (CUstream, CUstreamCaptureStatus *))      \
+	X(cuThreadExchangeStreamCaptureMode, CUresult, (CUstreamCaptureMode *))    \
 	X(cuGraphInstantiate, CUresult, (CUgraphExec *, CUgraph, unsigned long long)) \
 	X(cuGraphLaunch, CUresult, (CUgraphExec, CUstream))                        \
 	X(cuGraphExecDestroy, CUresult, (CUgraphExec))                             \

@@ -160,8 +160,14 @@ typedef struct mk_tensor_info {
 	long long shape[4];      /* logical shape */
 	long long local[4];      /* what one rank stores */
 	size_t bytes;            /* of one rank's piece */
+	int stored;              /* 0: the compiler removed it (folded), it has
+	                            no storage and cannot be read, written or bound */
 } mk_tensor_info;
 
+/* What a caller must provide: every tensor i < mk_pipeline_ntensors() with
+ * kind MK_TENSOR_IN and stored set, local[] elements of dtype on each rank
+ * (the same shape on every rank); MK_TENSOR_OUT the results.  Works on a
+ * CPU context, so tools can ask without a GPU. */
 MK_API int mk_pipeline_ntensors(const mk_pipeline *p);
 /* The ranks this process holds: 0 .. mk_pipeline_ranks()-1 with virtual
  * ranks; with a communicator, only its own rank (mk_comm_rank). */
@@ -181,9 +187,16 @@ MK_API mk_status mk_tensor_write_f32(mk_pipeline *p, const char *name, int rank,
 				     const float *src, size_t count);
 MK_API mk_status mk_tensor_read_f32(mk_pipeline *p, const char *name, int rank, float *dst,
 				    size_t count);
-/* Use caller-owned device memory (a CUdeviceptr) for a rank's piece. */
+/* Use caller-owned device memory (a CUdeviceptr, e.g. a PyTorch tensor's
+ * data_ptr(): libmk runs in the device's primary context, the one the CUDA
+ * runtime uses) for a rank's piece, from the next run on.  Binding is cheap
+ * and may change every run: nothing is allocated or copied but the rank
+ * table, which the next run copies in stream order; binding the pointer
+ * already bound costs nothing.  The runtime's own buffer is freed at the
+ * first bind; mk_tensor_unbind allocates one again. */
 MK_API mk_status mk_tensor_bind(mk_pipeline *p, const char *name, int rank,
 				unsigned long long devptr, size_t bytes);
+MK_API mk_status mk_tensor_unbind(mk_pipeline *p, const char *name, int rank);
 MK_API mk_status mk_tensor_devptr(const mk_pipeline *p, const char *name, int rank,
 				  unsigned long long *devptr);
 
@@ -194,6 +207,32 @@ MK_API mk_status mk_tensor_devptr(const mk_pipeline *p, const char *name, int ra
 MK_API mk_status mk_run(mk_pipeline *p);
 /* ms: time of the run on the GPU (CUDA events), may be NULL. */
 MK_API mk_status mk_run_timed(mk_pipeline *p, float *ms);
+/* On the caller's stream: mk_run_on enqueues one run on `stream` (a
+ * CUstream of this context's device; NULL: the pipeline's own stream; the
+ * legacy default stream is CU_STREAM_LEGACY, PyTorch's stream 0) and
+ * returns without waiting.  Bound tensors are read and written in stream
+ * order, so a producer kernel before it and a consumer after it on the same
+ * stream need no synchronisation; runs of one pipeline stay in order across
+ * streams.  mk_sync waits for the last run and reports what the device saw
+ * (a stall, bad routing data, a failed RDMA proxy) since the previous
+ * mk_sync; until then such a failure is silent.  mk_run is mk_run_on on the
+ * pipeline's stream followed by mk_sync.  A CPU context runs at once.
+ *
+ * CUDA graphs: a run enqueued on a stream that is capturing is captured.
+ * The graph holds the tensors bound at capture time (bind before the
+ * capture, as a graph's static inputs and outputs) and, per replay, copies
+ * its own rank table, clears the flags and runs; every later run of the
+ * pipeline does the same (one memset and one small copy more per run).
+ * Replays report through mk_sync after the caller synchronised their
+ * stream.  Not capturable: resident mode (the kernel never ends, MK_ERR_STATE),
+ * a pipeline with one process per rank (its flags count runs together with
+ * the peer processes'; MK_ERR_UNSUPPORTED), a pipeline that stalled and was
+ * not run since.  The kernel is a cooperative launch: all its CTAs are
+ * resident at once, so in a graph it waits for the SMs like any such
+ * launch; a driver that cannot capture cooperative launches gives
+ * MK_ERR_UNSUPPORTED. */
+MK_API mk_status mk_run_on(mk_pipeline *p, void *stream);
+MK_API mk_status mk_sync(mk_pipeline *p);
 MK_API mk_status mk_resident_start(mk_pipeline *p);
 MK_API mk_status mk_resident_run(mk_pipeline *p, float *ms);
 MK_API mk_status mk_resident_stop(mk_pipeline *p);

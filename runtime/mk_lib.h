@@ -31,6 +31,8 @@ struct mk_ctx {
 	int cpu;                 /* CPU reference executor, no GPU */
 };
 
+enum { MK_STAGING = 4 };  /* rank tables in flight on a caller's stream */
+
 struct mk_pipeline {
 	mk_ctx *c;
 	arena a;
@@ -80,6 +82,17 @@ struct mk_pipeline {
 	int resident, broken, table_dirty;
 	strbuf stall;
 	float **host;            /* CPU context: [nt * world], cpuref's layout */
+	/* runs on a caller's stream (mk_run_on) */
+	void *staging[MK_STAGING];     /* pinned: rank tables on their way */
+	CUevent staging_ev[MK_STAGING];  /* the copy that read each */
+	int staging_next;
+	void **cap_host;         /* pinned tables captured graphs copy from */
+	int ncap;
+	int captured;            /* a graph holds a run: every run clears the
+	                            flags and copies its own table */
+	CUevent ev_done;         /* after the last run on any stream */
+	CUstream last_stream;    /* the stream it ran on */
+	int pending;             /* a run since the last mk_sync */
 };
 
 /* c->err = the message; returns st. */
@@ -110,5 +123,10 @@ mk_status mk_cufail(mk_pipeline *p, mk_status st, const char *what, CUresult r);
  * bind. */
 mk_status mk_alloc_all(mk_pipeline *p, int trace);
 mk_status mk_upload_table(mk_pipeline *p);
+/* The same, copied on stream s in stream order (from pinned staging; with
+ * capturing, from a buffer that stays the graph's); mk_staging_free at
+ * destroy. */
+mk_status mk_upload_table_on(mk_pipeline *p, CUstream s, int capturing);
+void mk_staging_free(mk_pipeline *p);
 
 #endif

@@ -37,10 +37,19 @@ mk_status mk_ctx_create(const mk_ctx_opts *o, mk_ctx **out)
 	}
 	char why[512];
 	cudrv_status ds = cudrv_get(&c->cu, why, sizeof why);
-	if (ds == CUDRV_NO_DRIVER)
-		return mk_fail(c, MK_ERR_NO_DRIVER, "%s", why);
-	if (ds == CUDRV_NO_GPU)
-		return mk_fail(c, MK_ERR_NO_GPU, "%s", why);
+	if (ds == CUDRV_NO_DRIVER || ds == CUDRV_NO_GPU) {
+		/* the status names the failure ("no CUDA driver found"), the
+		 * context's error the detail: callers print "%s: %s" of both */
+		mk_status st = ds == CUDRV_NO_DRIVER ? MK_ERR_NO_DRIVER : MK_ERR_NO_GPU;
+		const char *head = mk_strerror(st), *d = why;
+		size_t hn = strlen(head), n = strlen(why);
+		if (!strncmp(why, head, hn) && !strncmp(why + hn, " (", 2) && n > hn + 3 &&
+		    why[n - 1] == ')') {
+			d = why + hn + 2;
+			why[n - 1] = 0;
+		}
+		return mk_fail(c, st, "%s", d);
+	}
 	if (ds != CUDRV_OK)
 		return mk_fail(c, MK_ERR_CUDA, "%s", why);
 	const cudrv *cu = c->cu;
@@ -48,7 +57,7 @@ mk_status mk_ctx_create(const mk_ctx_opts *o, mk_ctx **out)
 	CU(c, cu->cuDeviceGetCount(&n), "cuDeviceGetCount");
 	int ord = o ? o->device : 0;
 	if (n == 0)
-		return mk_fail(c, MK_ERR_NO_GPU, "no GPU visible (the driver reports 0 devices)");
+		return mk_fail(c, MK_ERR_NO_GPU, "the driver reports 0 devices");
 	if (ord < 0 || ord >= n)
 		return mk_fail(c, MK_ERR_NOT_FOUND, "device %d does not exist (%d visible)", ord, n);
 	CU(c, cu->cuDeviceGet(&c->dev, ord), "cuDeviceGet");
@@ -370,6 +379,11 @@ void mk_pipeline_destroy(mk_pipeline *p)
 			mk_resident_stop(p);
 		if (p->stream)
 			cu->cuStreamSynchronize(p->stream);
+		if (p->ev_done) {  /* the last run on a caller's stream */
+			cu->cuEventSynchronize(p->ev_done);
+			cu->cuEventDestroy(p->ev_done);
+		}
+		mk_staging_free(p);
 		/* before the memory it registered goes */
 		rdma_close(p->rd, p->rd_live && !p->broken);
 		if (p->buf)

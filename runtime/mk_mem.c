@@ -11,13 +11,21 @@
 #include "mk_lib.h"
 #include "tmap.h"
 
-mk_status mk_upload_table(mk_pipeline *p)
+/* The rank table (world entries) and the tensor maps (ranks x ntm, 128
+ * bytes each) as the kernel reads them, into host memory: tab, then maps. */
+static size_t table_bytes(const mk_pipeline *p)
 {
-	const cudrv *cu = p->c->cu;
-	size_t n = (size_t)p->world * sizeof(mkd_rank_entry);
-	mkd_rank_entry *t = calloc(1, n);
-	if (!t)
-		return MK_ERR_NOMEM;
+	return (size_t)p->world * sizeof(mkd_rank_entry);
+}
+
+static size_t tmaps_bytes(const mk_pipeline *p)
+{
+	return (size_t)p->ranks * p->ntm * 128;
+}
+
+static mk_status table_fill(mk_pipeline *p, mkd_rank_entry *t, unsigned char *h)
+{
+	memset(t, 0, table_bytes(p));
 	for (int r = 0; r < p->ranks; r++) {
 		mkd_rank_entry *e = &t[p->first + r];
 		e->flags = p->flags + (CUdeviceptr)r * p->nfl * 8;
@@ -36,41 +44,131 @@ mk_status mk_upload_table(mk_pipeline *p)
 		if (p->rl.area)
 			e->rflags = v[p->nt + 1].ptr;
 	}
-	CUresult rr = cu->cuMemcpyHtoD(p->table, t, n);
-	free(t);
+	/* the Hopper engine's tensor maps point at the buffers too */
+	if (p->ntm <= 0)
+		return MK_OK;
+	cg_tmap *tm = calloc((size_t)p->ntm, sizeof *tm);
+	if (!tm)
+		return MK_ERR_NOMEM;
+	cg_tmaps(p->s, tm, p->ntm);
+	char err[256];
+	for (int r = 0; r < p->ranks; r++)
+		for (int k = 0; k < p->ntm; k++) {
+			const ir_tensor *x = &p->p->tensors[tm[k].tensor];
+			if (mk_tmap_encode(p->c->cu, h + ((size_t)r * p->ntm + k) * 128,
+					   p->buf[r * p->nt + tm[k].tensor], ir_dtype_size(x->dtype),
+					   tm[k].rows, tm[k].cols, tm[k].cols, tm[k].box_rows,
+					   tm[k].box_cols, err, sizeof err) != 0) {
+				free(tm);
+				return mk_fail(p->c, MK_ERR_CUDA, "tensor map of '%s': %s", x->name, err);
+			}
+		}
+	free(tm);
+	return MK_OK;
+}
+
+/* Host staging of the table and maps: the table first, the maps at the next
+ * 128 bytes (tensor maps want 64-byte alignment). */
+static size_t staging_bytes(const mk_pipeline *p)
+{
+	return (table_bytes(p) + 127) / 128 * 128 + tmaps_bytes(p);
+}
+
+static unsigned char *staging_maps(const mk_pipeline *p, void *h)
+{
+	return (unsigned char *)h + (table_bytes(p) + 127) / 128 * 128;
+}
+
+mk_status mk_upload_table(mk_pipeline *p)
+{
+	const cudrv *cu = p->c->cu;
+	void *h = aligned_alloc(128, staging_bytes(p));
+	if (!h)
+		return MK_ERR_NOMEM;
+	mk_status st = table_fill(p, h, staging_maps(p, h));
+	if (st != MK_OK) {
+		free(h);
+		return st;
+	}
+	CUresult rr = cu->cuMemcpyHtoD(p->table, h, table_bytes(p));
+	if (rr == CUDA_SUCCESS && p->ntm > 0)
+		rr = cu->cuMemcpyHtoD(p->tmaps, staging_maps(p, h), tmaps_bytes(p));
+	free(h);
 	if (rr != CUDA_SUCCESS)
 		return mk_cufail(p, MK_ERR_CUDA, "uploading the rank table", rr);
-	/* the Hopper engine's tensor maps point at the buffers too */
-	if (p->ntm > 0) {
-		cg_tmap *tm = calloc((size_t)p->ntm, sizeof *tm);
-		unsigned char *h = aligned_alloc(64, (size_t)p->ranks * p->ntm * 128);
-		if (!tm || !h) {
-			free(tm);
-			free(h);
-			return MK_ERR_NOMEM;
-		}
-		cg_tmaps(p->s, tm, p->ntm);
-		char err[256];
-		for (int r = 0; r < p->ranks; r++)
-			for (int k = 0; k < p->ntm; k++) {
-				const ir_tensor *x = &p->p->tensors[tm[k].tensor];
-				if (mk_tmap_encode(cu, h + ((size_t)r * p->ntm + k) * 128,
-						   p->buf[r * p->nt + tm[k].tensor], ir_dtype_size(x->dtype),
-						   tm[k].rows, tm[k].cols, tm[k].cols, tm[k].box_rows,
-						   tm[k].box_cols, err, sizeof err) != 0) {
-					free(tm);
-					free(h);
-					return mk_fail(p->c, MK_ERR_CUDA, "tensor map of '%s': %s", x->name, err);
-				}
-			}
-		rr = cu->cuMemcpyHtoD(p->tmaps, h, (size_t)p->ranks * p->ntm * 128);
-		free(tm);
-		free(h);
-		if (rr != CUDA_SUCCESS)
-			return mk_cufail(p, MK_ERR_CUDA, "uploading the tensor maps", rr);
-	}
 	p->table_dirty = 0;
 	return MK_OK;
+}
+
+/* Pinned host memory outside any stream capture: allocating is not a
+ * stream operation, but a capturing thread may not make such calls in the
+ * strict capture modes. */
+static CUresult host_alloc(const cudrv *cu, void **h, size_t n)
+{
+	CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
+	CUresult r = cu->cuThreadExchangeStreamCaptureMode(&m);
+	if (r != CUDA_SUCCESS)
+		return r;
+	r = cu->cuMemHostAlloc(h, n, CU_MEMHOSTALLOC_PORTABLE);
+	cu->cuThreadExchangeStreamCaptureMode(&m);
+	return r;
+}
+
+mk_status mk_upload_table_on(mk_pipeline *p, CUstream s, int capturing)
+{
+	const cudrv *cu = p->c->cu;
+	void *h;
+	if (capturing) {
+		/* the graph copies from this buffer on every replay: it is the
+		 * graph's, kept until the pipeline goes */
+		void **more = realloc(p->cap_host, (size_t)(p->ncap + 1) * sizeof *more);
+		if (!more)
+			return MK_ERR_NOMEM;
+		p->cap_host = more;
+		PCU(p, host_alloc(cu, &h, staging_bytes(p)), "allocating a captured rank table");
+		p->cap_host[p->ncap++] = h;
+	} else {
+		/* a ring of staging buffers: slot i is free again once the copy
+		 * that last read it (MK_STAGING runs ago) has run */
+		int i = p->staging_next;
+		p->staging_next = (i + 1) % MK_STAGING;
+		if (!p->staging[i]) {
+			PCU(p, host_alloc(cu, &p->staging[i], staging_bytes(p)), "allocating a rank table");
+			PCU(p, cu->cuEventCreate(&p->staging_ev[i], CU_EVENT_DISABLE_TIMING),
+			    "cuEventCreate");
+		} else {
+			PCU(p, cu->cuEventSynchronize(p->staging_ev[i]), "waiting for an older rank table");
+		}
+		h = p->staging[i];
+	}
+	mk_status st = table_fill(p, h, staging_maps(p, h));
+	if (st != MK_OK)
+		return st;
+	PCU(p, cu->cuMemcpyHtoDAsync(p->table, h, table_bytes(p), s), "copying the rank table");
+	if (p->ntm > 0)
+		PCU(p, cu->cuMemcpyHtoDAsync(p->tmaps, staging_maps(p, h), tmaps_bytes(p), s),
+		    "copying the tensor maps");
+	if (!capturing)
+		PCU(p, cu->cuEventRecord(p->staging_ev[(p->staging_next + MK_STAGING - 1) % MK_STAGING], s),
+		    "cuEventRecord");
+	p->table_dirty = 0;
+	return MK_OK;
+}
+
+void mk_staging_free(mk_pipeline *p)
+{
+	const cudrv *cu = p->c->cu;
+	for (int i = 0; i < MK_STAGING; i++) {
+		if (p->staging_ev[i])
+			cu->cuEventSynchronize(p->staging_ev[i]);
+		if (p->staging_ev[i])
+			cu->cuEventDestroy(p->staging_ev[i]);
+		if (p->staging[i])
+			cu->cuMemFreeHost(p->staging[i]);
+	}
+	for (int i = 0; i < p->ncap; i++)
+		cu->cuMemFreeHost(p->cap_host[i]);
+	free(p->cap_host);
 }
 
 /* Process mode: every tensor and the flag array in exportable memory,
@@ -319,10 +417,12 @@ mk_status mk_tensor_info_get(const mk_pipeline *p, int i, mk_tensor_info *out)
 		out->local[d] = t->local[d];
 	}
 	out->bytes = (size_t)ir_tensor_bytes(t);
+	out->stored = !t->folded;
 	return MK_OK;
 }
 
-static mk_status lookup(mk_pipeline *p, const char *name, int rank, int *ti)
+/* The tensor index of name, held here for rank; the message says why not. */
+static mk_status lookup(const mk_pipeline *p, const char *name, int rank, int *ti)
 {
 	if (!p || !name)
 		return MK_ERR_INVALID;
@@ -333,9 +433,12 @@ static mk_status lookup(mk_pipeline *p, const char *name, int rank, int *ti)
 		return mk_fail(p->c, MK_ERR_NOT_FOUND, "rank %d is not held here (%d..%d)", rank,
 			     p->first, p->first + p->ranks - 1);
 	if (p->p->tensors[*ti].folded)
-		return mk_fail(p->c, MK_ERR_NOT_FOUND, "tensor '%s' has no storage: in a world of "
-			     "one rank the collective that reads or writes it is the identity, "
-			     "and mkc removed it", name);
+		/* the expansion folds a tensor for more than one reason (expand.c):
+		 * the end of an identity collective, a temporary fused away */
+		return mk_fail(p->c, MK_ERR_NOT_FOUND, "tensor '%s' has no storage: mkc's expansion "
+			     "removed it (a temporary fused into the op that writes its consumer, "
+			     "or the end of a collective that is the identity in a world of one "
+			     "rank); `mkc --emit=expand` lists it as folded", name);
 	return MK_OK;
 }
 
@@ -460,6 +563,8 @@ mk_status mk_tensor_bind(mk_pipeline *p, const char *name, int rank, unsigned lo
 	if (p->comm)
 		return mk_fail(p->c, MK_ERR_UNSUPPORTED,
 			     "binding caller memory is for virtual ranks; peers map the runtime's own");
+	if (p->buf[k] == devptr)  /* bound already: nothing to copy on the next run */
+		return MK_OK;
 	if (p->owned[k])
 		p->c->cu->cuMemFree(p->buf[k]);
 	p->buf[k] = devptr;
@@ -468,16 +573,41 @@ mk_status mk_tensor_bind(mk_pipeline *p, const char *name, int rank, unsigned lo
 	return MK_OK;
 }
 
+mk_status mk_tensor_unbind(mk_pipeline *p, const char *name, int rank)
+{
+	int ti;
+	mk_status st = lookup(p, name, rank, &ti);
+	if (st != MK_OK)
+		return st;
+	if (p->host)
+		return mk_fail(p->c, MK_ERR_UNSUPPORTED, "a CPU context has no device memory to unbind");
+	if (p->resident)
+		return mk_fail(p->c, MK_ERR_STATE, "cannot unbind while the kernel is resident");
+	int k = (rank - p->first) * p->nt + ti;
+	if (p->owned[k])  /* the runtime's own memory: nothing bound */
+		return MK_OK;
+	CUdeviceptr d;
+	size_t bytes = (size_t)ir_tensor_bytes(&p->p->tensors[ti]);
+	PCU(p, p->c->cu->cuMemAlloc(&d, bytes ? bytes : 16), "allocating a tensor");
+	p->buf[k] = d;
+	p->owned[k] = 1;
+	p->table_dirty = 1;
+	return MK_OK;
+}
+
 mk_status mk_tensor_devptr(const mk_pipeline *p, const char *name, int rank,
 			   unsigned long long *devptr)
 {
-	if (!p || !name || !devptr)
-		return MK_ERR_INVALID;
-	int ti = ir_find_tensor(p->p, name);
-	if (ti < 0 || rank < p->first || rank >= p->first + p->ranks || p->p->tensors[ti].folded)
-		return MK_ERR_NOT_FOUND;
+	int ti;
+	if (!devptr)
+		return p ? mk_fail(p->c, MK_ERR_INVALID, "mk_tensor_devptr: no place for the pointer")
+			 : MK_ERR_INVALID;
+	mk_status st = lookup(p, name, rank, &ti);
+	if (st != MK_OK)
+		return st;
 	if (p->host)
-		return MK_ERR_UNSUPPORTED;
+		return mk_fail(p->c, MK_ERR_UNSUPPORTED, "a CPU context keeps '%s' in host memory: "
+			     "it has no device pointer (use mk_tensor_read / mk_tensor_write)", name);
 	*devptr = p->buf[(rank - p->first) * p->nt + ti];
 	return MK_OK;
 }

@@ -32,16 +32,18 @@ static mkd_params params(mk_pipeline *p, unsigned long long epoch, int resident)
 	return k;
 }
 
-static CUresult launch_fn(mk_pipeline *p, CUfunction fn, mkd_params *k, int cooperative);
+static CUresult launch_fn(mk_pipeline *p, CUfunction fn, mkd_params *k, int cooperative,
+			  CUstream s);
 static mk_status reset_after_stall(mk_pipeline *p);
 static mk_status check_report(mk_pipeline *p);
 
 static CUresult launch(mk_pipeline *p, mkd_params *k)
 {
-	return launch_fn(p, p->fn, k, 1);
+	return launch_fn(p, p->fn, k, 1, p->stream);
 }
 
-static CUresult launch_fn(mk_pipeline *p, CUfunction fn, mkd_params *k, int cooperative)
+static CUresult launch_fn(mk_pipeline *p, CUfunction fn, mkd_params *k, int cooperative,
+			  CUstream s)
 {
 	CUlaunchAttribute attr[1];
 	memset(attr, 0, sizeof attr);
@@ -54,7 +56,7 @@ static CUresult launch_fn(mk_pipeline *p, CUfunction fn, mkd_params *k, int coop
 	cfg.blockDimX = (unsigned)p->s->threads;
 	cfg.blockDimY = cfg.blockDimZ = 1;
 	cfg.sharedMemBytes = (unsigned)p->s->smem;
-	cfg.hStream = p->stream;
+	cfg.hStream = s;
 	cfg.attrs = attr;
 	cfg.numAttrs = cooperative ? 1 : 0;
 	void *args[] = {k};
@@ -64,7 +66,7 @@ static CUresult launch_fn(mk_pipeline *p, CUfunction fn, mkd_params *k, int coop
 static CUresult launch_stages(mk_pipeline *p, mkd_params *k)
 {
 	for (int i = 0; i < p->p->nops; i++) {
-		CUresult r = launch_fn(p, p->stage_fn[i], k, 0);
+		CUresult r = launch_fn(p, p->stage_fn[i], k, 0, p->stream);
 		if (r != CUDA_SUCCESS)
 			return r;
 	}
@@ -252,6 +254,103 @@ static mk_status run_cpu(mk_pipeline *p, float *ms)
 	return MK_OK;
 }
 
+/* One run enqueued on stream s, the one way every run reaches the GPU but
+ * resident ones.  Until a CUDA graph holds a run, flags count runs (epoch
+ * 1, 2, ...) and the rank table is copied only after a bind.  A graph's
+ * replays cannot count: each clears the flags, runs epoch 1 and copies the
+ * table it was captured with; from then on every run does the same, since
+ * replays may come between any two runs. */
+static mk_status enqueue(mk_pipeline *p, CUstream s, int capturing)
+{
+	const cudrv *cu = p->c->cu;
+	mk_status st;
+	if (capturing) {
+		if (p->comm)
+			return mk_fail(p->c, MK_ERR_UNSUPPORTED, "a pipeline with one process per rank "
+				     "cannot be captured in a CUDA graph: its flags count runs "
+				     "together with the peer processes' (run it with mk_run_on outside "
+				     "the capture)");
+		if (p->broken)
+			return mk_fail(p->c, MK_ERR_STATE, "the pipeline stalled: run it once outside "
+				     "the capture (mk_run) to reset it");
+		p->captured = 1;
+	} else if (p->broken && (st = reset_after_stall(p)) != MK_OK) {
+		return st;
+	}
+	/* runs of one pipeline stay in order whatever streams they come on */
+	if (!capturing && p->pending && s != p->last_stream)
+		PCU(p, cu->cuStreamWaitEvent(s, p->ev_done, 0), "ordering after the previous run");
+	unsigned long long epoch;
+	if (p->captured) {
+		if ((st = mk_upload_table_on(p, s, capturing)) != MK_OK)
+			return st;
+		PCU(p, cu->cuMemsetD8Async(p->flags, 0, (size_t)p->ranks * p->nfl * 8, s),
+		    "clearing flags");
+		if (p->rflags)
+			PCU(p, cu->cuMemsetD8Async(p->rflags, 0, (size_t)p->ranks * p->rl.area * 8, s),
+			    "clearing RDMA flags");
+		epoch = 1;
+		p->epoch = 1;
+	} else {
+		if (p->table_dirty && (st = mk_upload_table_on(p, s, 0)) != MK_OK)
+			return st;
+		epoch = ++p->epoch;
+	}
+	mkd_params k = params(p, epoch, 0);
+	CUresult r = launch_fn(p, p->fn, &k, 1, s);
+	if (r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE)
+		return mk_fail(p->c, MK_ERR_TOO_LARGE, "%d CTAs cannot all be resident",
+			     p->s->ctas * p->ranks);
+	if (capturing && r != CUDA_SUCCESS)
+		return mk_cufail(p, MK_ERR_UNSUPPORTED, "capturing the kernel's cooperative launch", r);
+	if (r != CUDA_SUCCESS)
+		return mk_cufail(p, MK_ERR_CUDA, "launching the kernel", r);
+	if (!capturing) {
+		if (!p->ev_done)
+			PCU(p, cu->cuEventCreate(&p->ev_done, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+		PCU(p, cu->cuEventRecord(p->ev_done, s), "cuEventRecord");
+		p->pending = 1;
+		p->last_stream = s;
+	}
+	return MK_OK;
+}
+
+mk_status mk_run_on(mk_pipeline *p, void *stream)
+{
+	if (!p)
+		return MK_ERR_INVALID;
+	if (p->host)
+		return run_cpu(p, NULL);
+	if (p->resident)
+		return mk_fail(p->c, MK_ERR_STATE, "the kernel is resident: use mk_resident_run");
+	const cudrv *cu = p->c->cu;
+	CUstream s = stream ? (CUstream)stream : p->stream;
+	CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+	PCU(p, cu->cuStreamIsCapturing(s, &cs), "asking whether the stream is capturing");
+	if (cs == CU_STREAM_CAPTURE_STATUS_INVALIDATED)
+		return mk_fail(p->c, MK_ERR_STATE, "the stream's capture was invalidated by an "
+			     "earlier call");
+	return enqueue(p, s, cs == CU_STREAM_CAPTURE_STATUS_ACTIVE);
+}
+
+/* Waits for the last mk_run_on and reads what the device reported. */
+mk_status mk_sync(mk_pipeline *p)
+{
+	if (!p)
+		return MK_ERR_INVALID;
+	if (p->host || p->resident)
+		return MK_OK;
+	if (p->pending) {
+		CUresult r = p->c->cu->cuEventSynchronize(p->ev_done);
+		p->pending = 0;
+		if (r == CUDA_ERROR_ILLEGAL_ADDRESS && p->comm)
+			return mk_cufail(p, MK_ERR_PEER, "running the kernel (a peer process probably "
+				     "died: its memory vanished under this rank's loads)", r);
+		PCU(p, r, "running the kernel");
+	}
+	return check_proxy(p, check_report(p));
+}
+
 mk_status mk_run_timed(mk_pipeline *p, float *ms)
 {
 	if (!p)
@@ -262,32 +361,21 @@ mk_status mk_run_timed(mk_pipeline *p, float *ms)
 		return mk_fail(p->c, MK_ERR_STATE, "the kernel is resident: use mk_resident_run");
 	const cudrv *cu = p->c->cu;
 	mk_status st;
-	if (p->broken && (st = reset_after_stall(p)) != MK_OK)
+	if (p->pending && (st = mk_sync(p)) != MK_OK)  /* an earlier run's failure is its own */
 		return st;
-	if (p->table_dirty && (st = mk_upload_table(p)) != MK_OK)
-		return st;
-	mkd_params k = params(p, ++p->epoch, 0);
 	PCU(p, cu->cuEventRecord(p->ev0, p->stream), "cuEventRecord");
-	CUresult r = launch(p, &k);
-	if (r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE)
-		return mk_fail(p->c, MK_ERR_TOO_LARGE, "%d CTAs cannot all be resident",
-			     p->s->ctas * p->ranks);
-	if (r != CUDA_SUCCESS)
-		return mk_cufail(p, MK_ERR_CUDA, "launching the kernel", r);
+	if ((st = enqueue(p, p->stream, 0)) != MK_OK)
+		return st;
 	PCU(p, cu->cuEventRecord(p->ev1, p->stream), "cuEventRecord");
-	r = cu->cuStreamSynchronize(p->stream);
-	if (r == CUDA_ERROR_ILLEGAL_ADDRESS && p->comm)
-		/* under MPS a killed client's memory goes with it: peers that
-		 * still map it fault instead of timing out */
-		return mk_cufail(p, MK_ERR_PEER, "running the kernel (a peer process probably died: "
-			     "its memory vanished under this rank's loads)", r);
-	PCU(p, r, "running the kernel");
+	if ((st = mk_sync(p)) != MK_OK)
+		return st;
 	if (ms) {
 		float t = 0;
+		PCU(p, cu->cuEventSynchronize(p->ev1), "cuEventSynchronize");
 		PCU(p, cu->cuEventElapsedTime(&t, p->ev0, p->ev1), "cuEventElapsedTime");
 		*ms = t;
 	}
-	return check_proxy(p, check_report(p));
+	return MK_OK;
 }
 
 mk_status mk_run(mk_pipeline *p) { return mk_run_timed(p, NULL); }
@@ -304,9 +392,12 @@ mk_status mk_resident_start(mk_pipeline *p)
 	}
 	const cudrv *cu = p->c->cu;
 	mk_status st;
-	if (p->broken && (st = reset_after_stall(p)) != MK_OK)
+	if (p->pending && (st = mk_sync(p)) != MK_OK)
 		return st;
-	if (p->table_dirty && (st = mk_upload_table(p)) != MK_OK)
+	/* after a graph's replays the flags hold epoch 1's counts */
+	if ((p->broken || p->captured) && (st = reset_after_stall(p)) != MK_OK)
+		return st;
+	if ((p->table_dirty || p->captured) && (st = mk_upload_table(p)) != MK_OK)
 		return st;
 	if (!p->ctl) {
 		void *h;

@@ -1,7 +1,9 @@
 /* embed.c - libmk in an application: load ag_gemm.mk on two virtual ranks,
  * share one weight buffer between them, run twice, check a few results.
+ * Without a GPU (or with --cpu) the same program runs on libmk's CPU
+ * reference executor, each rank with its own copy of the weights.
  *
- *   cc embed.c $(pkg-config --cflags --libs mk) -o embed && ./embed [ag_gemm.mk]
+ *   cc embed.c $(pkg-config --cflags --libs mk) -o embed && ./embed [--cpu] [ag_gemm.mk]
  */
 #include <math.h>
 #include <stdio.h>
@@ -30,11 +32,20 @@ static float bf16(float x)
 
 int main(int argc, char **argv)
 {
-	const char *path = argc > 1 ? argv[1] : "samples/ag_gemm.mk";
+	int cpu = argc > 1 && !strcmp(argv[1], "--cpu");
+	const char *path = argc > 1 + cpu ? argv[1 + cpu] : "samples/ag_gemm.mk";
 	mk_ctx *ctx = NULL;
 	mk_pipeline *pl = NULL;
 	int rc = 1;
-	mk_status st = mk_ctx_create(NULL, &ctx);
+	mk_ctx_opts co = {.cpu = cpu};
+	mk_status st = mk_ctx_create(&co, &ctx);
+	if (st == MK_ERR_NO_DRIVER || st == MK_ERR_NO_GPU) {
+		fprintf(stderr, "embed: %s (%s): running on the CPU reference instead\n",
+			mk_strerror(st), mk_ctx_error(ctx));
+		mk_ctx_destroy(ctx);
+		co.cpu = cpu = 1;
+		st = mk_ctx_create(&co, &ctx);
+	}
 	if (st != MK_OK) {
 		fprintf(stderr, "embed: %s: %s\n", mk_strerror(st), mk_ctx_error(ctx));
 		goto out;
@@ -63,9 +74,13 @@ int main(int argc, char **argv)
 	if ((st = mk_tensor_write_f32(pl, "B", 0, b, K * N)) != MK_OK)
 		goto fail;
 	unsigned long long b0;
-	if ((st = mk_tensor_devptr(pl, "B", 0, &b0)) != MK_OK ||
-	    (st = mk_tensor_bind(pl, "B", 1, b0, (size_t)K * N * 2)) != MK_OK)
+	if (cpu) {  /* host memory: no device pointer to share */
+		if ((st = mk_tensor_write_f32(pl, "B", 1, b, K * N)) != MK_OK)
+			goto fail;
+	} else if ((st = mk_tensor_devptr(pl, "B", 0, &b0)) != MK_OK ||
+		   (st = mk_tensor_bind(pl, "B", 1, b0, (size_t)K * N * 2)) != MK_OK) {
 		goto fail;
+	}
 
 	for (int run = 0; run < 2; run++)
 		if ((st = mk_run(pl)) != MK_OK)

@@ -10,6 +10,8 @@
 #   lit       tests/filecheck/*.{mk,cu} with `RUN:` lines (%s = the file,
 #             %mkc = mkc, %t = a temp path); each RUN line must exit 0
 #   shell     tests/sh/*.sh, run with MKC, MKRUN, B, TESTBIN set; exit 0 = pass
+# One line per group as it starts (stderr), so a long run shows where it is;
+# MK_TEST_VERBOSE=1 prints every test's PASS too.
 # The last line is "N passed, N failed"; the exit status is 1 on any failure.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,6 +30,9 @@ export XDG_CACHE_HOME="$tmp/xdg"
 # __pycache__ beside tests/tools/*.py when one imports another.
 export PYTHONDONTWRITEBYTECODE=1
 
+# group NAME: where the run is, with the counts so far and the time
+t0=$(date +%s)
+group() { echo "== $tag/$1 (so far $pass passed, $fail failed, $(($(date +%s) - t0)) s)" >&2; }
 ok() { pass=$((pass + 1)); [ -n "${MK_TEST_VERBOSE:-}" ] && echo "PASS $1"; return 0; }
 bad() {
 	fail=$((fail + 1))
@@ -44,7 +49,10 @@ for B in "$@"; do
 	export MKC MKRUN B TESTBIN="$top/$B/tests"
 	[ -x "$MKC" ] || { echo "no $MKC: build first"; exit 2; }
 
+	[ "$B" = "$1" ] && [ -z "${MK_TEST_VERBOSE:-}" ] &&
+		echo "tests: one line per group; MK_TEST_VERBOSE=1 shows every test" >&2
 	# unit
+	group unit
 	for t in "$B"/tests/test_*; do
 		[ -x "$t" ] || continue
 		n="$tag/unit/$(basename "$t")"
@@ -52,6 +60,7 @@ for B in "$@"; do
 	done
 
 	# errors
+	group errors
 	for f in tests/errors/*.mk; do
 		[ -f "$f" ] || continue
 		n="$tag/errors/$(basename "$f" .mk)"
@@ -70,6 +79,7 @@ for B in "$@"; do
 	done
 
 	# golden
+	group golden
 	if [ -f tests/golden/MANIFEST ]; then
 		while IFS= read -r line; do
 			case "$line" in ''|'#'*) continue ;; esac
@@ -90,6 +100,7 @@ for B in "$@"; do
 	fi
 
 	# lit-style FileCheck tests
+	group lit
 	FILECHECK=$(command -v FileCheck || command -v FileCheck-14 || echo /usr/lib/llvm-14/bin/FileCheck)
 	for f in tests/filecheck/*; do
 		[ -f "$f" ] || continue
@@ -108,6 +119,7 @@ for B in "$@"; do
 	done
 
 	# shell tests (a line "# ONCE" runs a test against the first build only)
+	group sh
 	for t in tests/sh/*.sh; do
 		[ -f "$t" ] || continue
 		[ "$B" != "$1" ] && grep -q '^# ONCE' "$t" && continue

@@ -16,6 +16,9 @@ echo "== tools/bench-decode.sh (decode-size MLP and attention against PyTorch ea
 sh tools/bench-decode.sh "$B" || rc=1
 echo "== tools/bench-moe.sh (the MoE layer against all_to_all + grouped GEMM)"
 sh tools/bench-moe.sh "$B" || rc=1
+echo "== tests/gpu/python_check.py (per-call cost of the Python path beside the C call)"
+MKC_LIB="$(pwd)/$B/libmk.so" PYTHONPATH="$(pwd)/python" PYTHONDONTWRITEBYTECODE=1 \
+	python3 tests/gpu/python_check.py | grep -E "per call|skipped" || rc=1
 if [ -x "$B/tests/gpu_gemm" ]; then
 	echo "== $B/tests/gpu_gemm (the engine alone, against cuBLAS)"
 	"$B/tests/gpu_gemm" || rc=1

@@ -267,6 +267,9 @@ killtest22() {
 }
 check "kill.2x2.n4" killtest22
 [ "$mps" = 1 ] && echo quit | nvidia-cuda-mps-control >/dev/null 2>&1
+# the Python package: zero-copy torch tensors, CUDA graph replays, the
+# torchrun example with 2 processes under MPS (its own MPS start and stop)
+check "python" sh tests/gpu/python_check.sh "$B"
 for t in "$B"/tests/gpu_*; do
 	[ -x "$t" ] && check "$(basename "$t")" "$t"
 done

@@ -4,8 +4,8 @@
 # tree.  The tour's commands that write a file must write it under build/
 # (or /dev/null).  Then a few representative commands run from the top of
 # the tree, as tests and readers run them - mkc's emits (the tour's mkc
-# lines, their -o pointed at a temporary folder), mkrun --cpu with --trace
-# and --save into that folder, a Python tool that imports another - and
+# lines, their -o pointed at a temporary folder), mkrun --cpu with --save
+# into that folder, a Python tool that imports another - and
 # `git status --porcelain --ignored` must be the same before and after,
 # outside the build folders.  Without git (an unpacked tarball) the status
 # part is skipped.
@@ -53,7 +53,7 @@ done <"$tmp/mkc-lines"
 [ "$n" -ge 5 ] || { echo "only $n mkc lines found in the tour"; fail=1; }
 
 if ! "$MKRUN" samples/gemm_rs.mk --cpu --ranks 2 -D M=256 -D N=512 -D K=128 --iters 1 \
-	--warmup 0 --trace "$tmp/t.json" --save "$tmp/out.d" >"$tmp/out" 2>&1 ||
+	--warmup 0 --save "$tmp/out.d" >"$tmp/out" 2>&1 ||
 	[ ! -f "$tmp/out.d/Y.r1.npy" ]; then
 	echo "mkrun --cpu --save failed:"
 	sed 's/^/  /' "$tmp/out" | tail -5

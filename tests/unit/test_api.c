@@ -62,6 +62,9 @@ static void no_driver(void)
 	if (st != MK_OK) {
 		CHECK(c != NULL && strlen(mk_ctx_error(c)) > 10);
 		printf("no-GPU context: %s: %s\n", mk_status_name(st), mk_ctx_error(c));
+		/* "no CUDA driver found: no CUDA driver found (...)": the error is
+		 * the detail, the status the headline */
+		CHECK(strncmp(mk_ctx_error(c), mk_strerror(st), strlen(mk_strerror(st))) != 0);
 		mk_pipeline *p = (mk_pipeline *)1;
 		CHECK(mk_pipeline_load_string(c, "x", chain, NULL, &p) == MK_ERR_STATE && p == NULL);
 	}
@@ -127,8 +130,21 @@ static void chain_run(mk_ctx *c)
 	mk_tensor_info ti;
 	CHECK(x >= 0 && mk_tensor_info_get(p, x, &ti) == MK_OK);
 	CHECK(!strcmp(ti.dtype, "bf16") && ti.ndim == 2 && ti.shape[0] == 4 && ti.bytes == 4 * 3 * 2);
-	CHECK(ti.kind == MK_TENSOR_IN);
+	CHECK(ti.kind == MK_TENSOR_IN && ti.stored);
 	CHECK(mk_tensor_info_get(p, 99, &ti) == MK_ERR_NOT_FOUND);
+	/* what the caller provides: X and W in, Y out; H is fused away */
+	int nin = 0, nout = 0, nfold = 0;
+	for (int i = 0; i < mk_pipeline_ntensors(p); i++) {
+		CHECK(mk_tensor_info_get(p, i, &ti) == MK_OK);
+		nin += ti.kind == MK_TENSOR_IN && ti.stored;
+		nout += ti.kind == MK_TENSOR_OUT && ti.stored;
+		nfold += !ti.stored;
+		if (!strcmp(ti.name, "Y"))
+			CHECK(ti.local[0] == 4 && ti.local[1] == 2 && ti.bytes == 16);
+		if (!strcmp(ti.name, "H"))
+			CHECK(!ti.stored && ti.kind == MK_TENSOR_TEMP);
+	}
+	CHECK(nin == 2 && nout == 1 && nfold == 1);
 	CHECK(mk_tensor_find(p, "nope") == -1);
 	float X[12] = {1, 2, 3, 4, 5, 6, -1, -2, -3, 0, 1, 0};
 	float W[6] = {1, -1, 0, 1, 1, 0};
@@ -162,7 +178,24 @@ static void chain_run(mk_ctx *c)
 	CHECK(mk_tensor_read_f32(p, "Y", 0, Y2, 8) == MK_OK && !memcmp(Y, Y2, sizeof Y));
 	unsigned long long d;
 	CHECK(mk_tensor_devptr(p, "X", 0, &d) == MK_ERR_UNSUPPORTED);
+	CHECK(strstr(mk_ctx_error(c), "CPU context") != NULL);
+	CHECK(mk_tensor_devptr(p, "X", 0, NULL) == MK_ERR_INVALID && *mk_ctx_error(c));
+	CHECK(mk_tensor_devptr(p, "nope", 0, &d) == MK_ERR_NOT_FOUND &&
+	      strstr(mk_ctx_error(c), "'nope'") != NULL);
 	CHECK(mk_tensor_bind(p, "X", 0, 4096, 24) == MK_ERR_UNSUPPORTED);
+	CHECK(mk_tensor_unbind(p, "X", 0) == MK_ERR_UNSUPPORTED && *mk_ctx_error(c));
+	CHECK(mk_tensor_unbind(p, "nope", 0) == MK_ERR_NOT_FOUND);
+	/* H went into the matmul's epilogue: its message must not blame a
+	 * collective (there is none) */
+	float h[8];
+	CHECK(mk_tensor_read_f32(p, "H", 0, h, 8) == MK_ERR_NOT_FOUND);
+	CHECK(strstr(mk_ctx_error(c), "'H' has no storage") && strstr(mk_ctx_error(c), "fused"));
+	/* the stream API on a CPU context: runs at once, nothing to wait for */
+	memset(Y2, 0, sizeof Y2);
+	CHECK(mk_tensor_write_f32(p, "X", 0, X, 12) == MK_OK);
+	CHECK(mk_run_on(p, NULL) == MK_OK && mk_sync(p) == MK_OK);
+	CHECK(mk_tensor_read_f32(p, "Y", 0, Y2, 8) == MK_OK && !memcmp(Y, Y2, sizeof Y));
+	CHECK(mk_run_on(NULL, NULL) == MK_ERR_INVALID && mk_sync(NULL) == MK_ERR_INVALID);
 	CHECK(mk_trace_write(p, "/tmp/x.json") == MK_ERR_UNSUPPORTED);
 	CHECK(*mk_stall_report(p) == 0);
 	mk_pipeline_destroy(p);
@@ -177,6 +210,9 @@ static void gather_run(mk_ctx *c)
 	if (!p)
 		return;
 	CHECK(mk_pipeline_ranks(p) == 2 && mk_pipeline_first_rank(p) == 0);
+	mk_tensor_info ti;
+	CHECK(mk_tensor_info_get(p, mk_tensor_find(p, "A"), &ti) == MK_OK);
+	CHECK(ti.shape[0] == 4 && ti.local[0] == 2 && ti.local[1] == 2 && ti.bytes == 8 && ti.stored);
 	float a0[4] = {1, 2, 3, 4}, a1[4] = {5, 6, 7, 8}, b[4] = {1, 0, 0, 1};
 	CHECK(mk_tensor_write_f32(p, "A", 0, a0, 4) == MK_OK);
 	CHECK(mk_tensor_write_f32(p, "A", 1, a1, 4) == MK_OK);
