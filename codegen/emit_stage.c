@@ -256,7 +256,11 @@ static const char *functor(cg_em *E, const ir_op *op, char *buf, size_t n)
 	case OP_SILU: return "mkd_silu()";
 	case OP_GELU: return "mkd_gelu()";
 	case OP_CAST: return "mkd_ident()";
-	case OP_SCALE: snprintf(buf, n, "mkd_scale{%.9gf}", op->scalar); return buf;
+	case OP_SCALE: {
+		char f[48];
+		snprintf(buf, n, "mkd_scale{%s}", cg_flit(op->scalar, f, sizeof f));
+		return buf;
+	}
 	case OP_ADD: return "mkd_add()";
 	case OP_MUL: return "mkd_mul()";
 	default: cg_fail(E, "no device functor for op", ir_op_name(op->kind)); return "";
