@@ -492,7 +492,14 @@ int ir_cut(const ir_tensor *x, int d, int64_t lo, int64_t hi, int64_t step, int6
 
 /* sigma_r on the mesh: the rank that rank 0's view calls x, seen by rank r. */
 int ir_rank_shift(int x, int r, int nodes, int gpus);
-/* sigma_r on a region (uses the tensors' rot[]). */
+/* Does [lo, hi) of dimension d of x span every shard of its rotation (the
+ * whole dimension, rot[d].unit times the group's size)?  sigma_r permutes
+ * the shards, so it maps such a range onto itself: a read or write of a
+ * whole rotated dimension (a gathered column block read by a matmul's K
+ * loop, a row op's whole rows) stays where it is. */
+int ir_rot_whole(const ir_prog *p, const ir_tensor *x, int d, int64_t lo, int64_t hi);
+/* sigma_r on a region (uses the tensors' rot[]; whole rotated dimensions
+ * stay, ir_rot_whole). */
 ir_region ir_region_shift(const ir_prog *p, ir_region g, int r);
 /* Rank r's copy of template task t (rank, regions and flag refs mapped);
  * its reads go to reads[] (room for t->nreads) and its waits to waits[]

@@ -109,6 +109,16 @@ int ir_rotate(ir_prog *p, diags *dg, arena *a)
 			break;
 		case OP_SUM:
 			break;
+		case OP_ATTENTION: {  /* the keys are not the queries' rows */
+			int Q = op->in[0], K = op->in[1], V = op->in[2];
+			int sd = to->ndim - 2;   /* the sequence dimension */
+			tie_all(&u, p, Q, o);
+			tie_all(&u, p, K, V);
+			for (int d = 0; d < to->ndim; d++)
+				if (d != sd)
+					uf_union(&u, DIMNODE(K, d), DIMNODE(o, d));
+			break;
+		}
 		case OP_DISPATCH:  /* tokens with their routing */
 			uf_union(&u, DIMNODE(op->in[0], 0), DIMNODE(op->in[1], 0));
 			break;

@@ -33,6 +33,9 @@ starting cases after MK_RANDPROG_SECONDS (default 45).
 Environment: MKC, MKRUN (default build/mkc, build/mkrun), MK_RANDPROG_SEED
 (default 1), MK_RANDPROG_COUNT (default 100000), MK_RANDPROG_SECONDS,
 MK_RANDPROG_JOBS, MK_RANDPROG_KEEP (a folder: keep each failing case there).
+`--file F.mk NODESxGPUS [NAME=VALUE ...]` runs a written program (integer
+or -D shapes) through the same oracle: tests/sh/runs_oracle.sh does so for
+the regression programs of tests/runs/.
 The long run (docs/testing: `make test-random`) is the same with a larger
 MK_RANDPROG_SECONDS.
 """
@@ -357,7 +360,9 @@ def source(P, outs):
         ctas = 132 // P.world
         nv = P.r.randint(1, max(1, ctas // 4))
         rd = P.r.randint(1, max(1, ctas // 8)) if P.nodes > 1 else 0
-        roles = "  roles compute %d, nvlink %d" % (P.r.randint(2, ctas - nv - rd), nv)
+        red = P.r.randint(1, max(1, ctas // 8))
+        roles = "  roles compute %d, nvlink %d, reduce %d" % (
+            P.r.randint(2, max(2, ctas - nv - rd - red)), nv, red)
         lines.append(roles + (", rdma %d" % rd if rd else ""))
     lines.append("}")
     return "\n".join(lines) + "\n"
@@ -444,6 +449,73 @@ def compare_outputs(P, outs, s1, sw):
     return None
 
 
+# ---- a written program through the same oracle -----------------------------
+DECL = re.compile(r"^\s*(in|out)\s+(\w+)\s*:\s*(\w+)\[([^\]]*)\]\s*(.*?)\s*(#.*)?$")
+
+
+def parse_decls(src, defs, nodes=1, gpus=1):
+    """The in and out declarations of a .mk file whose shapes are integers
+    or parameters set by -D (the regression programs tests/sh uses)."""
+    P = Prog(random.Random(0), 1, 1)
+    outs = []
+    env = dict((k, int(v)) for k, v in defs.items())
+    env.update(nodes=nodes, gpus=gpus, world=nodes * gpus)
+    for line in src.split("\n"):
+        line = line.split("#")[0]
+        if re.match(r"^\s*param\b", line):
+            for k, e in re.findall(r"(\w+)\s*=\s*([^,]+)", line[line.index("param") + 5:]):
+                if k not in env:
+                    e = re.sub(r"\b(\d+)K\b", r"(\1*1024)", e)
+                    env[k] = int(eval(re.sub(r"\b([A-Za-z_]\w*)\b",
+                                             lambda m: str(env[m.group(1)]), e).replace("/", "//")))
+            continue
+        m = DECL.match(line)
+        if not m:
+            continue
+        kind, name, dt, dims, attr = m.groups()[:5]
+        shape = [int(eval(re.sub(r"\b([A-Za-z_]\w*)\b", lambda m: str(env[m.group(1)]), x)
+                          .replace("/", "//"))) for x in dims.split(",")]
+        a = re.match(r"split\((\d+)(?:,\s*(\w+))?\)", attr or "")
+        pl = ("S", int(a.group(1)), a.group(2) or "world") if a else (
+            ("P",) if attr.startswith("partial") else ("L",))
+        (P.ins if kind == "in" else outs).append((name, dt, shape, pl))
+    return P, outs
+
+
+def run_file(mkc, mkrun, path, nodes, gpus, defs):
+    """mkc --emit=cubin and the CPU reference on nodes x gpus against one
+    rank; None when they agree, else what went wrong."""
+    with open(path) as f:
+        src = f.read()
+    P, outs = parse_decls(src, defs, nodes, gpus)
+    P.nodes, P.gpus, P.world = nodes, gpus, nodes * gpus
+    dd = []
+    for k, v in sorted(defs.items()):
+        dd += ["-D", "%s=%s" % (k, v)]
+    mesh = ["-D", "nodes=%d" % nodes, "-D", "gpus=%d" % gpus] + dd
+    d = tempfile.mkdtemp(prefix="mkrand")
+    try:
+        rc, out = run([mkc, "--emit=cubin", "-o", os.path.join(d, "k.cubin"), path] + mesh)
+        if rc != 0:
+            return "mkc --emit=cubin %s: exit %d\n%s" % (" ".join(mesh), rc, out)
+        in1, inw, s1, sw = (os.path.join(d, x) for x in ("in1", "inw", "s1", "sw"))
+        for x in (in1, inw):
+            os.mkdir(x)
+        write_inputs(P, in1, inw, random.Random("file:%s" % os.path.basename(path)))
+        rc, out = run([mkrun, path, "--cpu", "--quiet", "--ranks", str(P.world), "--inputs", inw,
+                       "--save", sw] + mesh)
+        if rc != 0:
+            return "mkrun --cpu --ranks %d: exit %d\n%s" % (P.world, rc, out)
+        rc, out = run([mkrun, path, "--cpu", "--quiet", "--ranks", "1", "--inputs", in1,
+                       "--save", s1, "-D", "nodes=1", "-D", "gpus=1"] + dd)
+        if rc != 0:
+            return "mkrun --cpu --ranks 1: exit %d\n%s" % (rc, out)
+        bad = compare_outputs(P, outs, s1, sw)
+        return "%d x %d against one rank: %s" % (nodes, gpus, bad) if bad else None
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 # ---- one case --------------------------------------------------------------
 BAD = re.compile(r"internal|not lowered yet|not built yet|Sanitizer|runtime error")
 LOCATED = re.compile(r"^[^\s:]+:\d+:\d+: error: ", re.M)
@@ -483,8 +555,9 @@ def run_case(mkc, mkrun, seed, i, keep=None):
         if rc < 0 or rc > 1 or BAD.search(out) or (rc == 1 and not LOCATED.search(out)):
             res.update(status="fail", why="check passed; --emit=cubin: exit %d\n%s" % (rc, out))
             return res
-        if rc == 1:
+        if rc == 1:   # a located refusal after check: counted and listed
             res.update(status="planerr", why=out)
+            return res
         in1, inw, s1, sw = (os.path.join(d, x) for x in ("in1", "inw", "s1", "sw"))
         for x in (in1, inw):
             os.mkdir(x)
@@ -531,6 +604,13 @@ def main(argv):
     seconds = float(os.environ.get("MK_RANDPROG_SECONDS", "45"))
     jobs = int(os.environ.get("MK_RANDPROG_JOBS", str(max(2, min(8, os.cpu_count() or 2)))))
     keep = os.environ.get("MK_RANDPROG_KEEP")
+    if len(argv) > 3 and argv[1] == "--file":
+        # --file F.mk NODESxGPUS [NAME=VALUE ...]: one written program
+        nodes, gpus = (int(x) for x in argv[3].split("x"))
+        defs = dict(a.split("=", 1) for a in argv[4:])
+        bad = run_file(mkc, mkrun, argv[2], nodes, gpus, defs)
+        print("%s on %s: %s" % (argv[2], argv[3], bad or "compiles; CPU runs agree with one rank"))
+        return 1 if bad else 0
     if len(argv) > 2 and argv[1] == "--case":
         i = int(argv[2])
         res = run_case(mkc, mkrun, seed, i, keep)
