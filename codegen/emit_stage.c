@@ -213,6 +213,26 @@ void cg_stage_sum(cg_em *E, const ir_op *op)
 {
 	const ir_prog *p = E->p;
 	const ir_tensor *x = &p->tensors[op->in[0]], *y = &p->tensors[op->out];
+	if (op->dim != x->ndim - 1) {
+		/* over another dim: X's box, 3-D as the device sees it, has the
+		 * summed dim k and two free ones a < b, which are Y's dims 1, 2 */
+		const int k = 3 - x->ndim + op->dim, a = k == 0 ? 1 : 0, b = k == 2 ? 1 : 2;
+		char what[64];
+		snprintf(what, sizeof what, "sums over dim %d", op->dim);
+		cg_stage_head(E, op, what);
+		sb_printf(E->o,
+			  "\tconst mkd_box s = mkd_read_box(rank, t, 0);\n"
+			  "\tconst mkd_tensor &X = MK_T[T_%s], &Y = MK_T[T_%s];\n"
+			  "\tconst i64 st[3] = {X.local[1] * X.local[2], X.local[2], 1};\n"
+			  "\tmkd_axis_sum((const %s *)mkd_at<MK_GPUS>(p, T_%s, X, rank, s.lo[0], s.lo[1], s.lo[2]),\n"
+			  "\t\tst[%d], st[%d], st[%d], (int)(s.hi[%d] - s.lo[%d]), (int)(s.hi[%d] - s.lo[%d]),\n"
+			  "\t\t(int)(s.hi[%d] - s.lo[%d]),\n"
+			  "\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, lo[0], lo[1], lo[2]), Y.local[2]);\n"
+			  "\treturn true;\n}\n\n",
+			  x->name, y->name, cg_ctype(x->dtype), x->name, a, b, k, a, a, b, b, k, k,
+			  cg_ctype(y->dtype), y->name);
+		return;
+	}
 	cg_stage_head(E, op, "row sums");
 	sb_printf(E->o,
 		  "\tconst mkd_box s = mkd_read_box(rank, t, 0);\n"

@@ -107,7 +107,10 @@ int ir_rotate(ir_prog *p, diags *dg, arena *a)
 					uf_union(&u, DIMNODE(op->in[1], 0), DIMNODE(o, to->ndim - 1));
 			}
 			break;
-		case OP_SUM:
+		case OP_SUM:  /* X's other dims are Y's, in order */
+			for (int d = 0, j = 0; d < p->tensors[op->in[0]].ndim; d++)
+				if (d != op->dim)
+					uf_union(&u, DIMNODE(op->in[0], d), DIMNODE(o, j++));
 			break;
 		case OP_ATTENTION: {  /* the keys are not the queries' rows */
 			int Q = op->in[0], K = op->in[1], V = op->in[2];
