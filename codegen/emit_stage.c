@@ -159,7 +159,16 @@ void cg_stage_attention(cg_em *E, const ir_op *op)
 		  "\tconst mkd_box qb = mkd_read_box(rank, t, 0);\n"
 		  "\tconst %s *Qp = (const %s *)mkd_at<MK_GPUS>(p, qb.tensor, MK_T[qb.tensor], qb.rank, qb.lo[0], qb.lo[1], 0);\n"
 		  "\t%s *Op = (%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, lo[0], lo[1], 0);\n"
-		  "\tconst int rows = (int)(hi[1] - lo[1]);\n",
+		  "\tconst int rows = (int)(hi[1] - lo[1]);\n"
+		  "\t__shared__ int qok;  // the queries, when made in this kernel\n"
+		  "\tif (threadIdx.x == 0) {\n"
+		  "\t\tconst int wq = MK_READS[t.read0].wait;\n"
+		  "\t\tqok = wq == -3 ? mkd_task_wait_all(p, rank, cta, i, t, epoch)\n"
+		  "\t\t      : wq >= 0 ? mkd_task_wait(p, rank, cta, i, t, wq, epoch) : true;\n"
+		  "\t}\n"
+		  "\t__syncthreads();\n"
+		  "\tif (!qok)\n"
+		  "\t\treturn false;\n",
 		  tq, tq, to, to, o->name, o->name);
 	if (tc)
 		sb_printf(E->o,
@@ -181,7 +190,9 @@ void cg_stage_attention(cg_em *E, const ir_op *op)
 		  "\t\tif (threadIdx.x == 0) {\n"
 		  "\t\t\tbool ok = true;\n"
 		  "\t\t\tconst int wk = MK_READS[t.read0 + b].wait, wv = MK_READS[t.read0 + b + 1].wait;\n"
-		  "\t\t\tif (wk >= 0)\n"
+		  "\t\t\tif (wk == -3 || wv == -3)  // several RDMA writes deliver it\n"
+		  "\t\t\t\tok = mkd_task_wait_all(p, rank, cta, i, t, epoch);\n"
+		  "\t\t\tif (ok && wk >= 0)\n"
 		  "\t\t\t\tok = mkd_task_wait(p, rank, cta, i, t, wk, epoch);\n"
 		  "\t\t\tif (ok && wv >= 0)\n"
 		  "\t\t\t\tok = mkd_task_wait(p, rank, cta, i, t, wv, epoch);\n"
