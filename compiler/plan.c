@@ -328,12 +328,23 @@ static void plan_matmul(planner *P, ir_op *op, int wide)
 		P->err = 1;
 		return;
 	}
-	if (P->gpu && ((A->dtype != DT_BF16 && A->dtype != DT_F16) || B->dtype != A->dtype ||
+	/* e4m3 runs on the portable tile, widened to f16 in shared memory
+	 * (mma.cuh); wg_ok keeps it off the wgmma engine */
+	if (P->gpu && ((A->dtype != DT_BF16 && A->dtype != DT_F16 && A->dtype != DT_E4M3) ||
+		       B->dtype != A->dtype ||
 		       (C->dtype != DT_BF16 && C->dtype != DT_F16 && C->dtype != DT_F32))) {
-		diag_error(P->d, op->where, "matmul on the GPU takes bf16 or f16 operands of one type "
-			   "and writes bf16, f16 or f32; here %s x %s -> %s (the CPU reference, "
+		diag_error(P->d, op->where, "matmul on the GPU takes bf16, f16 or e4m3 operands of one "
+			   "type and writes bf16, f16 or f32; here %s x %s -> %s (the CPU reference, "
 			   "mkrun --cpu, runs it)", ir_dtype_name(A->dtype), ir_dtype_name(B->dtype),
 			   ir_dtype_name(C->dtype));
+		P->err = 1;
+		return;
+	}
+	if (P->gpu && (A->local[A->ndim - 1] % 8 || B->local[B->ndim - 1] % 8)) {
+		/* the tiles load rows in pieces of 8 elements (mma.cuh) */
+		diag_error(P->d, op->where, "matmul on the GPU loads rows in pieces of 8 elements: "
+			   "K (= %lld) and N (= %lld per rank) must be multiples of 8",
+			   (long long)A->local[A->ndim - 1], (long long)B->local[B->ndim - 1]);
 		P->err = 1;
 		return;
 	}
