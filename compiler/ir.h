@@ -74,7 +74,7 @@ int ir_dtype_lookup(const char *name, int len);  /* -1 when unknown */
 	X(ALLGATHER, "allgather", 'X', 2, 2)             \
 	X(REDUCE_SCATTER, "reduce_scatter", 'X', 2, 2)   \
 	X(ALLREDUCE, "allreduce", 'X', 1, 1)             \
-	X(DISPATCH, "dispatch", 'X', 4, 4)               \
+	X(DISPATCH, "dispatch", 'X', 4, 5)               \
 	X(COMBINE, "combine", 'X', 3, 3)                 \
 	X(RING_SHIFT, "ring_shift", 'X', 1, 2)           \
 	X(PUT, "put", 'X', 1, 1)
@@ -245,6 +245,9 @@ typedef struct ir_op {
 	int causal;             /* attention */
 	int64_t experts;        /* dispatch: number of experts E */
 	int64_t capacity;       /* dispatch: slots per expert C (upper bound) */
+	int drop;               /* dispatch: choices past their expert's C slots
+	                           are dropped (their gates count as zero),
+	                           instead of stopping the run (MK_ERR_DATA) */
 	/* set by the expansion (expand.c) */
 	int route1;             /* dispatch, combine: 1 + the routing-table
 	                           tensor made for them, 0 none */

@@ -650,6 +650,14 @@ static void plan_dispatch(planner *P, ir_op *op)
 	const ir_tensor *ix = &p->tensors[op->in[1]], *xe = &p->tensors[op->out];
 	if (!moe_mesh_ok(P, op, &p->tensors[op->in[0]], xe))
 		return;
+	if (op->drop && p->nodes > 1) {
+		/* between nodes a bucket fills in node-offset order, not the
+		 * ranks' order the CPU reference drops in */
+		diag_error(P->d, op->where, "the 'drop' routing policy between nodes is not built "
+			   "yet (nodes = %d); on one node it is", p->nodes);
+		P->err = 1;
+		return;
+	}
 	const int64_t E = xe->shape[0], C = xe->shape[1], H = xe->shape[2];
 	const int64_t N = ix->local[0] * ix->local[1], len = E + 1 + 2 * N;
 	if (len >= INT32_MAX / 2 || C * H >= INT32_MAX) {

@@ -35,7 +35,8 @@ Environment: MKC, MKRUN (default build/mkc, build/mkrun), MK_RANDPROG_SEED
 MK_RANDPROG_JOBS, MK_RANDPROG_KEEP (a folder: keep each failing case there).
 `--file F.mk NODESxGPUS [NAME=VALUE ...]` runs a written program (integer
 or -D shapes) through the same oracle: tests/sh/runs_oracle.sh does so for
-the regression programs of tests/runs/.
+the regression programs of tests/runs/ (a line `# IDS: idx=8` draws the
+i32 input idx in [0, 8), skewed towards 0).
 The long run (docs/testing: `make test-random`) is the same with a larger
 MK_RANDPROG_SECONDS.
 """
@@ -141,6 +142,7 @@ class Prog:
         self.ins, self.ops, self.env = [], [], []
         self.compare = True
         self.n = 0
+        self.stages = []   # put stages of the next "STAGES" result
 
     def name(self, p):
         self.n += 1
@@ -180,6 +182,11 @@ def op_matmul(P, r):
     hint = ""
     if r.random() < 0.3:
         hint = "  tile %d x %d" % (64 * r.randint(1, 2), 16 * r.choice((2, 4, 8)))
+    k = r.random()
+    if k < 0.15:
+        hint += "  split %d" % r.choice((1, 2, 4))
+    elif k < 0.25:
+        hint += "  tasks %d" % r.choice((1, 2, 4, 16))
     return "matmul(%s, %s)%s" % (A[0], B[0], hint), A[1], [M, N], res
 
 
@@ -260,6 +267,13 @@ def op_allgather(P, r):
     if not c:
         return None
     X = r.choice(c)
+    if X[3][1] < 2 and X[3][2] == "world" and r.random() < 0.3:
+        # the explicit form: put stages, NVLink in the node, RDMA between
+        part = ("rows", "cols")[X[3][1]]
+        P.stages.append("nvlink  %%s[%s of p] <- %s@p   for p in node" % (part, X[0]))
+        if P.nodes > 1:
+            P.stages.append("rdma    %%s[%s of q] <- %s@q   for q in remote" % (part, X[0]))
+        return "STAGES", X[1], X[2], ("L",)
     hint = "  chunk %dK" % r.choice((4, 16, 64)) if r.random() < 0.3 else ""
     return "allgather(%s, %d)%s" % (X[0], X[3][1], hint), X[1], X[2], ("L",)
 
@@ -302,7 +316,8 @@ def op_attention(P, r):
     K = P.new_in(dt, shape, pl)
     V = P.new_in(dt, shape, pl)
     causal = ", causal" if r.random() < 0.5 else ""
-    return "attention(%s, %s, %s%s)" % (Q[0], K[0], V[0], causal), dt, shape, pl
+    hint = "  split %d" % r.choice((1, 2)) if pl[0] == "L" and r.random() < 0.3 else ""
+    return "attention(%s, %s, %s%s)%s" % (Q[0], K[0], V[0], causal, hint), dt, shape, pl
 
 
 OPS = [(op_matmul, 4), (op_unary, 2), (op_scale, 1), (op_cast, 1), (op_binary, 2),
@@ -337,12 +352,19 @@ def draw(seed, i):
             continue
         text, dt, shape, pl = got
         name = P.name("T")
+        if text == "STAGES":
+            text = "\n".join("  stage %s_%d : %s" % (name, j, s % name)
+                             for j, s in enumerate(P.stages))
+            P.stages = []
         P.ops.append((name, text))
         P.env.append((name, dt, list(shape), pl))
     # the last op's result is an output, and each other result nothing reads
     read = set()
     for _, text in P.ops:
-        read.update(re.findall(r"\b[IT]\d+\b", text.split("  ")[0].split("(", 1)[1]))
+        if text.startswith("  stage "):
+            read.update(re.findall(r"<- ([IT]\d+)@", text))
+        else:
+            read.update(re.findall(r"\b[IT]\d+\b", text.split("  ")[0].split("(", 1)[1]))
     outs = [t for t in P.env if t[0].startswith("T") and t[0] not in read]
     return P, outs
 
@@ -354,7 +376,7 @@ def source(P, outs):
     for n, dt, shape, pl in outs:
         lines.append("  out %s : %s[%s]%s" % (n, dt, ", ".join(map(str, shape)), pl_text(pl)))
     for n, text in P.ops:
-        lines.append("  %s = %s" % (n, text))
+        lines.append(text if text.startswith("  stage ") else "  %s = %s" % (n, text))
     if P.r.random() < 0.15:
         # the CPU run is W virtual ranks on one GPU: 132 / W CTAs a rank
         ctas = 132 // P.world
@@ -373,12 +395,15 @@ def values(r, n):
     return array("f", (r.randint(-8, 8) / 8.0 for _ in range(n)))
 
 
-def write_inputs(P, d1, dw, r):
+def write_inputs(P, d1, dw, r, ids=None):
     for n, dt, shape, pl in P.ins:
         size = 1
         for s in shape:
             size *= s
         full = values(r, size)
+        if dt == "i32":   # routing ids in [0, bound), skewed towards 0
+            b = int((ids or {}).get(n, 1))
+            full = array("f", (min(int(r.expovariate(4.0 / b)), b - 1) for _ in range(size)))
         npy_write(os.path.join(d1, "%s.r0.npy" % n), shape, full)
         for rk in range(P.world):
             if pl[0] == "L":
@@ -501,7 +526,9 @@ def run_file(mkc, mkrun, path, nodes, gpus, defs):
         in1, inw, s1, sw = (os.path.join(d, x) for x in ("in1", "inw", "s1", "sw"))
         for x in (in1, inw):
             os.mkdir(x)
-        write_inputs(P, in1, inw, random.Random("file:%s" % os.path.basename(path)))
+        ids = dict(a.split("=") for a in
+                   (re.findall(r"^# IDS: *(.*)$", src, re.M) or [""])[0].split())
+        write_inputs(P, in1, inw, random.Random("file:%s" % os.path.basename(path)), ids)
         rc, out = run([mkrun, path, "--cpu", "--quiet", "--ranks", str(P.world), "--inputs", inw,
                        "--save", sw] + mesh)
         if rc != 0:
