@@ -7,9 +7,11 @@
 #
 # CHECK: // stage Xd: Xd = dispatch(X, idx)
 # CHECK: mkd_dispatch<
+# CHECK: rank, e, lo[1], 0),
 # CHECK-NEXT: 0, true))
 # CHECK: // stage Xs: Xs = dispatch(X, jdx)
 # CHECK: mkd_dispatch<
+# CHECK: rank, e, lo[1], 0),
 # CHECK-NEXT: 0, false))
 pipeline moe_drop {
   mesh  nodes x gpus
