@@ -439,7 +439,7 @@ static int rows_check(ctx *c, const ir_op *op, int r, int64_t *rows, int64_t *le
 		return fail(c, "'%s' and '%s' differ in local shape", x->name, o->name);
 	if (x->local[x->ndim - 1] != x->shape[x->ndim - 1])
 		return fail(c, "'%s' is split on its last dim; rows must be whole", x->name);
-	if (x->place.kind == PL_PARTIAL)
+	if (x->place.kind == PL_PARTIAL && c->world > 1)
 		return fail(c, "'%s' is partial: reduce it first", x->name);
 	*len = x->local[x->ndim - 1];
 	*rows = *len ? ir_tensor_elems(x) / *len : 0;
@@ -616,7 +616,8 @@ static int op_allgather(ctx *c, const ir_op *op, int r)
 {
 	const ir_tensor *x = T(c, op->in[0]), *o = T(c, op->out);
 	int d = op->dim;
-	if (d < 0 || d >= x->ndim || !is_split(x, d))
+	/* one rank: a copy, whatever a folded collective left it reading */
+	if (d < 0 || d >= x->ndim || (!is_split(x, d) && c->world > 1))
 		return fail(c, "'%s' is not split on dim %d", x->name, d);
 	int ok = o->ndim == x->ndim;
 	for (int k = 0; ok && k < x->ndim; k++)
@@ -638,7 +639,7 @@ static int op_reduce_scatter(ctx *c, const ir_op *op, int r)
 {
 	const ir_tensor *x = T(c, op->in[0]), *o = T(c, op->out);
 	int d = op->dim;
-	if (x->place.kind == PL_SPLIT)
+	if (x->place.kind == PL_SPLIT && c->world > 1)
 		return fail(c, "'%s' must be partial or local, not split", x->name);
 	if (d < 0 || d >= x->ndim || !is_split(o, d))
 		return fail(c, "'%s' is not split on dim %d", o->name, d);
@@ -941,7 +942,10 @@ static int check_op(ctx *c, const ir_op *op)
 			return fail(c, "bad operand %d", k);
 		if (op->in[k] == op->out)
 			return fail(c, "'%s' is both read and written", p->tensors[op->out].name);
-		if (nonlinear(op->kind) && p->tensors[op->in[k]].place.kind == PL_PARTIAL)
+		/* (on one rank a partial is its value: the expansion folds the
+		 * reductions of a one-rank world, so ops read partials there) */
+		if (nonlinear(op->kind) && p->tensors[op->in[k]].place.kind == PL_PARTIAL &&
+		    p->world > 1)
 			return fail(c, "'%s' is partial: reduce it first",
 				    p->tensors[op->in[k]].name);
 	}

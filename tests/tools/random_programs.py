@@ -429,16 +429,21 @@ def write_inputs(P, d1, dw, r, ids=None):
 TOL = {"bf16": (1.0 / 32, 2e-2), "f16": (1.0 / 256, 4e-3), "f32": (1e-4, 1e-4)}
 
 
-def close(a, b, dt):
+def close(a, b, dt, mag=None):
+    """a (the multi-rank result) against b (one rank's).  mag: the size of
+    what was summed per element (a partial output: sum over the ranks of
+    |piece|; each piece was rounded to dt on its own), else |b|."""
     rtol, l2tol = TOL[dt]
     if len(a) != len(b):
         return "%d elements against %d" % (len(a), len(b))
-    ss = sum(x * x for x in b)
+    if mag is None:
+        mag = [abs(y) for y in b]
+    ss = sum(m * m for m in mag)
     rms = (ss / max(1, len(b))) ** 0.5
     atol = 4 * rtol * rms + 1e-6
     err = 0.0
     for j, (x, y) in enumerate(zip(a, b)):
-        if x != x or abs(x - y) > rtol * abs(y) + atol:
+        if x != x or abs(x - y) > rtol * mag[j] + atol:
             return "element %d: %g, one rank gives %g" % (j, x, y)
         err += (x - y) ** 2
     if ss > 0 and (err / ss) ** 0.5 > l2tol:
@@ -450,11 +455,15 @@ def compare_outputs(P, outs, s1, sw):
     for n, dt, shape, pl in outs:
         one = npy_read(os.path.join(s1, "%s.r0.npy" % n))[1]
         pieces = [npy_read(os.path.join(sw, "%s.r%d.npy" % (n, rk)))[1] for rk in range(P.world)]
+        mag = None
         if pl[0] == "P":
             tot = array("f", pieces[0])
+            mag = [abs(x) for x in pieces[0]]
             for p in pieces[1:]:
                 for j in range(len(tot)):
                     tot[j] += p[j]
+                    mag[j] += abs(p[j])
+            mag = [max(m, abs(y)) for m, y in zip(mag, one)]
             cands = [("the sum over the ranks", tot)]
         elif pl[0] == "L":
             cands = [("rank %d" % rk, pieces[rk]) for rk in range(P.world)]
@@ -468,7 +477,7 @@ def compare_outputs(P, outs, s1, sw):
                 order = sorted(ranks, key=lambda rk: shard_of(pl[2], rk, P.gpus))
                 cands.append(("ranks %s" % order, paste([pieces[k] for k in order], shape, pl[1])))
         for what, got in cands:
-            bad = close(got, one, dt)
+            bad = close(got, one, dt, mag)
             if bad:
                 return "output %s (%s): %s" % (n, what, bad)
     return None
