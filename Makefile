@@ -6,6 +6,7 @@
 #   make gpu-test   GPU checks (needs an H200 / sm_90 GPU)
 #   make bench      benchmarks (GPU)
 #   make fuzz       libFuzzer over the front end for FUZZ_SECONDS
+#   make test-random     the random-program test for RANDOM_SECONDS (1800)
 #   make update-golden   regenerate golden files on purpose
 #   make install PREFIX=/usr/local
 
@@ -41,7 +42,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 GPU_SRC  := $(wildcard tests/gpu/*.c)
 GPU_BIN  := $(GPU_SRC:tests/gpu/%.c=$(B)/tests/%)
 
-.PHONY: all test test-once run gpu-test bench fuzz update-golden install clean deps
+.PHONY: all test test-once test-random run gpu-test bench fuzz update-golden install clean deps
 all: $(B)/mkc $(B)/mkrun $(B)/libmk.a $(B)/libmk.so $(B)/embed $(UNIT_BIN) $(GPU_BIN)
 
 deps:
@@ -100,6 +101,11 @@ test: deps
 
 test-once: all
 	@sh tests/run.sh $(B)
+
+RANDOM_SECONDS ?= 1800
+test-random: all
+	@MKC=$(B)/mkc MKRUN=$(B)/mkrun MK_RANDPROG_SECONDS=$(RANDOM_SECONDS) \
+		python3 tests/tools/random_programs.py
 
 update-golden: all
 	@MK_UPDATE_GOLDEN=1 sh tests/run.sh $(B) >/dev/null || true

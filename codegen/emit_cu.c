@@ -308,13 +308,6 @@ static void tables(cg_em *E)
 				cg_fail(E, "an RDMA task must read one box", p->ops[t->op].stage);
 				return;
 			}
-			if (progressive(&p->ops[t->op]))
-				for (int k = 0; k < t->nreads; k++)
-					if (t->read_wait[k] == -3) {
-						cg_fail(E, "a stage that waits per read, reading data several RDMA "
-							"writes deliver, is not built yet", p->ops[t->op].stage);
-						return;
-					}
 			const int st = stage_of_task(E, t);
 			if (st < 0) {
 				cg_fail(E, "a task without a stage", p->ops[t->op].stage);

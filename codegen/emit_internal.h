@@ -64,6 +64,7 @@ typedef struct cg_em {
 /* ---- emit_util.c */
 void cg_fail(cg_em *E, const char *msg, const char *what);
 const char *cg_ctype(ir_dtype t);
+const char *cg_flit(double v, char *buf, size_t n);
 /* The index in E->st of op's stage of this kind, or -1. */
 int cg_stage_find(const cg_em *E, int op, cg_stage_kind k);
 /* The tensor op's stage of this kind writes, or -1 (no such stage). */

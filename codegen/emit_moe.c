@@ -103,12 +103,13 @@ static void stage_dispatch_nodes(cg_em *E, const ir_op *op)
 		  "\t__syncthreads();\n"
 		  "\tfor (i64 e = lo[0]; e < hi[0]; e++)\n"
 		  "\t\tif (!mkd_dispatch<%s>(p, w, (int)e, %lld, %lld, %lld, %lld, %lld, route, x, MK_WORLD,\n"
-		  "\t\t\t\t(int)lo[1], (int)hi[1], (%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, e, lo[1], 0), ldx))\n"
+		  "\t\t\t\t(int)lo[1], (int)hi[1], (%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, e, lo[1], 0), ldx,\n"
+		  "\t\t\t\t%s))\n"
 		  "\t\t\treturn false;\n"
 		  "\treturn true;\n}\n\n",
 		  tx, p->tensors[R].name, rr->name, rk->name, tx, W * 4, W * 4 / es, tx, H,
 		  tx, (long long)xe->shape[0], (long long)xe->shape[1], N, k, H, cg_ctype(xe->dtype),
-		  xe->name, xe->name);
+		  xe->name, xe->name, op->drop ? "true" : "false");
 }
 
 /* MoE dispatch (mkd/moe.cuh): W_ tasks build this rank's routing table;
@@ -144,13 +145,14 @@ void cg_stage_dispatch(cg_em *E, const ir_op *op)
 		  "\t__syncthreads();\n"
 		  "\tfor (i64 e = lo[0]; e < hi[0]; e++)\n"
 		  "\t\tif (!mkd_dispatch<%s>(p, w, (int)e, %lld, %lld, %lld, %lld, %lld, route, x, MK_WORLD,\n"
-		  "\t\t\t\t(int)lo[1], (int)hi[1], (%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, e, lo[1], 0)))\n"
+		  "\t\t\t\t(int)lo[1], (int)hi[1], (%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, e, lo[1], 0),\n"
+		  "\t\t\t\t0, %s))\n"
 		  "\t\t\treturn false;\n"
 		  "\treturn true;\n}\n\n",
 		  cg_ctype(x->dtype), p->tensors[R].name, p->tensors[R].name, cg_ctype(x->dtype), x->name,
 		  cg_ctype(x->dtype), (long long)xe->shape[0], (long long)xe->shape[1], N,
 		  (long long)ix->local[1], (long long)xe->shape[2], cg_ctype(xe->dtype), xe->name,
-		  xe->name);
+		  xe->name, op->drop ? "true" : "false");
 }
 
 /* MoE combine between nodes (lower.c, moe_nodes).  W_ tasks: the partial

@@ -171,7 +171,16 @@ void cg_stage_attention(cg_em *E, const ir_op *op)
 		  "\tconst mkd_box qb = mkd_read_box(rank, t, 0);\n"
 		  "\tconst %s *Qp = (const %s *)mkd_at<MK_GPUS>(p, qb.tensor, MK_T[qb.tensor], qb.rank, qb.lo[0], qb.lo[1], 0);\n"
 		  "\t%s *Op = (%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, lo[0], lo[1], 0);\n"
-		  "\tconst int rows = (int)(hi[1] - lo[1]);\n",
+		  "\tconst int rows = (int)(hi[1] - lo[1]);\n"
+		  "\t__shared__ int qok;  // the queries, when made in this kernel\n"
+		  "\tif (threadIdx.x == 0) {\n"
+		  "\t\tconst int wq = MK_READS[t.read0].wait;\n"
+		  "\t\tqok = wq == -3 ? mkd_task_wait_all(p, rank, cta, i, t, epoch)\n"
+		  "\t\t      : wq >= 0 ? mkd_task_wait(p, rank, cta, i, t, wq, epoch) : true;\n"
+		  "\t}\n"
+		  "\t__syncthreads();\n"
+		  "\tif (!qok)\n"
+		  "\t\treturn false;\n",
 		  tq, tq, to, to, o->name, o->name);
 	char targs[32];
 	fa_targs(&op->plan.attn, targs);
@@ -195,7 +204,9 @@ void cg_stage_attention(cg_em *E, const ir_op *op)
 		  "\t\tif (threadIdx.x == 0) {\n"
 		  "\t\t\tbool ok = true;\n"
 		  "\t\t\tconst int wk = MK_READS[t.read0 + b].wait, wv = MK_READS[t.read0 + b + 1].wait;\n"
-		  "\t\t\tif (wk >= 0)\n"
+		  "\t\t\tif (wk == -3 || wv == -3)  // several RDMA writes deliver it\n"
+		  "\t\t\t\tok = mkd_task_wait_all(p, rank, cta, i, t, epoch);\n"
+		  "\t\t\tif (ok && wk >= 0)\n"
 		  "\t\t\t\tok = mkd_task_wait(p, rank, cta, i, t, wk, epoch);\n"
 		  "\t\t\tif (ok && wv >= 0)\n"
 		  "\t\t\t\tok = mkd_task_wait(p, rank, cta, i, t, wv, epoch);\n"
@@ -227,6 +238,26 @@ void cg_stage_sum(cg_em *E, const ir_op *op)
 {
 	const ir_prog *p = E->p;
 	const ir_tensor *x = &p->tensors[op->in[0]], *y = &p->tensors[op->out];
+	if (op->dim != x->ndim - 1) {
+		/* over another dim: X's box, 3-D as the device sees it, has the
+		 * summed dim k and two free ones a < b, which are Y's dims 1, 2 */
+		const int k = 3 - x->ndim + op->dim, a = k == 0 ? 1 : 0, b = k == 2 ? 1 : 2;
+		char what[64];
+		snprintf(what, sizeof what, "sums over dim %d", op->dim);
+		cg_stage_head(E, op, what);
+		sb_printf(E->o,
+			  "\tconst mkd_box s = mkd_read_box(rank, t, 0);\n"
+			  "\tconst mkd_tensor &X = MK_T[T_%s], &Y = MK_T[T_%s];\n"
+			  "\tconst i64 st[3] = {X.local[1] * X.local[2], X.local[2], 1};\n"
+			  "\tmkd_axis_sum((const %s *)mkd_at<MK_GPUS>(p, T_%s, X, rank, s.lo[0], s.lo[1], s.lo[2]),\n"
+			  "\t\tst[%d], st[%d], st[%d], (int)(s.hi[%d] - s.lo[%d]), (int)(s.hi[%d] - s.lo[%d]),\n"
+			  "\t\t(int)(s.hi[%d] - s.lo[%d]),\n"
+			  "\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, lo[0], lo[1], lo[2]), Y.local[2]);\n"
+			  "\treturn true;\n}\n\n",
+			  x->name, y->name, cg_ctype(x->dtype), x->name, a, b, k, a, a, b, b, k, k,
+			  cg_ctype(y->dtype), y->name);
+		return;
+	}
 	cg_stage_head(E, op, "row sums");
 	sb_printf(E->o,
 		  "\tconst mkd_box s = mkd_read_box(rank, t, 0);\n"
@@ -271,7 +302,11 @@ static const char *functor(cg_em *E, const ir_op *op, char *buf, size_t n)
 	case OP_GELU: return "mkd_gelu()";
 	case OP_GELU_TANH: return "mkd_gelu_tanh()";
 	case OP_CAST: return "mkd_ident()";
-	case OP_SCALE: snprintf(buf, n, "mkd_scale{%.9gf}", op->scalar); return buf;
+	case OP_SCALE: {
+		char f[48];
+		snprintf(buf, n, "mkd_scale{%s}", cg_flit(op->scalar, f, sizeof f));
+		return buf;
+	}
 	case OP_ADD: return "mkd_add()";
 	case OP_MUL: return "mkd_mul()";
 	default: cg_fail(E, "no device functor for op", ir_op_name(op->kind)); return "";

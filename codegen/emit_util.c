@@ -1,15 +1,27 @@
 /* emit_util.c - what the emitter's files all use: failing (once, with the
- * first reason), C type names, finding a stage of the stage list, and the
+ * first reason), C type names and float literals, finding a stage of the stage list, and the
  * head of a stage function. */
 #include "emit_internal.h"
 
 #include <stdio.h>
+#include <string.h>
 
 void cg_fail(cg_em *E, const char *msg, const char *what)
 {
 	if (!E->bad)
 		snprintf(E->err, E->nerr, "%s%s%s", msg, what ? ": " : "", what ? what : "");
 	E->bad = 1;
+}
+
+/* A float literal of C: "0.125f", "2.0f" ("%.9gf" of 2 is "2f", which is
+ * not one). */
+const char *cg_flit(double v, char *buf, size_t n)
+{
+	snprintf(buf, n, "%.9g", v);
+	if (!strpbrk(buf, ".eEn"))
+		snprintf(buf + strlen(buf), n - strlen(buf), ".0");
+	snprintf(buf + strlen(buf), n - strlen(buf), "f");
+	return buf;
 }
 
 const char *cg_ctype(ir_dtype t)

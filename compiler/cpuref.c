@@ -441,7 +441,7 @@ static int rows_check(ctx *c, const ir_op *op, int r, int64_t *rows, int64_t *le
 		return fail(c, "'%s' and '%s' differ in local shape", x->name, o->name);
 	if (x->local[x->ndim - 1] != x->shape[x->ndim - 1])
 		return fail(c, "'%s' is split on its last dim; rows must be whole", x->name);
-	if (x->place.kind == PL_PARTIAL)
+	if (x->place.kind == PL_PARTIAL && c->world > 1)
 		return fail(c, "'%s' is partial: reduce it first", x->name);
 	*len = x->local[x->ndim - 1];
 	*rows = *len ? ir_tensor_elems(x) / *len : 0;
@@ -698,7 +698,8 @@ static int op_allgather(ctx *c, const ir_op *op, int r)
 {
 	const ir_tensor *x = T(c, op->in[0]), *o = T(c, op->out);
 	int d = op->dim;
-	if (d < 0 || d >= x->ndim || !is_split(x, d))
+	/* one rank: a copy, whatever a folded collective left it reading */
+	if (d < 0 || d >= x->ndim || (!is_split(x, d) && c->world > 1))
 		return fail(c, "'%s' is not split on dim %d", x->name, d);
 	int ok = o->ndim == x->ndim;
 	for (int k = 0; ok && k < x->ndim; k++)
@@ -720,7 +721,7 @@ static int op_reduce_scatter(ctx *c, const ir_op *op, int r)
 {
 	const ir_tensor *x = T(c, op->in[0]), *o = T(c, op->out);
 	int d = op->dim;
-	if (x->place.kind == PL_SPLIT)
+	if (x->place.kind == PL_SPLIT && c->world > 1)
 		return fail(c, "'%s' must be partial or local, not split", x->name);
 	if (d < 0 || d >= x->ndim || !is_split(o, d))
 		return fail(c, "'%s' is not split on dim %d", o->name, d);
@@ -812,8 +813,10 @@ static int op_put(ctx *c, const ir_op *op, int r)
 /* Routing shared by dispatch and combine: the slot of every (token, choice)
  * in order (source rank, token, choice), from idx [T, k] split(0) over the
  * world (rank q's tokens come after those of ranks < q).  slot is
- * world * T_local * k long.  Fails on a bad id or a bucket over capacity. */
-static int route(ctx *c, int idxi, int64_t E, int64_t C, int64_t *slot)
+ * world * T_local * k long.  Fails on a bad id; a choice past its expert's
+ * C slots fails the run when `strict`, else its slot is -1 (dropped: it
+ * moves nothing and adds nothing, as on the GPU). */
+static int route(ctx *c, int idxi, int64_t E, int64_t C, int strict, int64_t *slot)
 {
 	const ir_tensor *ix = T(c, idxi);
 	if (ix->ndim != 2 || (c->world > 1 && !(is_split(ix, 0) && ix->place.group == GRP_WORLD)))
@@ -833,10 +836,11 @@ static int route(ctx *c, int idxi, int64_t E, int64_t C, int64_t *slot)
 					    "%g, not an expert in [0, %lld)", ix->name, q,
 					    (long long)(i / k), (long long)(i % k), x, (long long)E);
 			}
-			slot[q * Tl * k + i] = count[(int64_t)x]++;
+			const int64_t s = count[(int64_t)x]++;
+			slot[q * Tl * k + i] = s < C ? s : -1;
 		}
 	}
-	for (int64_t e = 0; e < E; e++)
+	for (int64_t e = 0; strict && e < E; e++)
 		if (count[e] > C) {
 			long long n = count[e];
 			free(count);
@@ -866,7 +870,7 @@ static int op_dispatch(ctx *c, const ir_op *op, int r)
 	int64_t *slot = malloc((size_t)(c->world * Tl * k) * sizeof *slot + 1);
 	if (!slot)
 		return fail(c, "out of memory");
-	if (route(c, op->in[1], E, C, slot)) {
+	if (route(c, op->in[1], E, C, !op->drop, slot)) {
 		free(slot);
 		return -1;
 	}
@@ -876,7 +880,7 @@ static int op_dispatch(ctx *c, const ir_op *op, int r)
 		const float *id = piece(c, op->in[1], q), *xp = piece(c, op->in[0], q);
 		for (int64_t i = 0; i < Tl * k; i++) {
 			int64_t e = (int64_t)id[i] - e0;
-			if (e < 0 || e >= El)
+			if (e < 0 || e >= El || slot[q * Tl * k + i] < 0)
 				continue;
 			float *dst = out + (e * C + slot[q * Tl * k + i]) * H;
 			for (int64_t h = 0; h < H; h++)
@@ -888,7 +892,8 @@ static int op_dispatch(ctx *c, const ir_op *op, int r)
 }
 
 /* combine(Ye[E,C,F], idx[T,k], gate[T,k]) -> Y[T,F]:
- * Y[t] = sum_j gate[t,j] * Ye[idx[t,j], slot(t,j)], slots as in dispatch. */
+ * Y[t] = sum_j gate[t,j] * Ye[idx[t,j], slot(t,j)], slots as in dispatch;
+ * a dropped choice's gate counts as zero. */
 static int op_combine(ctx *c, const ir_op *op, int r)
 {
 	const ir_tensor *ye = T(c, op->in[0]), *ix = T(c, op->in[1]);
@@ -909,7 +914,9 @@ static int op_combine(ctx *c, const ir_op *op, int r)
 		free(slot), free(acc);
 		return fail(c, "out of memory");
 	}
-	if (route(c, op->in[1], E, C, slot)) {
+	/* a choice with no slot (past C: its dispatch dropped it, or it
+	 * stopped the run first) adds nothing */
+	if (route(c, op->in[1], E, C, 0, slot)) {
 		free(slot), free(acc);
 		return -1;
 	}
@@ -925,6 +932,8 @@ static int op_combine(ctx *c, const ir_op *op, int r)
 				owner = rank_of_shard(c, ye->place.group, s, r);
 				le = e - s * El;
 			}
+			if (slot[(r * Tl + t) * k + j] < 0)
+				continue;
 			const float *row = piece(c, op->in[0], (int)owner) +
 					   (le * C + slot[(r * Tl + t) * k + j]) * F;
 			for (int64_t f = 0; f < F; f++)
@@ -1020,7 +1029,10 @@ static int check_op(ctx *c, const ir_op *op)
 			return fail(c, "bad operand %d", k);
 		if (op->in[k] == op->out)
 			return fail(c, "'%s' is both read and written", p->tensors[op->out].name);
-		if (nonlinear(op->kind) && p->tensors[op->in[k]].place.kind == PL_PARTIAL)
+		/* (on one rank a partial is its value: the expansion folds the
+		 * reductions of a one-rank world, so ops read partials there) */
+		if (nonlinear(op->kind) && p->tensors[op->in[k]].place.kind == PL_PARTIAL &&
+		    p->world > 1)
 			return fail(c, "'%s' is partial: reduce it first",
 				    p->tensors[op->in[k]].name);
 	}

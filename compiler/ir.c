@@ -152,6 +152,12 @@ static int64_t shard_shift(ir_group g, int64_t s, int r, int nodes, int gpus)
 	}
 }
 
+int ir_rot_whole(const ir_prog *p, const ir_tensor *x, int d, int64_t lo, int64_t hi)
+{
+	int64_t u = x->rot[d].unit;
+	return u > 0 && lo == 0 && hi == u * ir_group_size(p, x->rot[d].group);
+}
+
 ir_region ir_region_shift(const ir_prog *p, ir_region g, int r)
 {
 	if (g.tensor < 0)
@@ -160,7 +166,7 @@ ir_region ir_region_shift(const ir_prog *p, ir_region g, int r)
 	g.rank = ir_rank_shift(g.rank, r, p->nodes, p->gpus);
 	for (int d = 0; d < t->ndim; d++) {
 		int64_t u = t->rot[d].unit;
-		if (u <= 0)
+		if (u <= 0 || ir_rot_whole(p, t, d, g.lo[d], g.hi[d]))
 			continue;
 		int64_t s = g.lo[d] / u, off = g.lo[d] % u;
 		int64_t ns = shard_shift(t->rot[d].group, s, r, p->nodes, p->gpus);

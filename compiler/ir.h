@@ -80,7 +80,7 @@ int ir_dtype_lookup(const char *name, int len);  /* -1 when unknown */
 	X(ALLGATHER, "allgather", 'X', 2, 2)             \
 	X(REDUCE_SCATTER, "reduce_scatter", 'X', 2, 2)   \
 	X(ALLREDUCE, "allreduce", 'X', 1, 1)             \
-	X(DISPATCH, "dispatch", 'X', 4, 4)               \
+	X(DISPATCH, "dispatch", 'X', 4, 5)               \
 	X(COMBINE, "combine", 'X', 3, 3)                 \
 	X(RING_SHIFT, "ring_shift", 'X', 1, 2)           \
 	X(PUT, "put", 'X', 1, 1)
@@ -256,6 +256,9 @@ typedef struct ir_op {
 	int causal;             /* attention */
 	int64_t experts;        /* dispatch: number of experts E */
 	int64_t capacity;       /* dispatch: slots per expert C (upper bound) */
+	int drop;               /* dispatch: choices past their expert's C slots
+	                           are dropped (their gates count as zero),
+	                           instead of stopping the run (MK_ERR_DATA) */
 	/* set by the expansion (expand.c) */
 	int route1;             /* dispatch, combine: 1 + the routing-table
 	                           tensor made for them, 0 none */
@@ -503,7 +506,14 @@ int ir_cut(const ir_tensor *x, int d, int64_t lo, int64_t hi, int64_t step, int6
 
 /* sigma_r on the mesh: the rank that rank 0's view calls x, seen by rank r. */
 int ir_rank_shift(int x, int r, int nodes, int gpus);
-/* sigma_r on a region (uses the tensors' rot[]). */
+/* Does [lo, hi) of dimension d of x span every shard of its rotation (the
+ * whole dimension, rot[d].unit times the group's size)?  sigma_r permutes
+ * the shards, so it maps such a range onto itself: a read or write of a
+ * whole rotated dimension (a gathered column block read by a matmul's K
+ * loop, a row op's whole rows) stays where it is. */
+int ir_rot_whole(const ir_prog *p, const ir_tensor *x, int d, int64_t lo, int64_t hi);
+/* sigma_r on a region (uses the tensors' rot[]; whole rotated dimensions
+ * stay, ir_rot_whole). */
 ir_region ir_region_shift(const ir_prog *p, ir_region g, int r);
 /* Rank r's copy of template task t (rank, regions and flag refs mapped);
  * its reads go to reads[] (room for t->nreads) and its waits to waits[]

@@ -1,5 +1,5 @@
 /* lower_compute.c - the tasks of compute ops: matmul tiles, attention
- * query tiles, elementwise and row-wise boxes, row sums.  Sizes come from
+ * query tiles, elementwise and row-wise boxes, sums over any dimension.  Sizes come from
  * each op's plan (plan.c). */
 #include "plan.h"
 #include "tiles.h"
@@ -286,32 +286,57 @@ void lower_elementwise(lower *L, int oi)
 	}
 }
 
-/* Y = sum(X, last dim): a row-wise task per block of rows (the plan takes
- * sums over the last dimension only). */
+/* Y = sum(X, d).  Over the last dimension: a row-wise task per block of
+ * rows.  Over another: a task per box of Y (a block of Y's rows and of its
+ * columns, each index of the dims before them apart), reading X's box of
+ * the same coordinates with all of this rank's dim d. */
 void lower_sum(lower *L, int oi)
 {
 	const ir_prog *p = L->p;
 	const ir_op *op = &p->ops[oi];
-	const ir_tensor *x = &p->tensors[op->in[0]];
+	const ir_tensor *x = &p->tensors[op->in[0]], *y = &p->tensors[op->out];
+	const int d = op->dim;
 	ir_region *boxes = lower_boxes(L);
 	if (!boxes)
 		return;
-	int n = lower_row_boxes(L, op->in[0], 64 * 1024, 1, boxes, IR_MAXCUTS);
+	int n;
+	if (d == x->ndim - 1)
+		n = lower_row_boxes(L, op->in[0], 64 * 1024, 1, boxes, IR_MAXCUTS);
+	else {
+		/* Y's boxes: about 64 KB of X each, at most 256 columns wide */
+		const int cd = y->ndim - 1;
+		int64_t cols = y->local[cd] < 256 ? y->local[cd] : 256;
+		int64_t rows = 64 * 1024 / (cols * x->local[d] * ir_dtype_size(x->dtype));
+		n = lower_grid_boxes(L, op->out, rows < 1 ? 1 : rows, cols, boxes, IR_MAXCUTS);
+	}
 	if (n < 0) {
-		diag_error(L->d, op->where, "'%s' has too many tiles (more than %d row blocks)",
-			   op->stage, IR_MAXCUTS);
+		diag_error(L->d, op->where, "'%s' has too many tiles (more than %d %sblocks)",
+			   op->stage, IR_MAXCUTS, d == x->ndim - 1 ? "row " : "");
 		L->err = 1;
 		return;
 	}
+	const ir_region xf = lower_full(p, op->in[0], 0);
 	for (int i = 0; i < n; i++) {
 		ir_task *t = lower_task(L, TASK_ROW, oi);
 		if (!t)
 			return;
-		lower_read(L, t, boxes[i]);
-		ir_region w = lower_retarget(boxes[i], op->out);
-		for (int d = x->ndim - 1; d < IR_MAXDIM; d++)
-			w.lo[d] = w.hi[d] = 0;
+		ir_region r, w;
+		if (d == x->ndim - 1) {
+			r = boxes[i];
+			w = lower_retarget(boxes[i], op->out);
+			for (int k = x->ndim - 1; k < IR_MAXDIM; k++)
+				w.lo[k] = w.hi[k] = 0;
+		} else {
+			w = boxes[i];
+			r = lower_retarget(w, op->in[0]);
+			for (int k = 0; k < x->ndim; k++) {
+				int j = k < d ? k : k - 1;   /* Y's dim of X's dim k */
+				r.lo[k] = k == d ? xf.lo[d] : w.lo[j];
+				r.hi[k] = k == d ? xf.hi[d] : w.hi[j];
+			}
+		}
+		lower_read(L, t, r);
 		t->write = w;
-		t->bytes = lower_volume(&boxes[i], x->ndim) * ir_dtype_size(x->dtype);
+		t->bytes = lower_volume(&r, x->ndim) * ir_dtype_size(x->dtype);
 	}
 }

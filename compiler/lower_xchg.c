@@ -318,14 +318,18 @@ void lower_ring_shift(lower *L, int oi)
 		w.lo[0] = L->cut_lo[i];
 		w.hi[0] = L->cut_hi[i];
 		if (tr == TR_RDMA) {
-			/* RDMA is posted by the sender: rank 0 writes its piece to rank 1 */
+			/* RDMA is posted by the sender: rank 0 writes its piece to rank 1
+			 * (every dim moved: the split one need not be the rows) */
+			const ir_region s0 = lower_full(p, op->in[0], 0);
 			s2.rank = 0;
-			s2.lo[0] -= src.lo[0] - lower_full(p, op->in[0], 0).lo[0];
-			s2.hi[0] -= src.lo[0] - lower_full(p, op->in[0], 0).lo[0];
 			w.rank = 1 % p->world;
-			ir_region d1 = lower_full(p, op->out, w.rank);
-			w.lo[0] += d1.lo[0] - dst.lo[0];
-			w.hi[0] += d1.lo[0] - dst.lo[0];
+			const ir_region d1 = lower_full(p, op->out, w.rank);
+			for (int d = 0; d < x->ndim; d++) {
+				s2.lo[d] -= src.lo[d] - s0.lo[d];
+				s2.hi[d] -= src.lo[d] - s0.lo[d];
+				w.lo[d] += d1.lo[d] - dst.lo[d];
+				w.hi[d] += d1.lo[d] - dst.lo[d];
+			}
 		}
 		lower_read(L, t, s2);
 		t->write = w;

@@ -328,12 +328,23 @@ static void plan_matmul(planner *P, ir_op *op, int wide)
 		P->err = 1;
 		return;
 	}
-	if (P->gpu && ((A->dtype != DT_BF16 && A->dtype != DT_F16) || B->dtype != A->dtype ||
+	/* e4m3 runs on the portable tile, widened to f16 in shared memory
+	 * (mma.cuh); wg_ok keeps it off the wgmma engine */
+	if (P->gpu && ((A->dtype != DT_BF16 && A->dtype != DT_F16 && A->dtype != DT_E4M3) ||
+		       B->dtype != A->dtype ||
 		       (C->dtype != DT_BF16 && C->dtype != DT_F16 && C->dtype != DT_F32))) {
-		diag_error(P->d, op->where, "matmul on the GPU takes bf16 or f16 operands of one type "
-			   "and writes bf16, f16 or f32; here %s x %s -> %s (the CPU reference, "
+		diag_error(P->d, op->where, "matmul on the GPU takes bf16, f16 or e4m3 operands of one "
+			   "type and writes bf16, f16 or f32; here %s x %s -> %s (the CPU reference, "
 			   "mkrun --cpu, runs it)", ir_dtype_name(A->dtype), ir_dtype_name(B->dtype),
 			   ir_dtype_name(C->dtype));
+		P->err = 1;
+		return;
+	}
+	if (P->gpu && (A->local[A->ndim - 1] % 8 || B->local[B->ndim - 1] % 8)) {
+		/* the tiles load rows in pieces of 8 elements (mma.cuh) */
+		diag_error(P->d, op->where, "matmul on the GPU loads rows in pieces of 8 elements: "
+			   "K (= %lld) and N (= %lld per rank) must be multiples of 8",
+			   (long long)A->local[A->ndim - 1], (long long)B->local[B->ndim - 1]);
 		P->err = 1;
 		return;
 	}
@@ -578,12 +589,6 @@ static void plan_attention(planner *P, ir_op *op)
 
 static void plan_sum(planner *P, ir_op *op)
 {
-	const ir_tensor *x = &P->p->tensors[op->in[0]];
-	if (op->dim != x->ndim - 1) {
-		diag_error(P->d, op->where, "sum over dimension %d is not lowered yet; only the last "
-			   "dimension (%d)", op->dim, x->ndim - 1);
-		P->err = 1;
-	}
 	op->plan.threads = 256;
 }
 
@@ -663,6 +668,14 @@ static void plan_dispatch(planner *P, ir_op *op)
 	const ir_tensor *ix = &p->tensors[op->in[1]], *xe = &p->tensors[op->out];
 	if (!moe_mesh_ok(P, op, &p->tensors[op->in[0]], xe))
 		return;
+	if (op->drop && p->nodes > 1) {
+		/* between nodes a bucket fills in node-offset order, not the
+		 * ranks' order the CPU reference drops in */
+		diag_error(P->d, op->where, "the 'drop' routing policy between nodes is not built "
+			   "yet (nodes = %d); on one node it is", p->nodes);
+		P->err = 1;
+		return;
+	}
 	const int64_t E = xe->shape[0], C = xe->shape[1], H = xe->shape[2];
 	const int64_t N = ix->local[0] * ix->local[1], len = E + 1 + 2 * N;
 	if (len >= INT32_MAX / 2 || C * H >= INT32_MAX) {

@@ -108,7 +108,10 @@ int ir_rotate(ir_prog *p, diags *dg, arena *a)
 					uf_union(&u, DIMNODE(op->in[1], 0), DIMNODE(o, to->ndim - 1));
 			}
 			break;
-		case OP_SUM:
+		case OP_SUM:  /* X's other dims are Y's, in order */
+			for (int d = 0, j = 0; d < p->tensors[op->in[0]].ndim; d++)
+				if (d != op->dim)
+					uf_union(&u, DIMNODE(op->in[0], d), DIMNODE(o, j++));
 			break;
 		case OP_HEADS:     /* nothing tied: the heads (columns on one */
 		case OP_MERGE_HEADS:   /* side, dim 0 on the other) are seeded by
@@ -119,6 +122,16 @@ int ir_rotate(ir_prog *p, diags *dg, arena *a)
 		case OP_ROPE:      /* the tables are read whole, by token */
 			tie_all(&u, p, op->in[0], o);
 			break;
+		case OP_ATTENTION: {  /* the keys are not the queries' rows */
+			int Q = op->in[0], K = op->in[1], V = op->in[2];
+			int sd = to->ndim - 2;   /* the sequence dimension */
+			tie_all(&u, p, Q, o);
+			tie_all(&u, p, K, V);
+			for (int d = 0; d < to->ndim; d++)
+				if (d != sd)
+					uf_union(&u, DIMNODE(K, d), DIMNODE(o, d));
+			break;
+		}
 		case OP_DISPATCH:  /* tokens with their routing */
 			uf_union(&u, DIMNODE(op->in[0], 0), DIMNODE(op->in[1], 0));
 			break;

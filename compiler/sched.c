@@ -149,14 +149,15 @@ static int dep_cmp(const void *a, const void *b)
 	return (x->r > y->r) - (x->r < y->r);
 }
 
-/* Does box g lie inside one shard of every dimension tied to the rank?
- * Then sigma maps it to a box and can be undone. */
+/* Does box g lie inside one shard (or span all shards) of every dimension
+ * tied to the rank?  Then sigma maps it to a box and can be undone. */
 static int one_shard(const ir_prog *p, const ir_region *g)
 {
 	const ir_tensor *x = &p->tensors[g->tensor];
 	for (int d = 0; d < x->ndim; d++) {
 		int64_t u = x->rot[d].unit;
-		if (u > 0 && g->hi[d] > g->lo[d] && g->lo[d] / u != (g->hi[d] - 1) / u)
+		if (u > 0 && g->hi[d] > g->lo[d] && g->lo[d] / u != (g->hi[d] - 1) / u &&
+		    !ir_rot_whole(p, x, d, g->lo[d], g->hi[d]))
 			return 0;
 	}
 	return 1;

@@ -8,7 +8,8 @@
 
 /* Argument kinds of each op, one letter per argument:
  *   T tensor  I integer expression  R real constant  D element type
- *   C `causal` or an integer (nonzero = causal) */
+ *   C `causal` or an integer (nonzero = causal)
+ *   P a routing policy: `drop` or `strict` */
 static const char *const op_sig[OP_COUNT] = {
 	[OP_MATMUL] = "TT",     [OP_ADD] = "TT",        [OP_MUL] = "TT",
 	[OP_SCALE] = "TR",      [OP_CAST] = "TD",       [OP_RELU] = "T",
@@ -17,7 +18,7 @@ static const char *const op_sig[OP_COUNT] = {
 	[OP_HEADS] = "TI",      [OP_MERGE_HEADS] = "T",
 	[OP_SOFTMAX] = "T",     [OP_SUM] = "TI",        [OP_ATTENTION] = "TTTC",
 	[OP_ALLGATHER] = "TI",  [OP_REDUCE_SCATTER] = "TI",
-	[OP_ALLREDUCE] = "T",   [OP_DISPATCH] = "TTII", [OP_COMBINE] = "TTT",
+	[OP_ALLREDUCE] = "T",   [OP_DISPATCH] = "TTIIP", [OP_COMBINE] = "TTT",
 	[OP_RING_SHIFT] = "TI", [OP_PUT] = "T",
 };
 
@@ -297,6 +298,7 @@ static void resolve_assign(sema *s, opinfo *oi)
 	int64_t ints[2] = {0, 0};
 	int nints = 0;
 	op->causal = 0;
+	op->drop = 0;
 	for (int i = 0; i < c->args.n; i++) {
 		const ast_expr *e = c->args.v[i];
 		switch (sig[i]) {
@@ -333,6 +335,18 @@ static void resolve_assign(sema *s, opinfo *oi)
 			}
 			break;
 		}
+		case 'P':
+			if (e->kind == AST_E_NAME && (!strcmp(e->name, "drop") ||
+						      !strcmp(e->name, "strict"))) {
+				op->drop = e->name[0] == 'd';
+				break;
+			}
+			diag_error(s->d, e->where, "argument %d of %s is its routing policy: "
+				   "'drop' (choices past an expert's capacity are dropped) or "
+				   "'strict' (they stop the run), not '%s'", i + 1, n,
+				   sema_text(s, e->where));
+			bad = 1;
+			break;
 		case 'C': {
 			if (e->kind == AST_E_NAME && !strcmp(e->name, "causal") &&
 			    !sema_lookup(s, "causal")) {

@@ -168,16 +168,19 @@ int sema_eval_int(sema *s, const ast_expr *e, int64_t *out)
 	return -1;
 }
 
+/* Whether a real constant must be computed in reals: it holds a float, or
+ * a division (a scale of `1 / 8` is 0.125, as written, not 0). */
 static int has_float(const ast_expr *e)
 {
 	if (!e)
 		return 0;
-	if (e->kind == AST_E_FLOAT)
+	if (e->kind == AST_E_FLOAT || (e->kind == AST_E_BIN && e->op == '/'))
 		return 1;
 	return has_float(e->lhs) || has_float(e->rhs);
 }
 
-/* A real constant (scale factors): integers, floats, parameters. */
+/* A real constant (scale factors): integers, floats, parameters; '/' is
+ * the division of reals, '%' needs integer operands. */
 int sema_eval_real(sema *s, const ast_expr *e, double *out)
 {
 	*out = 0;
@@ -218,8 +221,12 @@ int sema_eval_real(sema *s, const ast_expr *e, double *out)
 			*out = l / r;
 			break;
 		default:
-			diag_error(s->d, e->where, "'%%' needs integer operands");
-			return -1;
+			if (has_float(e->lhs) || has_float(e->rhs)) {
+				diag_error(s->d, e->where, "'%%' needs integer operands");
+				return -1;
+			}
+			return sema_eval_int(s, e, (int64_t[]){0}) ? -1 :
+			       (*out = fmod(l, r), 0);
 		}
 		if (!isfinite(*out)) {
 			diag_error(s->d, e->where, "'%s' is out of range",

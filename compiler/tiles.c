@@ -187,3 +187,53 @@ int lower_row_boxes(lower *L, int t, int64_t bytes, int64_t minrows, ir_region *
 	}
 	return n;
 }
+
+int lower_grid_boxes(lower *L, int t, int64_t rows, int64_t cols, ir_region *out, int max)
+{
+	const ir_prog *p = L->p;
+	const ir_tensor *x = &p->tensors[t];
+	const ir_region full = lower_full(p, t, 0);
+	const int cd = x->ndim - 1, rd = x->ndim - 2;  /* rd < 0: a 1-D tensor */
+	int64_t outer = 1;
+	for (int k = 0; k < rd; k++)
+		outer *= x->local[k];
+	int nr = 1;
+	int64_t *rl = NULL, *rh = NULL;
+	if (rd >= 0) {
+		nr = ir_cut(x, rd, full.lo[rd], full.hi[rd], rows, NULL, NULL, IR_MAXCUTS);
+		if (nr < 0 || nr > max)
+			return -1;
+		rl = arena_alloc(L->a, 2 * (size_t)nr * sizeof *rl);
+		if (!rl) {
+			L->err = 1;
+			return -1;
+		}
+		rh = rl + nr;
+		ir_cut(x, rd, full.lo[rd], full.hi[rd], rows, rl, rh, nr);
+	}
+	int nc = ir_cut(x, cd, full.lo[cd], full.hi[cd], cols, L->cut_lo, L->cut_hi, IR_MAXCUTS);
+	if (nc < 0 || (double)outer * nr * nc > max)
+		return -1;
+	int n = 0;
+	for (int64_t e = 0; e < outer; e++) {
+		ir_region g = full;
+		int64_t q = e;   /* index e of the dims before the rows */
+		for (int k = rd - 1; k >= 0; k--) {
+			g.lo[k] = full.lo[k] + q % x->local[k];
+			g.hi[k] = g.lo[k] + 1;
+			q /= x->local[k];
+		}
+		for (int i = 0; i < nr; i++) {
+			if (rd >= 0) {
+				g.lo[rd] = rl[i];
+				g.hi[rd] = rh[i];
+			}
+			for (int j = 0; j < nc; j++) {
+				g.lo[cd] = L->cut_lo[j];
+				g.hi[cd] = L->cut_hi[j];
+				out[n++] = g;
+			}
+		}
+	}
+	return n;
+}

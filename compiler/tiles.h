@@ -48,6 +48,11 @@ int lower_producer_boxes(lower *L, int t, ir_region *out, int max);
 /* Row blocks of about `bytes` each (at least minrows rows) over tensor t's
  * rank-0 piece; -1 past max. */
 int lower_row_boxes(lower *L, int t, int64_t bytes, int64_t minrows, ir_region *out, int max);
+/* Boxes of tensor t's rank-0 piece: blocks of `rows` of its next-to-last
+ * dimension and `cols` of its last (a 1-D tensor: blocks of `cols`), each
+ * index of the dimensions before them apart; never across a shard of a
+ * rotated dimension.  -1 past max. */
+int lower_grid_boxes(lower *L, int t, int64_t rows, int64_t cols, ir_region *out, int max);
 /* The lowering's scratch of IR_MAXCUTS boxes (one op's at a time); NULL
  * and L->err when out of memory. */
 ir_region *lower_boxes(lower *L);

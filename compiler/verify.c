@@ -33,7 +33,8 @@
  * (a quotient of A), offset and length kept (ir_region_shift).  Check 0
  * makes sure first that every template task runs on rank 0, every rank
  * named is in range, and every box lies inside one shard of each moved
- * dimension (0 <= lo, lo / u < the group's size, lo / u = (hi - 1) / u).
+ * dimension (0 <= lo, lo / u < the group's size, lo / u = (hi - 1) / u)
+ * or spans the whole dimension, every shard (which sigma_r keeps).
  * For such boxes:
  *   (a) sigma_0 is the identity and sigma_a(sigma_b(g)) = sigma_a+b(g),
  *       and the image is again such a box;
@@ -204,7 +205,9 @@ static void *alloc(ver *V, size_t n)
 /* ---- 0. the symmetry's premises -------------------------------------------- */
 
 /* Is g a region sigma_r moves as a box: its tensor and rank in range, and
- * inside one shard of each dimension tied to a shard? */
+ * inside one shard of each dimension tied to a shard, or spanning all of
+ * its shards (ir_rot_whole: sigma_r keeps such a range, so (a)-(c) below
+ * hold for it too)? */
 static int shard_box(const ver *V, const ir_region *g)
 {
 	const ir_prog *p = V->p;
@@ -213,7 +216,7 @@ static int shard_box(const ver *V, const ir_region *g)
 	const ir_tensor *x = &p->tensors[g->tensor];
 	for (int d = 0; d < x->ndim; d++) {
 		int64_t u = x->rot[d].unit;
-		if (u <= 0 || g->hi[d] <= g->lo[d])
+		if (u <= 0 || g->hi[d] <= g->lo[d] || ir_rot_whole(p, x, d, g->lo[d], g->hi[d]))
 			continue;
 		if (g->lo[d] < 0 || g->lo[d] / u >= ir_group_size(p, x->rot[d].group) ||
 		    g->lo[d] / u != (g->hi[d] - 1) / u)

@@ -484,6 +484,24 @@ MKD_INLINE void mkd_reduce_sum_n(const TX *const *p, const int *ld, int n, TY *d
 	}
 }
 
+/* y[i * ldy + j] = sum over k < nk of x[i * sa + j * sb + k * sk], for
+ * i < na, j < nb: a sum over a dimension other than the last (one thread
+ * an output element, neighbouring threads on neighbouring j; fp32, k in
+ * order). */
+template <typename TX, typename TY>
+MKD_INLINE void mkd_axis_sum(const TX *x, i64 sa, i64 sb, i64 sk, int na, int nb, int nk, TY *y,
+			     i64 ldy)
+{
+	for (int e = threadIdx.x; e < na * nb; e += blockDim.x) {
+		const int i = e / nb, j = e % nb;
+		const TX *q = x + (i64)i * sa + (i64)j * sb;
+		float s = 0.f;
+		for (int k = 0; k < nk; k++)
+			s += mkd_elem<TX>::ld(q + (i64)k * sk);
+		mkd_elem<TY>::st(y + (i64)i * ldy + j, s);
+	}
+}
+
 /* y[r] = sum of row r of x (one warp a row). */
 template <typename TX, typename TY>
 MKD_INLINE void mkd_row_sum(const TX *x, i64 ldx, TY *y, int rows, int cols)

@@ -9,6 +9,9 @@
  * fragments; the epilogue converts and stores straight from registers.
  *
  * Layouts: A row-major [M][lda], B row-major [K][ldb], C row-major [M][ldc].
+ * e4m3 operands (8-byte aligned rows) are widened to f16 as they are
+ * loaded (plain loads and stores instead of cp.async: the ring's slot
+ * discipline is the same) and multiplied by the f16 mma, exactly.
  * The CTA may have more than 8 warps (kernels built for the Hopper engine
  * have 12): all threads load, the first 8 warps compute.
  */
@@ -62,6 +65,61 @@ template <> struct mkd_mma_op<mkd_f16> {
 	}
 };
 
+/* The element type of the shared-memory ring for operands of type T: T
+ * itself, except e4m3, which is widened to f16 on the way in (exact: every
+ * e4m3 value is an f16 value) and multiplied by the f16 mma. */
+template <typename T> struct mkd_mma_smem { typedef T type; };
+template <> struct mkd_mma_smem<mkd_e4m3> { typedef mkd_f16 type; };
+
+/* Four e4m3 (a little-endian word) as four f16, in order, in two words. */
+MKD_INLINE void mkd_e4m3x4_f16(u32 w, u32 &lo, u32 &hi)
+{
+#if __CUDA_ARCH__ >= 890
+	asm("{ .reg .b16 a, b;\n\tmov.b32 {a, b}, %2;\n"
+	    "\tcvt.rn.f16x2.e4m3x2 %0, a;\n\tcvt.rn.f16x2.e4m3x2 %1, b; }"
+	    : "=r"(lo), "=r"(hi) : "r"(w));
+#else
+	u32 h[4];
+	for (int i = 0; i < 4; i++) {  /* s eeee mmm -> s eeeee mmmmmmmmmm */
+		const u32 b = (w >> (8 * i)) & 0xff, s = (b & 0x80) << 8, e = (b >> 3) & 15, m = b & 7;
+		if ((b & 0x7f) == 0x7f)
+			h[i] = s | 0x7e00;                       /* NaN */
+		else if (e)
+			h[i] = s | ((e + 8) << 10) | (m << 7);   /* bias 7 -> 15 */
+		else if (m) {                                    /* subnormal: m * 2^-9 */
+			int k = 0;
+			u32 mm = m;
+			while (!(mm & 8)) {
+				mm <<= 1;
+				k++;
+			}
+			h[i] = s | ((u32)(9 - k) << 10) | ((mm & 7) << 7);
+		} else
+			h[i] = s;
+	}
+	lo = h[0] | (h[1] << 16);
+	hi = h[2] | (h[3] << 16);
+#endif
+}
+
+/* 8 elements of a row into a 16-byte chunk of the ring (zeros when !ok):
+ * cp.async for 16-bit types; e4m3 is loaded, widened and stored. */
+template <typename T, typename S>
+MKD_INLINE void mkd_mma_chunk(S *dst, const T *src, bool ok)
+{
+	mkd_cp_async16(mkd_smem_addr(dst), src, ok);
+}
+MKD_INLINE void mkd_mma_chunk(mkd_f16 *dst, const mkd_e4m3 *src, bool ok)
+{
+	uint4 v = make_uint4(0, 0, 0, 0);
+	if (ok) {
+		const uint2 w = *(const uint2 *)src;
+		mkd_e4m3x4_f16(w.x, v.x, v.y);
+		mkd_e4m3x4_f16(w.y, v.z, v.w);
+	}
+	*(uint4 *)dst = v;
+}
+
 /* Store two adjacent fp32 results as the output type. */
 template <typename TC> struct mkd_store2;
 template <> struct mkd_store2<mkd_bf16> {
@@ -105,13 +163,14 @@ struct mkd_mma_tile {
 		B_ELEMS = BK * BS,
 		SMEM = STAGES * (A_ELEMS + B_ELEMS) * 2
 	};
-	static_assert(sizeof(T) == 2, "mma.sync tile takes 16-bit inputs");
+	typedef typename mkd_mma_smem<T>::type S;  /* the ring's element type */
+	static_assert(sizeof(S) == 2, "mma.sync tile takes 16-bit inputs (or e4m3, widened)");
 	static_assert(BM % (16 * WARPS_M) == 0 && BN % (8 * WARPS_N) == 0, "tile vs warps");
 	static_assert(BK % 16 == 0 && STAGES >= 2, "BK multiple of 16");
 
 	static MKD_INLINE void load_stage(const T *A, i64 lda, const T *B, i64 ldb,
 					  int M, int N, int K, int m0, int n0, int k0,
-					  T *as, T *bs)
+					  S *as, S *bs)
 	{
 		const int t = threadIdx.x, nt = blockDim.x;
 		/* A: BM rows x BK/8 chunks */
@@ -120,7 +179,7 @@ struct mkd_mma_tile {
 			int gr = m0 + r, gc = k0 + c;
 			bool ok = gr < M && gc < K;
 			const T *src = ok ? A + (i64)gr * lda + gc : A;
-			mkd_cp_async16(mkd_smem_addr(as + r * AS + c), src, ok);
+			mkd_mma_chunk(as + r * AS + c, src, ok);
 		}
 		/* B: BK rows x BN/8 chunks */
 		for (int i = t; i < BK * (BN / 8); i += nt) {
@@ -128,7 +187,7 @@ struct mkd_mma_tile {
 			int gr = k0 + r, gc = n0 + c;
 			bool ok = gr < K && gc < N;
 			const T *src = ok ? B + (i64)gr * ldb + gc : B;
-			mkd_cp_async16(mkd_smem_addr(bs + r * BS + c), src, ok);
+			mkd_mma_chunk(bs + r * BS + c, src, ok);
 		}
 	}
 
@@ -136,8 +195,8 @@ struct mkd_mma_tile {
 	static __device__ void run(const T *A, i64 lda, const T *B, i64 ldb, TC *C, i64 ldc,
 				   int M, int N, int K, int m0, int n0, char *smem, Epi epi)
 	{
-		T *as = (T *)smem;
-		T *bs = as + STAGES * A_ELEMS;
+		S *as = (S *)smem;
+		S *bs = as + STAGES * A_ELEMS;
 		const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 		const int wm = warp / WARPS_N, wn = warp % WARPS_N;
 		float acc[MI][NI][4];
@@ -165,8 +224,8 @@ struct mkd_mma_tile {
 				load_stage(A, lda, B, ldb, M, N, K, m0, n0, nk * BK,
 					   as + (nk % STAGES) * A_ELEMS, bs + (nk % STAGES) * B_ELEMS);
 			mkd_cp_async_commit();
-			const T *a_s = as + (kt % STAGES) * A_ELEMS;
-			const T *b_s = bs + (kt % STAGES) * B_ELEMS;
+			const S *a_s = as + (kt % STAGES) * A_ELEMS;
+			const S *b_s = bs + (kt % STAGES) * B_ELEMS;
 			if (warp >= WARPS_M * WARPS_N)  /* kernels of 3 warpgroups: 4 warps idle */
 				continue;
 #pragma unroll
@@ -174,13 +233,13 @@ struct mkd_mma_tile {
 				u32 af[MI][4], bf[NI][2];
 #pragma unroll
 				for (int i = 0; i < MI; i++) {
-					const T *p = a_s + (wm * WM + i * 16 + (lane & 15)) * AS +
+					const S *p = a_s + (wm * WM + i * 16 + (lane & 15)) * AS +
 						     kk * 16 + (lane >> 4) * 8;
 					mkd_ldsm_x4(af[i], mkd_smem_addr(p));
 				}
 #pragma unroll
 				for (int j = 0; j < NI; j++) {
-					const T *p = b_s + (kk * 16 + (lane & 15)) * BS + wn * WN + j * 8;
+					const S *p = b_s + (kk * 16 + (lane & 15)) * BS + wn * WN + j * 8;
 					asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];"
 						     : "=r"(bf[j][0]), "=r"(bf[j][1])
 						     : "r"(mkd_smem_addr(p)));
@@ -189,7 +248,7 @@ struct mkd_mma_tile {
 				for (int i = 0; i < MI; i++)
 #pragma unroll
 					for (int j = 0; j < NI; j++)
-						mkd_mma_op<T>::mma(acc[i][j], af[i], bf[j]);
+						mkd_mma_op<S>::mma(acc[i][j], af[i], bf[j]);
 			}
 		}
 		mkd_cp_async_wait<0>();

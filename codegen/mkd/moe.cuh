@@ -18,7 +18,8 @@
  * Bad data is reported, never written past: an expert id outside [0, E)
  * (mkd_route) or an expert receiving more than its C slots (mkd_dispatch)
  * records a data report (flag_rank -2, flag_index the code) and aborts the
- * run; the host turns it into MK_ERR_DATA.
+ * run; the host turns it into MK_ERR_DATA.  Under dispatch's `drop` policy
+ * an expert's choices past its C slots are dropped instead.
  */
 #ifndef MKD_MOE_CUH
 #define MKD_MOE_CUH
@@ -191,18 +192,20 @@ MKD_INLINE void mkd_zero_row(T *dst, int cols)
 /* Fills slots [s0, s1) of expert eg's bucket (out = slot s0, rows of H) on
  * the owner: slot s holds the s-th row routed to eg, counting every source
  * rank's rows (route[q], x[q] for q = 0 .. nsrc-1, ranks in order), or zeros
- * past the last.  Returns false (after reporting) when the expert receives
- * more than C rows: nothing is written then. */
+ * past the last.  When the expert receives more than C rows: with `drop`
+ * the first C fill the bucket and the rest are dropped (mkd_combine skips
+ * a choice whose slot is C or more); without, it returns false after
+ * reporting, and nothing is written. */
 template <typename T>
 MKD_INLINE bool mkd_dispatch(const mkd_params &p, mkd_waiter w, int eg, int E, int C, int N,
 			     int k, int H, const int *const *route, const T *const *x, int nsrc,
-			     int s0, int s1, T *out, const i64 *ldx = 0)
+			     int s0, int s1, T *out, const i64 *ldx = 0, bool drop = false)
 {
 	const int warp = threadIdx.x >> 5, nw = (int)(blockDim.x >> 5);
 	int total = 0;
 	for (int q = 0; q < nsrc; q++)
 		total += route[q][eg + 1] - route[q][eg];
-	if (total > C) {
+	if (total > C && !drop) {
 		if (threadIdx.x == 0)
 			mkd_data_error(p, MKD_DATA_OVER_CAPACITY, (u64)eg, (u64)total, w);
 		return false;

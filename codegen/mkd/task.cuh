@@ -46,6 +46,18 @@ __attribute__((unused)) static __device__ __forceinline__ bool mkd_task_wait(con
 			fr, f.index, mkd_waiter{rank, cta, i, t.stage});
 }
 
+// Every wait of a task (thread 0 only): what a stage that waits per read
+// does for a read several flags guard (its read's wait is -3: data that
+// several RDMA writes deliver, sched.c), and so for the reads after it.
+__attribute__((unused)) static __device__ __forceinline__ bool mkd_task_wait_all(const mkd_params &p, int rank,
+							   int cta, int i, const mkd_task &t, u64 epoch)
+{
+	bool ok = true;
+	for (int w = 0; w < t.nwait && ok; w++)
+		ok = mkd_task_wait(p, rank, cta, i, t, w, epoch);
+	return ok;
+}
+
 // The box read r of a task, as rank `rank` sees it.
 __attribute__((unused)) static __device__ __forceinline__ mkd_box mkd_read_box(int rank, const mkd_task &t, int r)
 {

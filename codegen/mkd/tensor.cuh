@@ -45,7 +45,8 @@ MKD_INLINE char *mkd_at(const mkd_params &p, int ti, const mkd_tensor &t, int x,
 	return b + ((i0 * t.local[1] + i1) * t.local[2] + i2) * t.esize;
 }
 
-/* sigma_r on a box of rank 0's view */
+/* sigma_r on a box of rank 0's view; a box spanning every shard of a
+ * rotated dimension stays (compiler/ir.c, ir_rot_whole) */
 template <int NODES, int GPUS>
 MKD_INLINE void mkd_box_shift(const mkd_tensor &t, int r, const int *lo, const int *hi,
 			      i64 *olo, i64 *ohi)
@@ -53,7 +54,9 @@ MKD_INLINE void mkd_box_shift(const mkd_tensor &t, int r, const int *lo, const i
 #pragma unroll
 	for (int d = 0; d < 3; d++) {
 		i64 a = lo[d], len = (i64)hi[d] - lo[d];
-		if (t.rot[d] > 0) {
+		const i64 whole = t.rot[d] * (t.rotg[d] == MKD_GRP_GPUS ? GPUS
+				  : t.rotg[d] == MKD_GRP_NODES ? NODES : NODES * GPUS);
+		if (t.rot[d] > 0 && !(a == 0 && len == whole)) {
 			i64 s = a / t.rot[d];
 			int ns = t.rotg[d] == MKD_GRP_GPUS ? (int)((s + r % GPUS) % GPUS)
 				 : t.rotg[d] == MKD_GRP_NODES ? (int)((s + r / GPUS) % NODES)

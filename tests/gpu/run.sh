@@ -183,6 +183,10 @@ check "decode_attention.causal.split2" "$MKRUN" "$dec_dir/attn_causal.mk" -D T=3
 check "ag_gemm.2x2.r4" "$MKRUN" samples/ag_gemm.mk --ranks 4 -D nodes=2 -D gpus=2 -D M=1024 -D N=256 -D K=512 --iters 5 --quiet
 check "gemm_rs.2x2.r4" "$MKRUN" samples/gemm_rs.mk --ranks 4 -D nodes=2 -D gpus=2 -D M=1024 -D N=512 -D K=1024 --iters 5 --quiet
 check "gemm_ar.2x2.r4" "$MKRUN" samples/gemm_ar.mk --ranks 4 -D nodes=2 -D gpus=2 -D M=1024 -D N=512 -D K=1024 --iters 5 --quiet
+# not causal between nodes: key blocks of 1 MB arrive in several RDMA writes
+# (mkd_task_wait_all, issue 20)
+check "ring_attention.2x2.r4" "$MKRUN" samples/ring_attention.mk --ranks 4 -D nodes=2 -D gpus=2 \
+	-D S=16384 -D D=256 --iters 3 --quiet
 check "ring_attention_causal.2x2.r4" "$MKRUN" samples/ring_attention_causal.mk --ranks 4 -D nodes=2 -D gpus=2 \
 	-D S=1024 -D NH=2 --iters 5 --quiet
 # 16 ranks: two nodes of 8 (key blocks by RDMA stores between virtual
@@ -192,6 +196,17 @@ check "ring_attention_causal.2x8.r16" "$MKRUN" samples/ring_attention_causal.mk 
 check "ring_attention.1x16.r16" "$MKRUN" samples/ring_attention.mk --ranks 16 -D gpus=16 -D S=2048 --iters 3 --quiet
 # shellcheck disable=SC2086
 check "moe.1x16.r16" "$MKRUN" samples/moe_dispatch_gemm.mk --ranks 16 -D gpus=16 $moe_sz --iters 3 --quiet
+# what check accepts must run (issue 20): tests/runs/*.mk on the GPU, each
+# mesh of its "# MESHES:" line as virtual ranks, against the CPU reference
+for f in tests/runs/*.mk; do
+	defs=$(sed -n 's/^# DEFS: *//p' "$f" | sed 's/\([^ ]*=[^ ]*\)/-D \1/g')
+	for m in $(sed -n 's/^# MESHES: *//p' "$f"); do
+		nn=${m%x*} gg=${m#*x}
+		# shellcheck disable=SC2086
+		check "runs.$(basename "$f" .mk).$m" "$MKRUN" "$f" --ranks $((nn * gg)) -D nodes=$nn \
+			-D gpus=$gg $defs --iters 3 --quiet
+	done
+done
 check "chain" "$MKRUN" samples/chain.mk
 check "chain.resident100" "$MKRUN" samples/chain.mk --resident --iters 100 --quiet
 check "chain.trace" "$MKRUN" samples/chain.mk --iters 2 --trace /tmp/mk-chain-trace.json --quiet
