@@ -9,7 +9,8 @@
 #   CU   the W_ stage runs mkd_fa over its range and ends with end_part;
 #        the S_ stage merges with mkd_attn_merge; no wait inside the stage
 #        (the stage is not progressive: every read waited on up front)
-#   PTX  it compiles (mma.sync on tensor cores)
+#   PTX  it compiles: the Hopper tile on sm_90a (wgmma), the mma.sync tile
+#        on sm_80
 #   ERR  fp32 inputs cannot split: the hint is refused at its span
 #
 # RUN: %mkc --emit=plan %s | FileCheck %s --check-prefix=PLAN
@@ -17,18 +18,21 @@
 # RUN: %mkc --emit=cu %s | FileCheck %s --check-prefix=CU --implicit-check-not='ok = mkd_task_wait'
 # RUN: %mkc --emit=ptx %s -o %t.ptx
 # RUN: FileCheck %s --check-prefix=PTX < %t.ptx
+# RUN: %mkc --emit=ptx --arch=sm_80 %s -o %t.sm80.ptx
+# RUN: FileCheck %s --check-prefix=SM80 < %t.sm80.ptx
 # RUN: sed -e 's/bf16\[/f32[/g' -e 's/attention(Q, K, V)$/attention(Q, K, V)  split 2/' %s > %t.f32.mk
 # RUN: ! %mkc --emit=plan %t.f32.mk 2> %t.err
 # RUN: FileCheck %s --check-prefix=ERR < %t.err
 #
-# PLAN: O attention 128 query rows a task, tensor cores, 64 keys a stage, split-KV 4 x 1024 keys into O__kvsplit
+# PLAN: O attention 128 query rows a task, tensor cores, 64 keys a stage; sm_90a: TMA + wgmma{{.*}}, split-KV 4 x 1024 keys into O__kvsplit
 # SM: attnpart O        O__kvsplit@0[0:1, 0:16, 0:130] <- Q@0[0:1, 0:16, 0:128], K@0[0:1, 0:1024, 0:128], V@0[0:1, 0:1024, 0:128]
 # SM: attnsum O        O@0[0:1, 0:16, 0:128] <- O__kvsplit@0[0:4, 0:16, 0:130]
 # CU: if (t.stage == W_O) {
 # CU: fa.block(Kp, Vp, {{.*}}, rows, false, qb.lo[1], kb.lo[1]);
 # CU: fa.end_part((float *)
 # CU: mkd_attn_merge((const float *)
-# PTX: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+# PTX: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+# SM80: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 # ERR: error: split-KV takes attention of 16-bit inputs {{.*}}here the inputs are fp32
 pipeline attention_split {
   param H = 32, T = 16, S = 4096, D = 128
