@@ -433,6 +433,7 @@ struct mkd_fa_wg {
 			if (threadIdx.x == 0)
 				produce((int)(((const char *)k - kbase) / (ldk * 2)),
 					(int)(((const char *)v - vbase) / (ldk * 2)), n);
+			__syncwarp();
 		} else {
 			consume(wg - 1, n, nk, causal, qpos0, kpos0);
 		}
