@@ -98,7 +98,9 @@ static void header(cg_em *E, int sys)
 	/* setmaxnreg register trading pays with one engine instance; with
 	 * several inlined into one kernel ptxas spills, and 168 registers each
 	 * is enough for a 128 x 256 tile (154 used) */
-	int nwg = p->ntmaps / 2;
+	int nwg = 0;
+	for (int i = 0; i < p->nops; i++)
+		nwg += p->ops[i].kind == OP_MATMUL && p->ops[i].plan.mm.wgmma;
 	sb_printf(o, "#define MKD_SYS_SCOPE %d\n%s#include \"mkd/mkd.cuh\"\n\n", sys,
 		  nwg > 1 ? "#define MKD_WG_TRADE 0  // several engine instances: no register trading\n" : "");
 	sb_printf(o, "#if MKD_ABI_VERSION != %d\n#error \"device library ABI mismatch\"\n#endif\n\n",

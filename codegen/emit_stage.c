@@ -107,6 +107,30 @@ static void fa_targs(const ir_attn_plan *a, char buf[32])
 		snprintf(buf, 32, ", %d", a->ring);
 }
 
+/* The 16-bit tile's declaration `fa` (indent: tabs before it): the plan's
+ * engine, the Hopper tile on sm_90a with the mma.sync tile for other archs,
+ * or the mma.sync tile alone. */
+static void attn_tile(cg_em *E, const ir_op *op, const char *indent)
+{
+	const ir_prog *p = E->p;
+	const ir_tensor *q = &p->tensors[op->in[0]];
+	const long long D = (long long)q->shape[q->ndim - 1];
+	const char *tq = cg_ctype(q->dtype);
+	const ir_attn_plan ap = op->plan.attn;
+	if (ap.engine == IR_ATTN_WGMMA)
+		sb_printf(E->o,
+			  "#ifdef MKD_HAS_WGMMA\n"
+			  "%smkd_fa_wg<%lld, %s> fa((const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + %d,\n"
+			  "%s\tp.ranks[rank].buf[T_%s], p.ranks[rank].buf[T_%s], p.ranks[rank].buf[T_%s]);\n"
+			  "#else\n",
+			  indent, D, tq, ap.tmap, indent, q->name, p->tensors[op->in[1]].name,
+			  p->tensors[op->in[2]].name);
+	char targs[32];
+	fa_targs(&ap, targs);
+	sb_printf(E->o, "%smkd_fa<%lld, %s%s> fa;\n%s", indent, D, tq, targs,
+		  ap.engine == IR_ATTN_WGMMA ? "#endif\n" : "");
+}
+
 static void stage_attention_split(cg_em *E, const ir_op *op)
 {
 	const ir_prog *p = E->p;
@@ -116,10 +140,10 @@ static void stage_attention_split(cg_em *E, const ir_op *op)
 	const int64_t D = q->shape[q->ndim - 1];
 	const char *tq = cg_ctype(q->dtype), *to = cg_ctype(o->dtype);
 	const double scale = op->scalar != 0 ? op->scalar : 1.0 / __builtin_sqrt((double)D);
-	char what[160], ring[32];
-	snprintf(what, sizeof what, "split-KV %d x %lld keys: W_ tasks a range each (tensor cores, "
-		 "%d stages of keys), S_ the merges", ap.kvsplit, (long long)ap.kvstep, ap.ring);
-	fa_targs(&ap, ring);
+	char what[160];
+	snprintf(what, sizeof what, "split-KV %d x %lld keys: W_ tasks a range each (tensor cores%s, "
+		 "%d stages of keys), S_ the merges", ap.kvsplit, (long long)ap.kvstep,
+		 ap.engine == IR_ATTN_WGMMA ? "; TMA + wgmma on sm_90a" : "", ap.ring);
 	cg_stage_head(E, op, what);
 	sb_printf(E->o, "\tconst mkd_tensor &W = MK_T[T_%s];\n", W->name);
 	if (cg_stage_tensor(E, (int)(op - p->ops), CG_W) == ap.work)
@@ -131,15 +155,18 @@ static void stage_attention_split(cg_em *E, const ir_op *op)
 			  "\t\tconst int rows = (int)(qb.hi[1] - qb.lo[1]);\n"
 			  "\t\tconst %s *Qp = (const %s *)mkd_at<MK_GPUS>(p, qb.tensor, MK_T[qb.tensor], qb.rank, qb.lo[0], qb.lo[1], 0);\n"
 			  "\t\tconst %s *Kp = (const %s *)mkd_at<MK_GPUS>(p, kb.tensor, MK_T[kb.tensor], kb.rank, kb.lo[0], kb.lo[1], 0);\n"
-			  "\t\tconst %s *Vp = (const %s *)mkd_at<MK_GPUS>(p, vb.tensor, MK_T[vb.tensor], vb.rank, vb.lo[0], vb.lo[1], 0);\n"
-			  "\t\tmkd_fa<%lld, %s%s> fa;\n"
+			  "\t\tconst %s *Vp = (const %s *)mkd_at<MK_GPUS>(p, vb.tensor, MK_T[vb.tensor], vb.rank, vb.lo[0], vb.lo[1], 0);\n",
+			  op->stage, tq, tq, tq, tq, tq, tq);
+	if (cg_stage_tensor(E, (int)(op - p->ops), CG_W) == ap.work) {
+		attn_tile(E, op, "\t\t");
+		sb_printf(E->o,
 			  "\t\tfa.begin(Qp, MK_T[qb.tensor].local[2], rows, %.9gf, smem);\n"
 			  "\t\tfa.block(Kp, Vp, MK_T[kb.tensor].local[2], (int)(kb.hi[1] - kb.lo[1]), rows, %s, qb.lo[1], kb.lo[1]);\n"
 			  "\t\tfa.end_part((float *)mkd_at<MK_GPUS>(p, T_%s, W, rank, lo[0], lo[1], 0), W.local[2], rows);\n"
 			  "\t\treturn true;\n"
 			  "\t}\n",
-			  op->stage, tq, tq, tq, tq, tq, tq, (long long)D, tq, ring, scale,
-			  op->causal ? "true" : "false", W->name);
+			  scale, op->causal ? "true" : "false", W->name);
+	}
 	sb_printf(E->o,
 		  "\t// the merge of the tile's %d ranges\n"
 		  "\tconst mkd_box wb = mkd_read_box(rank, t, 0);\n"
@@ -165,8 +192,10 @@ void cg_stage_attention(cg_em *E, const ir_op *op)
 	const int causal = op->causal ? 1 : 0;
 	const char *tq = cg_ctype(q->dtype), *tk = cg_ctype(k->dtype), *to = cg_ctype(o->dtype);
 	double scale = op->scalar != 0 ? op->scalar : 1.0 / __builtin_sqrt((double)D);
-	cg_stage_head(E, op, tc ? "online softmax over the key blocks as they arrive (tensor cores)"
-			     : "online softmax over the key blocks as they arrive");
+	cg_stage_head(E, op, !tc ? "online softmax over the key blocks as they arrive"
+			     : op->plan.attn.engine == IR_ATTN_WGMMA
+			     ? "online softmax over the key blocks as they arrive (tensor cores; TMA + wgmma on sm_90a)"
+			     : "online softmax over the key blocks as they arrive (tensor cores)");
 	sb_printf(E->o,
 		  "\tconst mkd_box qb = mkd_read_box(rank, t, 0);\n"
 		  "\tconst %s *Qp = (const %s *)mkd_at<MK_GPUS>(p, qb.tensor, MK_T[qb.tensor], qb.rank, qb.lo[0], qb.lo[1], 0);\n"
@@ -182,15 +211,11 @@ void cg_stage_attention(cg_em *E, const ir_op *op)
 		  "\tif (!qok)\n"
 		  "\t\treturn false;\n",
 		  tq, tq, to, to, o->name, o->name);
-	char targs[32];
-	fa_targs(&op->plan.attn, targs);
-	if (tc)
-		sb_printf(E->o,
-			  "\t__shared__ int good;\n"
-			  "\tmkd_fa<%lld, %s%s> fa;\n"
-			  "\tfa.begin(Qp, MK_T[qb.tensor].local[2], rows, %.9gf, smem);\n",
-			  (long long)D, tq, targs, scale);
-	else
+	if (tc) {
+		sb_puts(E->o, "\t__shared__ int good;\n");
+		attn_tile(E, op, "\t");
+		sb_printf(E->o, "\tfa.begin(Qp, MK_T[qb.tensor].local[2], rows, %.9gf, smem);\n", scale);
+	} else
 		sb_printf(E->o,
 			  "\tmkd_attn_state<%lld> *st = (mkd_attn_state<%lld> *)smem;\n"
 			  "\tint &good = st->ok;\n"
@@ -213,11 +238,11 @@ void cg_stage_attention(cg_em *E, const ir_op *op)
 		  "\t\t\tgood = ok;\n"
 		  "\t\t}\n"
 		  "\t\t__syncthreads();\n"
-		  "\t\tif (!good)\n"
-		  "\t\t\treturn false;\n"
+		  "\t\tif (!good)%s\n"
 		  "\t\tconst %s *Kp = (const %s *)mkd_at<MK_GPUS>(p, kb.tensor, MK_T[kb.tensor], kb.rank, kb.lo[0], kb.lo[1], 0);\n"
 		  "\t\tconst %s *Vp = (const %s *)mkd_at<MK_GPUS>(p, vb.tensor, MK_T[vb.tensor], vb.rank, vb.lo[0], vb.lo[1], 0);\n",
-		  causal, tk, tk, tk, tk);
+		  causal, tc ? " {\n\t\t\tfa.quit();  // the tile's barriers back\n\t\t\treturn false;\n\t\t}"
+			      : "\n\t\t\treturn false;", tk, tk, tk, tk);
 	if (tc)
 		sb_printf(E->o,
 			  "\t\tfa.block(Kp, Vp, MK_T[kb.tensor].local[2], (int)(kb.hi[1] - kb.lo[1]), rows, %s, lo[1], kb.lo[1]);\n"
@@ -289,6 +314,20 @@ int cg_tmaps(const ir_sched *s, cg_tmap *out, int max)
 		const ir_tensor *a = &p->tensors[op->in[0]], *b = &p->tensors[op->in[1]];
 		out[n] = (cg_tmap){op->in[0], tmap_rows(a), a->local[a->ndim - 1], op->plan.mm.bm, 64};
 		out[n + 1] = (cg_tmap){op->in[1], tmap_rows(b), b->local[b->ndim - 1], 64, 64};
+	}
+	/* the Hopper attention tile's Q, K and V (mkd/attn_wg.cuh) */
+	for (int i = 0; i < p->nops; i++) {
+		const ir_op *op = &p->ops[i];
+		const int n = op->plan.attn.tmap;
+		if (op->kind != OP_ATTENTION || op->plan.attn.engine != IR_ATTN_WGMMA || !out ||
+		    n < 0 || n + 3 > max)
+			continue;
+		const int keys = op->plan.attn.wg_keys;
+		for (int k = 0; k < 3; k++) {
+			const ir_tensor *x = &p->tensors[op->in[k]];
+			out[n + k] = (cg_tmap){op->in[k], tmap_rows(x), x->local[x->ndim - 1],
+					       k ? keys : 128, 64};
+		}
 	}
 	return p->ntmaps;
 }

@@ -82,6 +82,10 @@ int compile_run(srcset *src, int file, const compile_opts *o,
 	const char *nw = getenv("MK_NO_WGMMA");
 	if (nw && *nw && strcmp(nw, "0"))
 		opt.no_wgmma = 1;
+	/* MK_ATTN_ENGINE=mma: attention on the mma.sync tile (A/B against wgmma) */
+	const char *ae = getenv("MK_ATTN_ENGINE");
+	if (ae && !strcmp(ae, "mma"))
+		opt.attn_mma = 1;
 	if (!a->limit)
 		a->limit = (size_t)(opt.max_mem > 0 ? opt.max_mem : COMPILE_MAX_MEM);
 

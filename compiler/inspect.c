@@ -80,6 +80,10 @@ void inspect_plans(const ir_prog *p, strbuf *out)
 					  pl->attn.rows, pl->attn.keys, pl->attn.ring);
 			else
 				sb_printf(out, "%d query rows a task, fp32", pl->attn.rows);
+			if (pl->attn.tensor_cores && pl->attn.engine == IR_ATTN_WGMMA)
+				sb_printf(out, "; sm_90a: TMA + wgmma, %d keys a stage, 3 stages, "
+					  "tensor maps %d-%d", pl->attn.wg_keys, pl->attn.tmap,
+					  pl->attn.tmap + 2);
 			if (pl->attn.kvsplit > 1)
 				sb_printf(out, ", split-KV %d x %lld keys into %s", pl->attn.kvsplit,
 					  (long long)pl->attn.kvstep, p->tensors[pl->attn.work].name);

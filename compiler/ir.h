@@ -206,14 +206,22 @@ typedef struct ir_mm_plan {
 /* Attention (mkd/attn.cuh): 16-bit inputs take the tensor-core tile of 128
  * query rows (Q and two stages of K and V chunks of `keys` keys in shared
  * memory), fp32 the CUDA-core tile of 64 rows (q, acc, max and sum in
- * fp32).  With too few query tiles to occupy the CTAs (decode) the keys are
+ * fp32).  On sm_90a the Hopper tile (mkd/attn_wg.cuh: TMA ring, two
+ * ping-pong consumer warpgroups on wgmma, 384 threads) takes head
+ * dimensions 64 and 128 where Q, K and V are read on the rank itself
+ * (engine IR_ATTN_WGMMA); the mma.sync tile is compiled for other archs.
+ * With too few query tiles to occupy the CTAs (decode) the keys are
  * split across CTAs and the partial results merged (split-KV). */
+enum { IR_ATTN_MMA = 0, IR_ATTN_WGMMA = 1 };
 typedef struct ir_attn_plan {
 	int rows;           /* query rows per task */
 	int keys;           /* keys per K/V stage (tensor cores) */
 	int ring;           /* K/V stages in shared memory (mkd_fa's NST): 2;
 	                       4 for split-KV, whose tasks only stream */
 	int tensor_cores;
+	int engine;         /* IR_ATTN_WGMMA: the Hopper tile on sm_90a */
+	int wg_keys;        /* its keys per stage (mkd_fa_wg::BN) */
+	int tmap;           /* its tensor maps: Q, K, V from this index; -1 */
 	int kvsplit;        /* split-KV (flash-decoding): each query tile's keys
 	                       in kvsplit ranges of kvstep, an attnpart task
 	                       each, merged by an attnsum task; 1: none */

@@ -45,7 +45,10 @@ typedef struct compile_opts {
 	int cpu;                /* for the CPU reference executor only: the
 	                           plan's GPU limits do not apply */
 	int no_wgmma;           /* plan every matmul on the portable mma.sync
-	                           tile (the driver also reads MK_NO_WGMMA=1) */
+	                           tile (the driver also reads MK_NO_WGMMA=1),
+	                           and every attention on the mma.sync tile */
+	int attn_mma;           /* attention on the mma.sync tile (the driver
+	                           reads MK_ATTN_ENGINE=mma) */
 	int64_t max_mem;        /* bytes the compile's arena may hold (0: the
 	                           driver's COMPILE_MAX_MEM); past it the compile
 	                           ends with "program too large" */

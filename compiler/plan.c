@@ -530,6 +530,37 @@ static void attn_split(planner *P, ir_op *op)
 	a->work = w;
 }
 
+/* Whether every read of op's tasks is on the rank itself, as the Hopper
+ * tile's tensor maps (one per tensor and rank) need: Q split as O is (a
+ * task reads the query rows it writes), K and V whole on every rank (given,
+ * or gathered: ring attention) or split as Q over the heads. */
+static int attn_local(const planner *P, const ir_op *op)
+{
+	const ir_prog *p = P->p;
+	const ir_tensor *q = &p->tensors[op->in[0]], *o = &p->tensors[op->out];
+	const ir_place qp = q->place, op_ = o->place;
+	if (qp.kind == PL_PARTIAL || qp.kind != op_.kind ||
+	    (qp.kind == PL_SPLIT && (qp.dim != op_.dim || qp.group != op_.group)))
+		return 0;
+	for (int i = 1; i <= 2; i++) {
+		const ir_place kp = p->tensors[op->in[i]].place;
+		if (kp.kind == PL_LOCAL)
+			continue;
+		if (kp.kind != PL_SPLIT || q->ndim != 3 || kp.dim != 0 || qp.kind != PL_SPLIT ||
+		    qp.dim != 0 || qp.group != kp.group)
+			return 0;
+	}
+	return 1;
+}
+
+/* mkd_fa_wg (attn_wg.cuh): keys per stage, and SMEM: 1 KB of alignment
+ * slack, Q [128][D], 3 stages of K and V [keys][D], 7 mbarriers */
+static int wg_attn_keys(int64_t D) { return D <= 128 ? 64 : 32; }
+static int64_t wg_attn_smem(int64_t D)
+{
+	return 1024 + 128 * D * 2 + 3 * 2 * (int64_t)wg_attn_keys(D) * D * 2 + 7 * 8;
+}
+
 static void plan_attention(planner *P, ir_op *op)
 {
 	const ir_tensor *q = &P->p->tensors[op->in[0]];
@@ -572,14 +603,31 @@ static void plan_attention(planner *P, ir_op *op)
 	op->plan.smem = (int)smem;
 	op->plan.threads = 256;
 	a->ring = 2;
+	/* the Hopper tile where it can run (the mma.sync tile stays compiled
+	 * for other archs: the plan's smem and threads cover both).  Not yet at
+	 * D = 256: 64 rows of O are 128 registers a consumer thread, and at the
+	 * 168 of a 384-thread CTA the stage spills (it needs setmaxnreg); nor
+	 * for 16-row decode tiles, whose 8 warps split the keys instead */
+	a->tmap = -1;
+	a->engine = IR_ATTN_MMA;
+	if (a->tensor_cores && a->rows == 128 && !P->o->no_wgmma && !P->o->attn_mma &&
+	    (D == 64 || D == 128) && attn_local(P, op) &&
+	    wg_attn_smem(D) <= P->dev.smem_per_sm) {
+		a->engine = IR_ATTN_WGMMA;
+		a->wg_keys = wg_attn_keys(D);
+		if (wg_attn_smem(D) > op->plan.smem)
+			op->plan.smem = (int)wg_attn_smem(D);
+		op->plan.threads = 384;  /* producer + two consumer warpgroups */
+	}
 	attn_split(P, op);
 	/* split-KV tasks stream the cache for a few queries: load latency
 	 * bounds them, so more stages in flight (4, or 3, where they fit) */
-	for (int n = 4; a->tensor_cores && a->kvsplit > 1 && n > 2; n--) {
+	for (int n = 4; a->engine == IR_ATTN_MMA && a->tensor_cores && a->kvsplit > 1 && n > 2; n--) {
 		const int64_t deep = (a->rows + 2 * n * (int64_t)a->keys) * (D + 8) * 2;
 		if (deep <= P->dev.smem_per_sm) {
 			a->ring = n;
-			op->plan.smem = (int)deep;
+			if (deep > op->plan.smem)
+				op->plan.smem = (int)deep;
 			break;
 		}
 	}
@@ -775,6 +823,10 @@ int plan_run(ir_prog *p, const compile_opts *o, diags *d, arena *a)
 		if (op->kind == OP_MATMUL && op->plan.mm.wgmma) {
 			op->plan.mm.tmap = p->ntmaps;
 			p->ntmaps += 2;
+		}
+		if (op->kind == OP_ATTENTION && op->plan.attn.engine == IR_ATTN_WGMMA) {
+			op->plan.attn.tmap = p->ntmaps;  /* Q, K, V */
+			p->ntmaps += 3;
 		}
 	}
 	return P.err || a->failed ? 1 : 0;

@@ -9,15 +9,18 @@
 # kernel over the whole problem.  -n W: mkrun -n W against torchrun with W
 # ranks, one GPU each; only where nvidia-smi lists W GPUs, since NCCL
 # refuses two ranks on one GPU.  No GPU: one "skipped" line, exit 0.
+# Rows: D = 64, 128 and 256 at S = 32768, causal (8 heads) and not (1);
+# D = 128 at S = 8192.  MK_ATTN_ENGINE=mma in the environment runs the fused
+# side on the mma.sync tile instead of the Hopper one (A/B).
 set -u
 NAME=bench-attn
 ITERS=20
-D=128
 # shellcheck source=tools/bench-lib.sh
 . "$(dirname "$0")/bench-lib.sh"
 rc=0
 
-row() {		# causal|non-causal NH S
+row() {		# causal|non-causal NH S D
+	D=$4
 	if [ "$1" = causal ]; then
 		fo=$(fused samples/ring_attention_causal.mk -D NH="$2" -D S="$3" -D D=$D)
 	else	# the [S, D] sample: one head
@@ -28,7 +31,7 @@ row() {		# causal|non-causal NH S
 		exit 0 ;;
 	esac
 	if [ -z "$hdr" ]; then
-		echo "ring attention, W=$W: fused = $B/mkrun, baseline = tests/gpu/ring_baseline.py; medians of $ITERS runs"
+		echo "ring attention, W=$W: fused = $B/mkrun (attention engine: ${MK_ATTN_ENGINE:-plan default}), baseline = tests/gpu/ring_baseline.py; medians of $ITERS runs"
 		printf "%-30s %10s %12s %15s %14s\n" shape "fused us" "baseline us" "baseline/fused" "fused TFLOP/s"
 		hdr=1
 	fi
@@ -60,9 +63,13 @@ row() {		# causal|non-causal NH S
 
 hdr=
 skip=
-row causal 8 32768
-row causal 8 8192
-row non-causal 1 8192
-row non-causal 1 32768
+for d in 64 128 256; do
+	row causal 8 32768 $d
+done
+row causal 8 8192 128
+row non-causal 1 8192 128
+for d in 64 128 256; do
+	row non-causal 1 32768 $d
+done
 [ -z "$skip" ] || echo "note: $skip"
 exit $rc

@@ -269,6 +269,9 @@ struct mkd_fa {
 		__syncthreads();  /* the stages are free for the next block */
 	}
 
+	/* a wait failed: nothing to give back (mkd_fa_wg frees its barriers) */
+	MKD_INLINE void quit() {}
+
 	/* O = acc / sum for the tile's rows (row stride ldo). */
 	template <typename TO>
 	MKD_INLINE void end(TO *out, i64 ldo, int rows)

@@ -31,6 +31,7 @@
 #include "wgmma.cuh"
 #include "ew.cuh"
 #include "attn.cuh"
+#include "attn_wg.cuh"
 #include "mesh.cuh"
 #include "tensor.cuh"
 #include "proxy.cuh"

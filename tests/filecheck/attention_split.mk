@@ -11,7 +11,8 @@
 #   CU   the W_ stage runs mkd_fa over its range and ends with end_part;
 #        the S_ stage merges with mkd_attn_merge; no wait inside the stage
 #        (the stage is not progressive: every read waited on up front)
-#   PTX  it compiles (mma.sync on tensor cores)
+#   PTX  it compiles: 16-row decode tiles use the mma.sync tile on every
+#        arch (the Hopper tile takes 128-row tiles), sm_80 too
 #   ERR  fp32 inputs cannot split: the hint is refused at its span
 #
 # RUN: %mkc --emit=plan %s | FileCheck %s --check-prefix=PLAN
@@ -19,6 +20,8 @@
 # RUN: %mkc --emit=cu %s | FileCheck %s --check-prefix=CU --implicit-check-not='ok = mkd_task_wait'
 # RUN: %mkc --emit=ptx %s -o %t.ptx
 # RUN: FileCheck %s --check-prefix=PTX < %t.ptx
+# RUN: %mkc --emit=ptx --arch=sm_80 %s -o %t.sm80.ptx
+# RUN: FileCheck %s --check-prefix=SM80 < %t.sm80.ptx
 # RUN: sed -e 's/bf16\[/f32[/g' -e 's/attention(Q, K, V)$/attention(Q, K, V)  split 2/' %s > %t.f32.mk
 # RUN: ! %mkc --emit=plan %t.f32.mk 2> %t.err
 # RUN: FileCheck %s --check-prefix=ERR < %t.err
@@ -32,6 +35,7 @@
 # CU: fa.end_part((float *)
 # CU: mkd_attn_merge((const float *)
 # PTX: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+# SM80: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 # ERR: error: split-KV takes attention of 16-bit inputs {{.*}}here the inputs are fp32
 pipeline attention_split {
   param H = 32, T = 16, S = 4096, D = 128

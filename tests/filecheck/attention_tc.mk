@@ -3,21 +3,24 @@
 #       key block waited on just before use; no CUDA-core state
 #   PTX mma.sync for Q K^T and P V, ldmatrix with and without .trans (K is
 #       B in column-major order, V in row-major), the exp2 approximation
+#       (sm_80: on sm_90a the Hopper tile runs, attention_wgmma.mk)
 #   F32 fp32 inputs keep the CUDA-core tile: no mma.sync at all
-#   SM  the schedule: 128-row tasks and the tile's shared memory
-#       ((128 + 4 * 64) x (128 + 8) x 2 bytes for D = 128)
+#   SM  the schedule: 128-row tasks and the shared memory of the larger
+#       tile, the Hopper one (1024 + 128 x 128 x 2 + 3 stages of 2 x 64 x
+#       128 x 2 + 7 x 8 bytes for D = 128)
 # (split 1: the keys stay whole here; attention_split.mk has the split plan)
 #
 # RUN: %mkc --emit=cu %s | FileCheck %s --check-prefix=CU
-# RUN: %mkc --emit=ptx %s -o %t.ptx
+# RUN: %mkc --emit=ptx --arch=sm_80 %s -o %t.ptx
 # RUN: FileCheck %s --check-prefix=PTX < %t.ptx
 # RUN: sed -e 's/bf16\[/f32[/g' %s > %t.f32.mk
 # RUN: %mkc --emit=cu %t.f32.mk | FileCheck %s --check-prefix=F32CU
-# RUN: %mkc --emit=ptx %t.f32.mk -o %t.f32.ptx
+# RUN: %mkc --emit=ptx --arch=sm_80 %t.f32.mk -o %t.f32.ptx
 # RUN: FileCheck %s --check-prefix=F32 --implicit-check-not=mma.sync < %t.f32.ptx
 # RUN: %mkc --emit=schedule %s | FileCheck %s --check-prefix=SM
 #
-# CU: // stage O: O = attention(Q, K, V){{.*}}(tensor cores)
+# CU: // stage O: O = attention(Q, K, V){{.*}}(tensor cores{{.*}})
+# CU: mkd_fa_wg<128, mkd_bf16> fa(
 # CU: mkd_fa<128, mkd_bf16> fa;
 # CU: fa.begin(Qp,
 # CU: ok = mkd_task_wait(
@@ -32,7 +35,7 @@
 # F32CU: mkd_attn_state<128> *st
 # F32CU-NOT: mkd_fa<
 # F32: .entry
-# SM: 104448 bytes of shared memory per CTA
+# SM: 132152 bytes of shared memory per CTA
 # SM: attn   O        O@0[0:1, 0:128, 0:128] <- Q@0[0:1, 0:128, 0:128]
 pipeline attention_tc {
   mesh  nodes x gpus

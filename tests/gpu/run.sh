@@ -130,6 +130,34 @@ attn_f32=$(mktemp -d)/ring_attention_f32.mk
 sed -e 's/bf16\[/f32[/g' -e 's/pipeline ring_attention_causal/pipeline ring_attention_f32/' \
 	samples/ring_attention_causal.mk >"$attn_f32"
 check "ring_attention.f32.r2" "$MKRUN" "$attn_f32" --ranks 2 -D S=512 -D NH=2 --iters 3 --quiet
+# the Hopper attention tile (mkd/attn_wg.cuh, sm_90a) against the CPU
+# reference, and the mma.sync tile it replaces (MK_ATTN_ENGINE=mma, the
+# A/B switch): D = 64 and 128, causal and not, ragged S (1000: a query tile
+# of 104 rows, blocks of 500 / 250 / 125 keys, ragged 64-key chunks), 1, 2,
+# 4 and 8 virtual ranks (ring attention block by block); heads split over
+# ranks; split-KV decode (end_part + merge).  The plan must name the engine.
+for eng in wgmma mma; do
+	if [ "$eng" = mma ]; then export MK_ATTN_ENGINE=mma; else unset MK_ATTN_ENGINE; fi
+	plan=$("$B/mkc" --emit=plan -D gpus=2 samples/ring_attention.mk)
+	if [ "$eng" = mma ]; then
+		check "attn.$eng.plan" sh -c "! echo '$plan' | grep -q 'TMA + wgmma'"
+	else
+		check "attn.$eng.plan" sh -c "echo '$plan' | grep -q 'TMA + wgmma'"
+	fi
+	for d in 64 128; do
+		for S in 1024 1000; do
+			for r in 1 2 4 8; do
+				check "attn.$eng.ring.d$d.s$S.r$r" "$MKRUN" samples/ring_attention.mk --ranks "$r" \
+					-D S=$S -D D=$d --iters 3 --quiet
+				check "attn.$eng.causal.d$d.s$S.r$r" "$MKRUN" samples/ring_attention_causal.mk --ranks "$r" \
+					-D S=$S -D D=$d -D NH=2 --iters 3 --quiet
+			done
+		done
+		check "attn.$eng.decode.d$d" "$MKRUN" samples/decode_attention.mk -D D=$d -D H=4 -D S=4000 --iters 3 --quiet
+		check "attn.$eng.decode.t200.d$d" "$MKRUN" samples/decode_attention.mk -D D=$d -D H=4 -D T=200 -D S=1000 --iters 3 --quiet
+	done
+done
+unset MK_ATTN_ENGINE
 # matmuls bounded to fewer tasks than tiles walk boxes of tiles: the MoE
 # expert GEMMs (with skewed routing: empty experts, zero tiles inside a
 # walk) and a ragged dense GEMM

@@ -1,0 +1,501 @@
+/* mkd/attn_wg.cuh - the Hopper attention tile (sm_90a): TMA, mbarriers,
+ * wgmma, in the manner of FlashAttention-3.  Same interface as mkd_fa
+ * (attn.cuh): begin, block for each key/value block as it arrives (ring
+ * attention), end or end_part (split-KV); the same state conventions (max
+ * in log2 units, unnormalised sums), so split.cuh merges either's partials.
+ *
+ * 384 threads in three warpgroups:
+ *
+ *   WG0   producer: thread 0 issues the TMA loads of Q (once, in begin) and
+ *         of K and V chunks of BN keys into a STAGES-deep ring.
+ *   WG1   consumer: query rows 0..63 of the tile.
+ *   WG2   consumer: query rows 64..127.
+ *
+ * Per chunk c a consumer computes S = Q K^T (wgmma, both operands in shared
+ * memory, K-major), the online softmax of S in registers, and O += P V
+ * (wgmma with P as the register A operand: the m64nBN f32 accumulator of S,
+ * packed to 16 bits pairwise, is exactly the A fragment of m64nDk16, as for
+ * mma.sync; V N-major).  Overlap:
+ *
+ *   - inside a warpgroup (OVERLAP): S of chunk c is issued together with
+ *     P V of chunk c-1, and the softmax of chunk c runs while that P V is
+ *     on the tensor cores;
+ *   - between the warpgroups (ping-pong): named barriers SCHED+w make the
+ *     two take turns issuing their GEMMs, so one's softmax runs under the
+ *     other's GEMMs.  WG2 opens the turn for WG1 at the start of a block,
+ *     each passes the turn after issuing, WG1 takes the last turn back at
+ *     the end: the arrivals and waits of each barrier balance per block.
+ *
+ * O is rescaled lazily: a row's reference max moves only when a chunk's max
+ * exceeds it by more than LAZY (log2 units), so P stays below 2^LAZY and
+ * most chunks multiply nothing (skipped when no row of the warp moved).
+ *
+ * Ring and barriers as in wgmma.cuh: full[s] (count 1: the producer's
+ * arrive with the stage bytes, completed by the TMA engine), empty[s]
+ * (count 8: lane 0 of every consumer warp, after the wgmma that read the
+ * stage's V retired); chunk j of the tile (counted over all its blocks)
+ * uses stage j % STAGES in round j / STAGES.  qbar (count 1) completes once
+ * Q has landed.  Barriers are initialised in begin and invalidated in end,
+ * end_part or quit; nothing is kept after the tile.
+ *
+ * Shared memory (1024-byte aligned pieces, 128-byte swizzle as the tensor
+ * maps write it): Q as D/64 boxes of [128 rows][64 columns]; stage s: K as
+ * D/64 boxes of [BN][64], then V the same.  Descriptors: Q and K K-major
+ * (SBO 1024 B: 8 rows; the k-th 16-wide slice of box k/4 starts 32*(k%4)
+ * bytes in); V N-major (trans-b; LBO = BN*128 B: one 64-column box to the
+ * next, SBO 1024 B; the k-th 16-key slice starts 2048*k bytes in).
+ *
+ * Ragged chunks (nk not a multiple of BN) read rows past the block: zero at
+ * the tensor's end (TMA fill), else rows of the next block or head, which
+ * may not have arrived.  Their scores are masked (a select, so even NaN
+ * goes), and each consumer zeroes those V rows in shared memory before its
+ * P V (0 * NaN would not vanish); both warpgroups write the same zeros.
+ *
+ * The maps (runtime/tmap.h, encoded per rank): Q with a 128 x 64 box, K and
+ * V with BN x 64, each over the tensor's local rows flattened ([heads x
+ * seq][D]); rows are found from the pointers the stage passes (row =
+ * (ptr - base) / ld).  The plan (compiler/plan.c) picks this tile only
+ * where Q, K and V are read on this rank.
+ */
+#ifndef MKD_ATTN_WG_CUH
+#define MKD_ATTN_WG_CUH
+
+#include "attn.cuh"
+#include "wgmma.cuh"
+
+#ifdef MKD_HAS_WGMMA
+
+#define MKD_FAW_SCHED 4        /* named barriers 4, 5: the consumers' turns */
+#define MKD_FAW_WGBAR 6        /* 6, 7: one consumer warpgroup */
+#define MKD_FAW_LAZY 8.0f      /* log2 units a row max may grow before O is rescaled */
+
+/* m64n16 fragments (N = 32): 16 fp32 accumulators per thread */
+#define MKD_WG_D16 \
+	"{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
+#define MKD_WG_O16(d) \
+	"+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+	"+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+
+/* S[64 x N] (+)= A[64 x 16] * B[16 x N], both from shared memory, both
+ * K-major (trans-a 0, trans-b 0); scale-d 0 on the first slice. */
+template <int N, typename T> struct mkd_wg_ss;
+/* O[64 x N] += A (registers, 4 x 32 bits) * B[16 x N] (shared, N-major,
+ * trans-b 1). */
+template <int N, typename T> struct mkd_wg_rs;
+#define MKD_WG_SS(NN, R, DA, DB, DS, TT, TS)                                             \
+	template <> struct mkd_wg_ss<NN, TT> {                                            \
+		static MKD_INLINE void mma(float *d, u64 da, u64 db, int acc)             \
+		{                                                                         \
+			asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %" #DS ", 0;\n\t"  \
+				     "wgmma.mma_async.sync.aligned.m64n" #NN "k16.f32." TS "." TS \
+				     " " MKD_WG_D##R ", %" #DA ", %" #DB ", p, 1, 1, 0, 0;\n\t}" \
+				     : MKD_WG_O##R(d) : "l"(da), "l"(db), "r"(acc));          \
+		}                                                                         \
+	};
+#define MKD_WG_RS(NN, R, A0, A1, A2, A3, DB, DS, TT, TS)                                 \
+	template <> struct mkd_wg_rs<NN, TT> {                                            \
+		static MKD_INLINE void mma(float *d, const u32 *a, u64 db)                \
+		{                                                                         \
+			asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %" #DS ", 0;\n\t"  \
+				     "wgmma.mma_async.sync.aligned.m64n" #NN "k16.f32." TS "." TS \
+				     " " MKD_WG_D##R ", {%" #A0 ", %" #A1 ", %" #A2 ", %" #A3 "}, %" \
+				     #DB ", p, 1, 1, 1;\n\t}"                                     \
+				     : MKD_WG_O##R(d)                                             \
+				     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(1)); \
+		}                                                                         \
+	};
+MKD_WG_SS(32, 16, 16, 17, 18, mkd_bf16, "bf16")
+MKD_WG_SS(32, 16, 16, 17, 18, mkd_f16, "f16")
+MKD_WG_SS(64, 32, 32, 33, 34, mkd_bf16, "bf16")
+MKD_WG_SS(64, 32, 32, 33, 34, mkd_f16, "f16")
+MKD_WG_SS(128, 64, 64, 65, 66, mkd_bf16, "bf16")
+MKD_WG_SS(128, 64, 64, 65, 66, mkd_f16, "f16")
+MKD_WG_RS(64, 32, 32, 33, 34, 35, 36, 37, mkd_bf16, "bf16")
+MKD_WG_RS(64, 32, 32, 33, 34, 35, 36, 37, mkd_f16, "f16")
+MKD_WG_RS(128, 64, 64, 65, 66, 67, 68, 69, mkd_bf16, "bf16")
+MKD_WG_RS(128, 64, 64, 65, 66, 67, 68, 69, mkd_f16, "f16")
+MKD_WG_RS(256, 128, 128, 129, 130, 131, 132, 133, mkd_bf16, "bf16")
+MKD_WG_RS(256, 128, 128, 129, 130, 131, 132, 133, mkd_f16, "f16")
+#undef MKD_WG_SS
+#undef MKD_WG_RS
+
+MKD_INLINE void mkd_bar_sync(int id, int n)
+{
+	asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(n) : "memory");
+}
+MKD_INLINE void mkd_bar_arrive(int id, int n)
+{
+	asm volatile("bar.arrive %0, %1;" :: "r"(id), "r"(n) : "memory");
+}
+MKD_INLINE void mkd_wg_pin_u(u32 &x) { asm volatile("" : "+r"(x) :: "memory"); }
+
+template <int D, typename T>
+struct mkd_fa_wg {
+	enum {
+		THREADS = 384,
+		BN = D <= 128 ? 64 : 32,     /* keys per stage */
+		STAGES = 3,
+		OVERLAP = D <= 64,           /* S of chunk c beside P V of chunk c-1 (above
+		                                D = 64 the registers spill at 168) */
+		CB = D / 64,                 /* 64-column boxes of a row */
+		Q_BOX = 128 * 128,           /* bytes of one Q box [128][64] */
+		KV_BOX = BN * 128,           /* one K or V box [BN][64] */
+		Q_BYTES = CB * Q_BOX,
+		STAGE_BYTES = 2 * CB * KV_BOX,
+		SMEM = 1024 + Q_BYTES + STAGES * STAGE_BYTES + (2 * STAGES + 1) * 8,
+		SACC = BN / 2,               /* S accumulators per consumer thread */
+		OACC = D / 2                 /* O accumulators */
+	};
+	static_assert(sizeof(T) == 2, "wgmma attention takes 16-bit inputs");
+	/* D = 256 compiles but spills at 168 registers (O alone is 128 a
+	 * thread): the plan does not pick it until the warpgroups trade
+	 * registers (setmaxnreg) */
+	static_assert(D == 64 || D == 128 || D == 256, "head dimension 64, 128 or 256");
+
+	float o[OACC];       /* rows g, g + 8 of this warp's 16: o[4j + 2h + {0,1}], columns 8j + 2q */
+	float m[2], l[2];    /* reference max (log2 units), this thread's partial sum */
+	float scale2;
+	u32 qs;              /* shared address of Q; the ring, then the barriers follow */
+	int it;              /* chunks of the tile so far: the ring's position */
+	const mkd_tmap *tq;  /* Q's map; K's and V's follow */
+	const char *qbase, *kbase, *vbase;
+
+	/* maps: Q, K, V of this rank; qb, kb, vb: the buffers they map */
+	MKD_INLINE mkd_fa_wg(const mkd_tmap *maps, u64 qb, u64 kb, u64 vb)
+		: tq(maps), qbase((const char *)qb), kbase((const char *)kb),
+		  vbase((const char *)vb)
+	{
+	}
+
+	MKD_INLINE u32 full_bar(int s) const { return qs + Q_BYTES + STAGES * STAGE_BYTES + 8 * s; }
+	MKD_INLINE u32 empty_bar(int s) const { return full_bar(STAGES + s); }
+	MKD_INLINE u32 q_bar() const { return full_bar(2 * STAGES); }
+	MKD_INLINE u32 stage(int s) const { return qs + Q_BYTES + s * STAGE_BYTES; }
+
+	/* q: the tile's first row in Q's buffer (row stride ldq) */
+	MKD_INLINE void begin(const T *q, i64 ldq, int rows, float scale, char *smem)
+	{
+		(void)rows;
+		qs = (mkd_smem_addr(smem) + 1023) & ~1023u;
+		it = 0;
+		scale2 = scale * 1.44269504088896341f;
+#pragma unroll
+		for (int i = 0; i < OACC; i++)
+			o[i] = 0.f;
+		m[0] = m[1] = mkd_ninf();
+		l[0] = l[1] = 0.f;
+		asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+		if (threadIdx.x == 0) {
+#pragma unroll
+			for (int s = 0; s < STAGES; s++) {
+				mkd_mbar_init(full_bar(s), 1);
+				mkd_mbar_init(empty_bar(s), 8);
+			}
+			mkd_mbar_init(q_bar(), 1);
+			asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+		}
+		__syncthreads();
+		if (threadIdx.x == 0) {
+			asm volatile("fence.proxy.async.global;" ::: "memory");
+			mkd_tma_prefetch_desc(tq);
+			mkd_tma_prefetch_desc(tq + 1);
+			mkd_tma_prefetch_desc(tq + 2);
+			const int row = (int)(((const char *)q - qbase) / (ldq * 2));
+			mkd_mbar_arrive_tx(q_bar(), Q_BYTES);
+#pragma unroll
+			for (int cb = 0; cb < CB; cb++)
+				mkd_tma_load_2d(qs + cb * Q_BOX, tq, 64 * cb, row, q_bar());
+		}
+	}
+
+	/* thread 0: chunks it .. it + n - 1 from rows krow, vrow on */
+	MKD_INLINE void produce(int krow, int vrow, int n)
+	{
+		asm volatile("fence.proxy.async.global;" ::: "memory");  /* after the flag acquire */
+		for (int c = 0; c < n; c++) {
+			const int j = it + c, s = j % STAGES;
+			mkd_mbar_wait(empty_bar(s), ((j / STAGES) & 1) ^ 1, MKD_WG_TIMEOUT_NS);
+			const u32 full = full_bar(s), dst = stage(s);
+			mkd_mbar_arrive_tx(full, STAGE_BYTES);
+#pragma unroll
+			for (int cb = 0; cb < CB; cb++)
+				mkd_tma_load_2d(dst + cb * KV_BOX, tq + 1, 64 * cb, krow + c * BN, full);
+#pragma unroll
+			for (int cb = 0; cb < CB; cb++)
+				mkd_tma_load_2d(dst + (CB + cb) * KV_BOX, tq + 2, 64 * cb, vrow + c * BN, full);
+		}
+	}
+
+	/* S = Q K^T for consumer w from stage s (issued, committed) */
+	MKD_INLINE void qk(float *s, int w, int st)
+	{
+		const u64 dq = mkd_wg_desc(qs + w * 64 * 128, 16, 1024);
+		const u64 dk = mkd_wg_desc(stage(st), 16, 1024);
+#pragma unroll
+		for (int kk = 0; kk < D / 16; kk++)  /* box kk/4, 32 bytes per 16-wide slice */
+			mkd_wg_ss<BN, T>::mma(s, dq + (u64)(((kk >> 2) * Q_BOX + (kk & 3) * 32) >> 4),
+					      dk + (u64)(((kk >> 2) * KV_BOX + (kk & 3) * 32) >> 4), kk > 0);
+		mkd_wg_commit();
+	}
+
+	/* O += P V from stage s (issued, committed) */
+	MKD_INLINE void pv(const u32 (*pa)[4], int st)
+	{
+		const u64 dv = mkd_wg_desc(stage(st) + CB * KV_BOX, KV_BOX, 1024);
+#pragma unroll
+		for (int kk = 0; kk < BN / 16; kk++)  /* 16 keys: 16 lines of 128 bytes */
+			mkd_wg_rs<D, T>::mma(o, pa[kk], dv + (u64)(kk * 128));
+		mkd_wg_commit();
+	}
+
+	/* scores of chunk c (nkc valid keys from kpos) to probabilities, in
+	 * place; the rows' max and sum updated; corr: O's factors */
+	MKD_INLINE void softmax(float *s, int nkc, bool mask, int diag, float *corr)
+	{
+		const int tq4 = threadIdx.x & 3;
+		float mx[2] = {mkd_ninf(), mkd_ninf()};
+#pragma unroll
+		for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+			for (int e = 0; e < 4; e++) {
+				float x = s[4 * j + e] * scale2;
+				if (mask) {
+					const int key = 8 * j + 2 * tq4 + (e & 1);
+					if (key >= nkc || key > diag + (e >> 1) * 8)
+						x = mkd_ninf();
+				}
+				s[4 * j + e] = x;
+				mx[e >> 1] = fmaxf(mx[e >> 1], x);
+			}
+		float base[2];
+#pragma unroll
+		for (int h = 0; h < 2; h++) {
+			mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+			mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+			corr[h] = 1.f;
+			if (mx[h] > m[h] + MKD_FAW_LAZY) {  /* -inf + 8 is -inf: a first key moves it */
+				corr[h] = mkd_exp2(m[h] - mx[h]);
+				m[h] = mx[h];
+			}
+			base[h] = m[h] == mkd_ninf() ? 0.f : m[h];  /* every key so far masked */
+			l[h] *= corr[h];
+		}
+#pragma unroll
+		for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+			for (int e = 0; e < 4; e++) {
+				s[4 * j + e] = mkd_exp2(s[4 * j + e] - base[e >> 1]);
+				l[e >> 1] += s[4 * j + e];
+			}
+	}
+
+	MKD_INLINE void rescale(const float *corr)
+	{
+		if (!__any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f))
+			return;
+#pragma unroll
+		for (int j = 0; j < D / 8; j++) {
+			o[4 * j] *= corr[0];
+			o[4 * j + 1] *= corr[0];
+			o[4 * j + 2] *= corr[1];
+			o[4 * j + 3] *= corr[1];
+		}
+	}
+
+	static MKD_INLINE void pack(u32 (*pa)[4], const float *s)
+	{
+#pragma unroll
+		for (int kk = 0; kk < BN / 16; kk++) {
+			pa[kk][0] = mkd_pack2<T>::pk(s[8 * kk], s[8 * kk + 1]);
+			pa[kk][1] = mkd_pack2<T>::pk(s[8 * kk + 2], s[8 * kk + 3]);
+			pa[kk][2] = mkd_pack2<T>::pk(s[8 * kk + 4], s[8 * kk + 5]);
+			pa[kk][3] = mkd_pack2<T>::pk(s[8 * kk + 6], s[8 * kk + 7]);
+		}
+	}
+
+	/* before chunk j is read: wait for it; a ragged chunk's V rows past nkc
+	 * zeroed (see the head) */
+	MKD_INLINE void arrive_chunk(int w, int j, int nkc)
+	{
+		const int st = j % STAGES;
+		mkd_mbar_wait(full_bar(st), (j / STAGES) & 1, MKD_WG_TIMEOUT_NS);
+		if (nkc < BN) {
+			const int t = threadIdx.x & 127, per = (BN - nkc) * 8;  /* 16-byte words a box */
+			for (int i = t; i < CB * per; i += 128) {
+				const u32 a = stage(st) + (CB + i / per) * KV_BOX + nkc * 128 + (i % per) * 16;
+				asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};" :: "r"(a), "r"(0) : "memory");
+			}
+			asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+			mkd_bar_sync(MKD_FAW_WGBAR + w, 128);
+		}
+	}
+
+	MKD_INLINE void release(int j)
+	{
+		if ((threadIdx.x & 31) == 0)
+			mkd_mbar_arrive(empty_bar(j % STAGES));
+	}
+
+	MKD_INLINE void pin_s(float *s)
+	{
+#pragma unroll
+		for (int i = 0; i < SACC; i++)
+			mkd_wg_pin(s[i]);
+	}
+	MKD_INLINE void pin_o()
+	{
+#pragma unroll
+		for (int i = 0; i < OACC; i++)
+			mkd_wg_pin(o[i]);
+	}
+	static MKD_INLINE void pin_p(u32 (*pa)[4])
+	{
+#pragma unroll
+		for (int kk = 0; kk < BN / 16; kk++)
+#pragma unroll
+			for (int e = 0; e < 4; e++)
+				mkd_wg_pin_u(pa[kk][e]);
+	}
+
+	/* consumer w over chunks it .. it + n - 1 (nk keys from kpos0) */
+	MKD_INLINE void consume(int w, int n, int nk, bool causal, i64 qpos0, i64 kpos0)
+	{
+		const int t = threadIdx.x & 127;
+		/* positions relative to the block's first key (int: fewer registers;
+		 * only the causal mask reads them, where they are small) */
+		const i64 d0 = qpos0 - kpos0;
+		const int qfirst = (int)(d0 < -(1 << 29) ? -(1 << 29) : d0 > (1 << 29) ? 1 << 29 : d0) + 64 * w;
+		const int qr = qfirst + 16 * (t >> 5) + ((t & 31) >> 2);
+		const int me = MKD_FAW_SCHED + w, other = MKD_FAW_SCHED + (w ^ 1);
+		float s[SACC], corr[2];
+		u32 pa[BN / 16][4];
+		mkd_mbar_wait(q_bar(), 0, MKD_WG_TIMEOUT_NS);
+		if (w == 1)
+			mkd_bar_arrive(MKD_FAW_SCHED, 256);  /* WG1 goes first */
+		for (int c = 0; c < n; c++) {
+			const int j = it + c, nkc = nk - c * BN < BN ? nk - c * BN : BN;
+			const int kpos = c * BN;
+			const bool mask = nkc < BN || (causal && kpos + BN - 1 > qfirst);
+			const int diag = causal ? qr - kpos : 1 << 30;
+			arrive_chunk(w, j, nkc);
+			mkd_bar_sync(me, 256);
+			pin_s(s);
+			pin_o();
+			mkd_wg_fence();
+			qk(s, w, j % STAGES);
+			if (OVERLAP && c > 0)
+				pv(pa, (j - 1) % STAGES);
+			mkd_bar_arrive(other, 256);
+			if (OVERLAP && c > 0) {
+				mkd_wg_wait<1>();
+				pin_s(s);
+				softmax(s, nkc, mask, diag, corr);
+				mkd_wg_wait<0>();
+				pin_o();
+				pin_p(pa);
+				release(j - 1);
+				rescale(corr);
+				pack(pa, s);
+			} else {
+				mkd_wg_wait<0>();
+				pin_s(s);
+				softmax(s, nkc, mask, diag, corr);
+				rescale(corr);
+				pack(pa, s);
+			}
+			if (!OVERLAP || c == n - 1) {  /* this chunk's P V now */
+				mkd_bar_sync(me, 256);
+				pin_o();
+				mkd_wg_fence();
+				pv(pa, j % STAGES);
+				mkd_bar_arrive(other, 256);
+				mkd_wg_wait<0>();
+				pin_o();
+				pin_p(pa);
+				release(j);
+			}
+		}
+		if (w == 0)
+			mkd_bar_sync(MKD_FAW_SCHED, 256);  /* WG2's last turn */
+	}
+
+	/* One key/value block of nk rows at k, v (row stride ldk), as mkd_fa. */
+	MKD_INLINE void block(const T *k, const T *v, i64 ldk, int nk, int rows, bool causal,
+			      i64 qpos0, i64 kpos0)
+	{
+		if (causal && kpos0 + nk > qpos0 + rows)
+			nk = (int)(qpos0 + rows - kpos0);  /* keys after the last query: none needed */
+		if (nk <= 0)
+			return;
+		const int n = (nk + BN - 1) / BN;
+		const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x >> 7), 0);
+		if (wg == 0) {
+			if (threadIdx.x == 0)
+				produce((int)(((const char *)k - kbase) / (ldk * 2)),
+					(int)(((const char *)v - vbase) / (ldk * 2)), n);
+			__syncwarp();
+		} else {
+			consume(wg - 1, n, nk, causal, qpos0, kpos0);
+		}
+		it += n;
+		__syncthreads();  /* every chunk consumed: the ring is empty */
+	}
+
+	template <typename TO>
+	MKD_INLINE void end(TO *out, i64 ldo, int rows)
+	{
+		finish<TO, false>(out, ldo, rows);
+	}
+
+	/* split-KV: rows unnormalised, then max (log2 units) and sum, fp32 */
+	MKD_INLINE void end_part(float *out, i64 ldo, int rows)
+	{
+		finish<float, true>(out, ldo, rows);
+	}
+
+	template <typename TO, bool PART>
+	MKD_INLINE void finish(TO *out, i64 ldo, int rows)
+	{
+		const int wg = threadIdx.x >> 7, t = threadIdx.x & 127, lane = t & 31, tq4 = lane & 3;
+		if (wg > 0) {
+			const int r0 = 64 * (wg - 1) + 16 * (t >> 5) + (lane >> 2);
+#pragma unroll
+			for (int h = 0; h < 2; h++) {
+				float lh = l[h];
+				lh += __shfl_xor_sync(0xffffffffu, lh, 1);
+				lh += __shfl_xor_sync(0xffffffffu, lh, 2);
+				const float inv = PART ? 1.f : lh > 0.f ? 1.f / lh : 0.f;
+				const int r = r0 + 8 * h;
+				if (r < rows) {
+#pragma unroll
+					for (int j = 0; j < D / 8; j++)
+						mkd_store2<TO>::st(out + (i64)r * ldo + 8 * j + 2 * tq4,
+								   o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv,
+								   true);
+					if (PART && tq4 == 0)
+						mkd_store2<TO>::st(out + (i64)r * ldo + D, m[h], lh, true);
+				}
+			}
+		}
+		quit();
+	}
+
+	/* the barriers back to plain shared memory (also when a wait failed) */
+	MKD_INLINE void quit()
+	{
+		__syncthreads();
+		if (threadIdx.x == 0) {
+			mkd_mbar_wait(q_bar(), 0, MKD_WG_TIMEOUT_NS);  /* Q landed: no write in flight */
+#pragma unroll
+			for (int s = 0; s < STAGES; s++) {
+				mkd_mbar_inval(full_bar(s));
+				mkd_mbar_inval(empty_bar(s));
+			}
+			mkd_mbar_inval(q_bar());
+		}
+		__syncthreads();
+	}
+};
+
+#endif /* MKD_HAS_WGMMA */
+#endif
