@@ -33,7 +33,7 @@
 # RUN: %mkc --emit=plan -D gpus=2 -D D=256 %s | FileCheck %s --check-prefix=D256 --implicit-check-not='TMA + wgmma'
 #
 # PLAN: kernel: 384 threads a CTA, {{[0-9]+}} bytes of shared memory, 3 tensor maps
-# PLAN: attention 128 query rows a task, tensor cores, 64 keys a stage; sm_90a: TMA + wgmma, 64 keys a stage, 3 stages, tensor maps 0-2
+# PLAN: attention 128 query rows a task, tensor cores, 64 keys a stage, 2 stages; sm_90a: TMA + wgmma, 64 keys a stage, 3 stages, tensor maps 0-2
 # CU: // stage O: O = attention(Q, K__ring, V__ring), {{.*}}TMA + wgmma on sm_90a
 # CU: #ifdef MKD_HAS_WGMMA
 # CU-NEXT: mkd_fa_wg<128, mkd_bf16> fa((const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + 0,
@@ -54,7 +54,7 @@
 # MMA: kernel: 256 threads a CTA, {{[0-9]+}} bytes of shared memory, 0 tensor maps
 # MMACU: mkd_fa<128, mkd_bf16> fa;
 # F32: mkd_attn_state<128> *st
-# D256: attention 128 query rows a task, tensor cores, 32 keys a stage; smem
+# D256: attention 128 query rows a task, tensor cores, 32 keys a stage, 2 stages; smem
 pipeline attention_hopper {
   mesh  nodes x gpus
   param S = 1024, D = 128
