@@ -100,3 +100,34 @@ def skipped(name, e):
     if os.environ.get("RANK", "0") == "0":
         print("%s: skipped: no torch (%s)" % (name, e))
     sys.exit(0)
+
+
+def timed(fn, warmup, iters):
+    """fn's CUDA-event times in us, sorted, after warmup runs."""
+    import torch
+    ts = []
+    for it in range(warmup + iters):
+        torch.cuda.synchronize()
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        if it >= warmup:
+            ts.append(a.elapsed_time(b) * 1e3)
+    return sorted(ts)
+
+
+def graphed(fn, warmup):
+    """fn captured into a CUDA graph (after warm-up on a side stream)."""
+    import torch
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(warmup):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    return g.replay

@@ -37,7 +37,7 @@ import subprocess
 import sys
 import tempfile
 
-from baseline_common import TOL, median, skipped
+from baseline_common import TOL, graphed, median, skipped, timed
 
 try:
     import numpy as np
@@ -46,34 +46,6 @@ try:
 except ImportError as e:
     skipped("decode_baseline", e)
 
-
-def timed(fn, warmup, iters):
-    """fn's CUDA-event times in us, sorted, after warmup runs."""
-    ts = []
-    for it in range(warmup + iters):
-        torch.cuda.synchronize()
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        if it >= warmup:
-            ts.append(a.elapsed_time(b) * 1e3)
-    return sorted(ts)
-
-
-def graphed(fn, warmup):
-    """fn captured into a CUDA graph (after warm-up on a side stream)."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(warmup):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
-    return g.replay
 
 
 def read_rate_gbps(warmup, iters):

@@ -33,7 +33,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from baseline_common import median, skipped  # noqa: E402
+from baseline_common import graphed, median, skipped, timed  # noqa: E402
 
 try:
     import numpy as np
@@ -43,33 +43,6 @@ except ImportError as e:
     skipped("llama_layer", e)
 
 TOL = 5e-2
-
-
-def timed(fn, warmup, iters):
-    ts = []
-    for it in range(warmup + iters):
-        torch.cuda.synchronize()
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        if it >= warmup:
-            ts.append(a.elapsed_time(b) * 1e3)
-    return sorted(ts)
-
-
-def graphed(fn, warmup):
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(warmup):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
-    return g.replay
 
 
 def rope_tables(T, D):
