@@ -575,8 +575,9 @@ void cg_stage_ew(cg_em *E, const ir_op *op)
 
 /* heads / merge_heads: the task's box is one head (of the [H, T, D] side)
  * over a block of tokens; copy it from or to that head's D columns.  The
- * source is where the task's read box puts it on this rank (the two sides'
- * coordinates need not move alike under sigma_r). */
+ * source is where the task's read box puts it on this rank (the tokens
+ * move alike on both sides under sigma_r, rotate.c; the heads by each
+ * side's shard). */
 void cg_stage_layout(cg_em *E, const ir_op *op)
 {
 	const ir_prog *p = E->p;

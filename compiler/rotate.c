@@ -113,12 +113,18 @@ int ir_rotate(ir_prog *p, diags *dg, arena *a)
 				if (d != op->dim)
 					uf_union(&u, DIMNODE(op->in[0], d), DIMNODE(o, j++));
 			break;
-		case OP_HEADS:     /* nothing tied: the heads (columns on one */
-		case OP_MERGE_HEADS:   /* side, dim 0 on the other) are seeded by
-			 * each side's split, their units differ; the tokens may
-			 * move on one side only, so the stage reads its source
-			 * where its read box says (emit_stage.c) */
+		case OP_HEADS:     /* the tokens are tied (X's rows are the */
+		case OP_MERGE_HEADS: { /* [H, T, D] side's dim 1): a copy task's
+			 * read and write must stay the same elements under
+			 * sigma_r.  The heads (columns on one side, dim 0 on the
+			 * other) are not: their units differ, and each side's
+			 * split seeds them alike (sema keeps the split on the
+			 * heads) */
+			int f2 = op->kind == OP_HEADS ? op->in[0] : o;
+			int h3 = op->kind == OP_HEADS ? o : op->in[0];
+			uf_union(&u, DIMNODE(f2, 0), DIMNODE(h3, 1));
 			break;
+		}
 		case OP_ROPE:      /* the tables are read whole, by token */
 			tie_all(&u, p, op->in[0], o);
 			break;

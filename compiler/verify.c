@@ -20,7 +20,15 @@
  *      exactly one flag, a written one, on the rank its data goes to (the
  *      count of 1 then follows from check 1, a signal counting one);
  *   7. every op whose output has elements has at least one task (a
- *      lowering that made none would leave its output unwritten).
+ *      lowering that made none would leave its output unwritten);
+ *   8. what a task reads moves with what it writes: where an op pairs an
+ *      input's coordinate with the output's one for one (elementwise and
+ *      row ops on every dimension of a same-shaped input; heads and
+ *      merge_heads on the tokens), the two boxes move alike under every
+ *      sigma_r (the same shard unit and group, or neither moves).  Checks
+ *      1-7 hold of a schedule whose rank r pairs the wrong elements (the
+ *      coverage is the same); this one does not, from the task boxes and
+ *      the op's meaning alone, not from rotate.c's table it checks.
  * It does not expand the ranks: it checks the template, and the images of
  * its writes on one rank, which is enough by the symmetry below; the cost
  * is that of the template, not ranks x template.  A failure is the
@@ -767,6 +775,63 @@ static int has_tasks(ver *V)
 	return 0;
 }
 
+/* ---- 8. reads move with the write -------------------------------------------- */
+
+/* How sigma_r moves dimension d of the box [lo, hi) of x: not at all (0),
+ * or by shards of rot[d] (1). */
+static int moved(const ir_prog *p, const ir_tensor *x, int d, int64_t lo, int64_t hi)
+{
+	return x->rot[d].unit > 0 && ir_group_size(p, x->rot[d].group) > 1 &&
+	       !ir_rot_whole(p, x, d, lo, hi);
+}
+
+/* Do dimension dr of read g and dimension dw of write w move alike? */
+static int alike(const ir_prog *p, const ir_region *g, int dr, const ir_region *w, int dw)
+{
+	const ir_tensor *x = &p->tensors[g->tensor], *y = &p->tensors[w->tensor];
+	int mr = moved(p, x, dr, g->lo[dr], g->hi[dr]), mw = moved(p, y, dw, w->lo[dw], w->hi[dw]);
+	if (!mr && !mw)
+		return 1;
+	return mr && mw && x->rot[dr].unit == y->rot[dw].unit && x->rot[dr].group == y->rot[dw].group;
+}
+
+static int reads_move(ver *V)
+{
+	const ir_prog *p = V->p;
+	for (int i = 0; i < V->nt; i++) {
+		const ir_task *t = &V->s->tasks[i];
+		const ir_op *op = &p->ops[t->op];
+		char c = ir_op_class(op->kind);
+		if (t->write.tensor != op->out || (c != 'E' && c != 'R' && c != 'L') ||
+		    op->kind == OP_SUM)
+			continue;
+		const ir_tensor *y = &p->tensors[op->out];
+		for (int k = 0; k < t->nreads; k++) {
+			const ir_region *g = &t->reads[k];
+			const ir_tensor *x = &p->tensors[g->tensor];
+			int ok = 1;
+			if (c == 'L') {
+				if (g->tensor != op->in[0])
+					continue;
+				int heads = op->kind == OP_HEADS;  /* tokens: dim 0 of [T, H*D] */
+				ok = alike(p, g, heads ? 0 : 1, &t->write, heads ? 1 : 0);
+			} else {
+				if (x->ndim != y->ndim || (c == 'R' && g->tensor != op->in[0]))
+					continue;
+				for (int d = 0; d < y->ndim && ok; d++)
+					if (x->shape[d] == y->shape[d])
+						ok = alike(p, g, d, &t->write, d);
+			}
+			if (!ok) {
+				fail(V, t, g, "what it reads does not move with what it writes under "
+				     "sigma_r (another rank would pair other elements)");
+				return 1;
+			}
+		}
+	}
+	return 0;
+}
+
 /* ---- the pass ---------------------------------------------------------------------- */
 
 int verify_run(const ir_sched *s, diags *d, arena *a)
@@ -821,8 +886,9 @@ int verify_run(const ir_sched *s, diags *d, arena *a)
 	if (V.err)
 		return 1;
 
-	/* 1, 2, 5, 4 */
-	if (flag_counts(&V) || acyclic(&V) || disjoint_writes(&V) || reads_covered(&V))
+	/* 1, 2, 5, 4, 8 */
+	if (flag_counts(&V) || acyclic(&V) || disjoint_writes(&V) || reads_covered(&V) ||
+	    reads_move(&V))
 		return 1;
 	return V.err;
 }
