@@ -1,5 +1,7 @@
-/* convert.c - float32 to and from the 16-bit element types on the host,
- * rounding to nearest even like the device's cvt.rn. */
+/* convert.c - float32 to and from the narrow element types on the host
+ * (bf16, f16, e4m3), rounding to nearest even like the device's cvt.rn;
+ * e4m3 saturates like cvt.rn.satfinite (its largest finite value is 448,
+ * it has no infinity, and 0x7f / 0xff are its NaNs). */
 #include <string.h>
 
 #include "mk_int.h"
@@ -72,6 +74,52 @@ float mk_f16_to_f32(uint16_t h)
 	return f;
 }
 
+uint8_t mk_f32_to_e4m3(float f)
+{
+	uint32_t x;
+	memcpy(&x, &f, 4);
+	const uint8_t sign = (uint8_t)((x >> 24) & 0x80u);
+	if ((x & 0x7fffffffu) > 0x7f800000u)
+		return (uint8_t)(sign | 0x7fu);           /* NaN */
+	float a = f < 0 ? -f : f;
+	if (a >= 464.0f)  /* 448 and the half-way point to 512: saturate (inf too) */
+		return (uint8_t)(sign | 0x7eu);
+	/* the value in units of the smallest subnormal, 2^-9, rounded to
+	 * nearest even at the precision of its binade (3 bits after the
+	 * leading one; subnormals below 2^-6 have a fixed step of 2^-9) */
+	uint32_t e = (x >> 23) & 0xffu, m = (x & 0x7fffffu) | 0x800000u;
+	int ue = (int)e - 127;                         /* a = m * 2^(ue - 23) */
+	if (e == 0 || ue < -10)
+		return sign;                               /* below half of 2^-9 */
+	int step = ue < -6 ? -9 : ue - 3;               /* the binade's spacing */
+	int shift = step - (ue - 23);                   /* bits of m below it */
+	uint32_t q = m >> shift, rem = m & ((1u << shift) - 1), mid = 1u << (shift - 1);
+	if (rem > mid || (rem == mid && (q & 1)))
+		q++;
+	/* q * 2^step: encode (a carry into the next binade lands right) */
+	if (step == -9)  /* below 2^-5 the code is q itself (a carry goes on up) */
+		return (uint8_t)(sign | q);
+	int be = ue + 7;                               /* biased exponent */
+	if (q >= 16) {                                 /* 1.111 rounded up */
+		q >>= 1;
+		be++;
+	}
+	return (uint8_t)(sign | (uint32_t)be << 3 | (q & 7u));
+}
+
+float mk_e4m3_to_f32(uint8_t h)
+{
+	const uint32_t e = (h >> 3) & 15u, m = h & 7u;
+	float a;
+	if ((h & 0x7fu) == 0x7fu)
+		a = __builtin_nanf("");
+	else if (e == 0)
+		a = (float)m * 0x1p-9f;
+	else
+		a = (float)(8u + m) * __builtin_ldexpf(1.0f, (int)e - 10);
+	return h & 0x80u ? -a : a;
+}
+
 void mk_convert_from_f32(ir_dtype t, const float *src, void *dst, size_t n)
 {
 	switch (t) {
@@ -88,7 +136,8 @@ void mk_convert_from_f32(ir_dtype t, const float *src, void *dst, size_t n)
 			((int32_t *)dst)[i] = (int32_t)(src[i] < 0 ? src[i] - 0.5f : src[i] + 0.5f);
 		break;
 	case DT_E4M3:
-		memset(dst, 0, n);  /* e4m3 tensors are not produced on the host yet */
+		for (size_t i = 0; i < n; i++)
+			((uint8_t *)dst)[i] = mk_f32_to_e4m3(src[i]);
 		break;
 	default:
 		memcpy(dst, src, n * sizeof(float));
@@ -113,7 +162,7 @@ void mk_convert_to_f32(ir_dtype t, const void *src, float *dst, size_t n)
 		break;
 	case DT_E4M3:
 		for (size_t i = 0; i < n; i++)
-			dst[i] = 0;
+			dst[i] = mk_e4m3_to_f32(((const uint8_t *)src)[i]);
 		break;
 	default:
 		memcpy(dst, src, n * sizeof(float));

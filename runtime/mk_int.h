@@ -35,6 +35,8 @@ uint16_t mk_f32_to_bf16(float f);
 float mk_bf16_to_f32(uint16_t h);
 uint16_t mk_f32_to_f16(float f);
 float mk_f16_to_f32(uint16_t h);
+uint8_t mk_f32_to_e4m3(float f);   /* saturating: +-448 at most */
+float mk_e4m3_to_f32(uint8_t h);
 /* n floats -> n elements of dtype (and back) */
 void mk_convert_from_f32(ir_dtype t, const float *src, void *dst, size_t n);
 void mk_convert_to_f32(ir_dtype t, const void *src, float *dst, size_t n);
