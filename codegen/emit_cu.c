@@ -411,6 +411,10 @@ static void stages(cg_em *E)
 		case OP_SUM: cg_stage_sum(E, op); break;
 		case OP_HEADS:
 		case OP_MERGE_HEADS: cg_stage_layout(E, op); break;
+		case OP_SLICE:
+		case OP_CONCAT:
+		case OP_TRANSPOSE:
+		case OP_RESHAPE: cg_stage_view(E, op); break;
 		case OP_DISPATCH: cg_stage_dispatch(E, op); break;
 		case OP_COMBINE: cg_stage_combine(E, op); break;
 		case OP_RMSNORM:

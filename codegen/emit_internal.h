@@ -73,6 +73,7 @@ int cg_stage_tensor(const cg_em *E, int op, cg_stage_kind k);
  * tensor this rank writes (lo, hi). */
 void cg_stage_head(cg_em *E, const ir_op *op, const char *what);
 void cg_stage_layout(cg_em *E, const ir_op *op);
+void cg_stage_view(cg_em *E, const ir_op *op);
 
 /* ---- emit_stage.c: one function per op (all threads of a CTA, one task) */
 void cg_stage_matmul(cg_em *E, const ir_op *op);

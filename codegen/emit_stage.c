@@ -601,6 +601,99 @@ void cg_stage_layout(cg_em *E, const ir_op *op)
 			  cg_ctype(x->dtype), x->name, cg_ctype(y->dtype), y->name, D);
 }
 
+/* slice, concat, transpose, reshape: the task's box of the result, copied
+ * from where the op puts its elements in the input (the box's coordinates
+ * are logical, so the map is the op's own; lower_layout.c makes the reads
+ * that order it).  Shapes are normalised to 3-D (leading 1s): dimension d
+ * of an n-D tensor is dimension d + 3 - n here.  One mkd_copy_box per
+ * input the box takes from; its strides say the layout on each side. */
+static void view_copy(cg_em *E, const ir_tensor *x, const char *src, const char *st,
+		      const char *n, const ir_tensor *y)
+{
+	sb_printf(E->o, "\t\tmkd_copy_box<%d>(mkd_at<MK_GPUS>(p, T_%s, Y, rank, %s),\n"
+		  "\t\t\tY.local[1] * Y.local[2], Y.local[2], 1,\n"
+		  "\t\t\tmkd_at<MK_GPUS>(p, T_%s, X, sr, %s),\n"
+		  "\t\t\t%s, %s);\n",
+		  ir_dtype_size(y->dtype), y->name, "o[0], o[1], o[2]", x->name, src, st, n);
+}
+
+void cg_stage_view(cg_em *E, const ir_op *op)
+{
+	const ir_prog *p = E->p;
+	const ir_tensor *y = &p->tensors[op->out], *x = &p->tensors[op->in[0]];
+	static const char *xs = "X.local[1] * X.local[2], X.local[2], 1";
+	cg_stage_head(E, op, "a copy of a box");
+	sb_printf(E->o, "\tconst mkd_tensor &Y = MK_T[T_%s];\n", y->name);
+	sb_puts(E->o, "\tconst int sr = mkd_read_box(rank, t, 0).rank;  // the rank holding the input\n"
+		      "\ti64 o[3] = {lo[0], lo[1], lo[2]};  // where in Y\n"
+		      "\ti64 n[3] = {hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]};\n");
+	int od = 3 - y->ndim;  /* normalised dimension of the result's dim 0 */
+	if (op->kind == OP_CONCAT) {
+		const ir_tensor *b = &p->tensors[op->in[1]];
+		int c = op->dim + od;
+		long long seam = x->shape[op->dim];
+		sb_printf(E->o, "\tconst i64 seam = %lld;  // where %s ends along dimension %d\n"
+			  "\tconst i64 end = hi[%d];\n", seam, x->name, op->dim, c);
+		sb_printf(E->o, "\tif (lo[%d] < seam) {  // the part from %s\n"
+			  "\t\tconst mkd_tensor &X = MK_T[T_%s];\n"
+			  "\t\tn[%d] = (end < seam ? end : seam) - lo[%d];\n",
+			  c, x->name, x->name, c, c);
+		view_copy(E, x, "lo[0], lo[1], lo[2]", xs, "n[0], n[1], n[2]", y);
+		sb_printf(E->o, "\t}\n\tif (end > seam) {  // the part from %s\n"
+			  "\t\tconst mkd_tensor &X = MK_T[T_%s];\n"
+			  "\t\to[%d] = lo[%d] > seam ? lo[%d] : seam;\n"
+			  "\t\tn[%d] = end - o[%d];\n"
+			  "\t\ti64 s[3] = {o[0], o[1], o[2]};\n"
+			  "\t\ts[%d] -= seam;\n",
+			  b->name, b->name, c, c, c, c, c, c);
+		view_copy(E, b, "s[0], s[1], s[2]", xs, "n[0], n[1], n[2]", y);
+		sb_puts(E->o, "\t}\n\treturn true;\n}\n\n");
+		return;
+	}
+	sb_printf(E->o, "\tconst mkd_tensor &X = MK_T[T_%s];\n", x->name);
+	if (op->kind == OP_SLICE) {
+		sb_puts(E->o, "\ti64 s[3] = {lo[0], lo[1], lo[2]};\n");
+		if (op->lo)
+			sb_printf(E->o, "\ts[%d] += %lld;  // the slice's start\n", op->dim + od,
+				  (long long)op->lo);
+		sb_puts(E->o, "\t{\n");
+		view_copy(E, x, "s[0], s[1], s[2]", xs, "n[0], n[1], n[2]", y);
+	} else if (op->kind == OP_TRANSPOSE) {
+		int a = op->dim + od, b = op->dim2 + od;
+		char src[64], st[160];
+		const char *sx[3] = {"X.local[1] * X.local[2]", "X.local[2]", "1"};
+		const char *c[3] = {"lo[0]", "lo[1]", "lo[2]"};
+		int perm[3] = {0, 1, 2};
+		perm[a] = b;
+		perm[b] = a;
+		/* X's coordinate on dim e is the box's on perm[e]; the box's dim d
+		 * steps X's dim perm[d] */
+		snprintf(src, sizeof src, "%s, %s, %s", c[perm[0]], c[perm[1]], c[perm[2]]);
+		snprintf(st, sizeof st, "%s, %s, %s", sx[perm[0]], sx[perm[1]], sx[perm[2]]);
+		sb_printf(E->o, "\t// dimensions %d and %d swapped: X's strides permuted\n\t{\n", a, b);
+		view_copy(E, x, src, st, "n[0], n[1], n[2]", y);
+	} else if (x->ndim + 1 == y->ndim) {  /* reshape [.., A * B] -> [.., A, B] */
+		long long B = y->shape[y->ndim - 1];
+		sb_printf(E->o, "\tconst i64 B = %lld;  // [.., A * B] -> [.., A, B]: X's row of A * B holds\n"
+			  "\t                     // the box's dims 1 and 2 at a * B + b\n\t{\n", B);
+		view_copy(E, x, "0, lo[0], lo[1] * B + lo[2]", "X.local[2], B, 1", "n[0], n[1], n[2]", y);
+	} else if (x->ndim == y->ndim + 1) {  /* reshape [.., A, B] -> [.., A * B] */
+		long long B = x->shape[x->ndim - 1];
+		sb_printf(E->o, "\tconst i64 B = %lld;  // [.., A, B] -> [.., A * B]: the box's rows of A * B\n"
+			  "\t                     // are X's [A, B] blocks (whole B: the last dim is never cut)\n"
+			  "\tn[0] = hi[1] - lo[1], n[1] = (hi[2] - lo[2]) / B, n[2] = B;\n\t{\n", B);
+		sb_printf(E->o, "\t\tmkd_copy_box<%d>(mkd_at<MK_GPUS>(p, T_%s, Y, rank, o[0], o[1], o[2]),\n"
+			  "\t\t\tY.local[2], B, 1,\n"
+			  "\t\t\tmkd_at<MK_GPUS>(p, T_%s, X, sr, lo[1], lo[2] / B, 0),\n"
+			  "\t\t\t%s, n[0], n[1], n[2]);\n",
+			  ir_dtype_size(y->dtype), y->name, x->name, xs);
+	} else {  /* reshape to the same shape */
+		sb_puts(E->o, "\t{\n");
+		view_copy(E, x, "lo[0], lo[1], lo[2]", xs, "n[0], n[1], n[2]", y);
+	}
+	sb_puts(E->o, "\t}\n\treturn true;\n}\n\n");
+}
+
 void cg_stage_row(cg_em *E, const ir_op *op)
 {
 	const ir_prog *p = E->p;

@@ -559,6 +559,55 @@ static int op_heads(ctx *c, const ir_op *op, int r)
 	return 0;
 }
 
+/* slice, concat, transpose, reshape: rank-local (sema keeps splits off the
+ * dimensions they cut, join or regroup), so each rank's piece comes from
+ * its own pieces, element by element; a reshape keeps the row-major order
+ * of the local piece (its splits leave each rank a contiguous block). */
+static int op_layout(ctx *c, const ir_op *op, int r)
+{
+	const ir_tensor *o = T(c, op->out), *x = T(c, op->in[0]);
+	float *out = outp(c, r);
+	if (op->kind == OP_RESHAPE) {
+		if (ir_tensor_elems(o) != ir_tensor_elems(x))
+			return fail(c, "reshape: '%s' and '%s' differ in size", x->name, o->name);
+		memcpy(out, piece(c, op->in[0], r), (size_t)ir_tensor_elems(o) * sizeof(float));
+		return 0;
+	}
+	const int nd = o->ndim, d = op->dim;
+	if (nd < 1 || nd > 3 || x->ndim != nd || d < 0 || d >= nd)
+		return fail(c, "%s: bad dimensions", ir_op_name(op->kind));
+	int64_t n = ir_tensor_elems(o), idx[3];
+	for (int64_t i = 0; i < n; i++) {
+		int64_t q = i;
+		for (int k = nd - 1; k >= 0; k--) {
+			idx[k] = q % o->local[k];
+			q /= o->local[k];
+		}
+		int src = op->in[0];
+		if (op->kind == OP_SLICE) {
+			idx[d] += op->lo;
+		} else if (op->kind == OP_CONCAT) {
+			if (idx[d] >= x->local[d]) {
+				idx[d] -= x->local[d];
+				src = op->in[1];
+			}
+		} else {  /* transpose */
+			int64_t t = idx[op->dim];
+			idx[op->dim] = idx[op->dim2];
+			idx[op->dim2] = t;
+		}
+		const ir_tensor *xs = T(c, src);
+		int64_t j = 0;
+		for (int k = 0; k < nd; k++) {
+			if (idx[k] < 0 || idx[k] >= xs->local[k])
+				return fail(c, "%s: an index outside '%s'", ir_op_name(op->kind), xs->name);
+			j = j * xs->local[k] + idx[k];
+		}
+		out[i] = piece(c, src, r)[j];
+	}
+	return 0;
+}
+
 static int op_softmax(ctx *c, const ir_op *op, int r)
 {
 	int64_t rows, len;
@@ -968,6 +1017,10 @@ static const struct {
 	[OP_ROPE] = {op_rope, 3, 3},
 	[OP_HEADS] = {op_heads, 1, 1},
 	[OP_MERGE_HEADS] = {op_heads, 1, 1},
+	[OP_SLICE] = {op_layout, 1, 1},
+	[OP_CONCAT] = {op_layout, 2, 2},
+	[OP_TRANSPOSE] = {op_layout, 1, 1},
+	[OP_RESHAPE] = {op_layout, 1, 1},
 	[OP_SOFTMAX] = {op_softmax, 1, 1},
 	[OP_SUM] = {op_sum, 1, 1},
 	[OP_ATTENTION] = {op_attention, 3, 3},

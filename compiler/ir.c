@@ -158,6 +158,32 @@ int ir_rot_whole(const ir_prog *p, const ir_tensor *x, int d, int64_t lo, int64_
 	return u > 0 && lo == 0 && hi == u * ir_group_size(p, x->rot[d].group);
 }
 
+int ir_layout_dim(const ir_prog *p, const ir_op *op, int k, int dy)
+{
+	const ir_tensor *x = &p->tensors[op->in[k]], *y = &p->tensors[op->out];
+	switch (op->kind) {
+	case OP_HEADS:        /* [T, H*D] -> [H, T, D]: the tokens */
+		return k == 0 && dy == 1 ? 0 : -1;
+	case OP_MERGE_HEADS:  /* [H, T, D] -> [T, H*D] */
+		return dy == 0 ? 1 : -1;
+	case OP_SLICE:
+		return k == 0 && dy != op->dim ? dy : -1;
+	case OP_CONCAT:
+		return dy != op->dim ? dy : -1;
+	case OP_TRANSPOSE:
+		return k != 0 ? -1 : dy == op->dim ? op->dim2 : dy == op->dim2 ? op->dim : dy;
+	case OP_RESHAPE: {    /* the same shape, or the last dimension(s) differ */
+		if (k != 0)
+			return -1;
+		int lead = x->ndim == y->ndim ? y->ndim
+			   : (x->ndim < y->ndim ? x->ndim : y->ndim) - 1;
+		return dy < lead ? dy : -1;
+	}
+	default:
+		return -1;
+	}
+}
+
 ir_region ir_region_shift(const ir_prog *p, ir_region g, int r)
 {
 	if (g.tensor < 0)

@@ -77,6 +77,10 @@ int ir_dtype_lookup(const char *name, int len);  /* -1 when unknown */
 	X(ATTENTION, "attention", 'C', 3, 4)             \
 	X(HEADS, "heads", 'L', 2, 2)                     \
 	X(MERGE_HEADS, "merge_heads", 'L', 1, 1)         \
+	X(SLICE, "slice", 'L', 4, 4)                     \
+	X(CONCAT, "concat", 'L', 3, 3)                   \
+	X(TRANSPOSE, "transpose", 'L', 3, 3)             \
+	X(RESHAPE, "reshape", 'L', 2, 4)                 \
 	X(ALLGATHER, "allgather", 'X', 2, 2)             \
 	X(REDUCE_SCATTER, "reduce_scatter", 'X', 2, 2)   \
 	X(ALLREDUCE, "allreduce", 'X', 1, 1)             \
@@ -258,7 +262,13 @@ typedef struct ir_op {
 	int out;                /* tensor written */
 	int in[IR_MAXIN];       /* tensors read */
 	int nin;
-	int dim;                /* collective / reduction / split dimension */
+	int dim;                /* collective / reduction / split dimension;
+	                           slice, concat: the dimension cut or joined;
+	                           transpose: the first of the two swapped */
+	int dim2;               /* transpose: the second */
+	int64_t lo, hi;         /* slice: the range [lo, hi) kept of dim */
+	int64_t to_shape[3];    /* reshape: the result's shape, as written */
+	int to_ndim;
 	double scalar;          /* scale(x, s); attention's softmax scale */
 	ir_dtype to;            /* cast target */
 	int causal;             /* attention */
@@ -520,6 +530,13 @@ int ir_rank_shift(int x, int r, int nodes, int gpus);
  * whole rotated dimension (a gathered column block read by a matmul's K
  * loop, a row op's whole rows) stays where it is. */
 int ir_rot_whole(const ir_prog *p, const ir_tensor *x, int d, int64_t lo, int64_t hi);
+/* Layout ops (class 'L'): the dimension of input k that dimension dy of
+ * the result copies one for one (the same index, the elements paired by
+ * position), or -1 where the op maps it otherwise (a slice's or concat's
+ * dimension: an offset; a reshape's last dimensions; the heads of heads /
+ * merge_heads).  rotate.c ties exactly these pairs, the copy tasks read
+ * them box for box (lower_layout.c), and verify checks they move alike. */
+int ir_layout_dim(const ir_prog *p, const ir_op *op, int k, int dy);
 /* sigma_r on a region (uses the tensors' rot[]; whole rotated dimensions
  * stay, ir_rot_whole). */
 ir_region ir_region_shift(const ir_prog *p, ir_region g, int r);

@@ -113,18 +113,21 @@ int ir_rotate(ir_prog *p, diags *dg, arena *a)
 				if (d != op->dim)
 					uf_union(&u, DIMNODE(op->in[0], d), DIMNODE(o, j++));
 			break;
-		case OP_HEADS:     /* the tokens are tied (X's rows are the */
-		case OP_MERGE_HEADS: { /* [H, T, D] side's dim 1): a copy task's
-			 * read and write must stay the same elements under
-			 * sigma_r.  The heads (columns on one side, dim 0 on the
-			 * other) are not: their units differ, and each side's
-			 * split seeds them alike (sema keeps the split on the
-			 * heads) */
-			int f2 = op->kind == OP_HEADS ? op->in[0] : o;
-			int h3 = op->kind == OP_HEADS ? o : op->in[0];
-			uf_union(&u, DIMNODE(f2, 0), DIMNODE(h3, 1));
+		case OP_HEADS:     /* layout copies: the dimensions paired one */
+		case OP_MERGE_HEADS: /* for one (ir_layout_dim); a copy task's */
+		case OP_SLICE:     /* read and write must stay the same elements */
+		case OP_CONCAT:    /* under sigma_r.  The others (a head's */
+		case OP_TRANSPOSE: /* columns, a slice's offset, a reshape's */
+		case OP_RESHAPE:   /* last dimensions) are not tied: their units
+			 * differ, and each side's split seeds them; the copy reads
+			 * them whole where only one side moves (lower_layout.c) */
+			for (int k = 0; k < op->nin; k++)
+				for (int d = 0; d < to->ndim; d++) {
+					int dx = ir_layout_dim(p, op, k, d);
+					if (dx >= 0)
+						uf_union(&u, DIMNODE(op->in[k], dx), DIMNODE(o, d));
+				}
 			break;
-		}
 		case OP_ROPE:      /* the tables are read whole, by token */
 			tie_all(&u, p, op->in[0], o);
 			break;

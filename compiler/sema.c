@@ -56,18 +56,6 @@ static int new_tensor(sema *s, ast_ident id, ir_tkind k, const ast_stmt *decl)
 	return s->nt - 1;
 }
 
-void sema_add_op(sema *s, const ast_stmt *st, int nested)
-{
-	opinfo oi = {0};
-	oi.s = st;
-	oi.nested = nested;
-	oi.op.where = st->where;
-	oi.op.out = -1;
-	oi.op.dim = -1;
-	oi.order = -1;
-	ARENA_PUSH(s->a, s->op, s->nop, s->opcap, oi);
-}
-
 static void register_names(sema *s, const ast_pipeline *p)
 {
 	sema_insert(s, "nodes", SYM_BUILTIN, B_NODES);

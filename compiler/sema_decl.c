@@ -16,6 +16,8 @@ static const char *const op_sig[OP_COUNT] = {
 	[OP_SILU] = "T",        [OP_GELU] = "T",        [OP_RMSNORM] = "TT",
 	[OP_GELU_TANH] = "T",   [OP_LAYERNORM] = "TTT",  [OP_ROPE] = "TTT",
 	[OP_HEADS] = "TI",      [OP_MERGE_HEADS] = "T",
+	[OP_SLICE] = "TIII",    [OP_CONCAT] = "TTI",    [OP_TRANSPOSE] = "TII",
+	[OP_RESHAPE] = "TIII",
 	[OP_SOFTMAX] = "T",     [OP_SUM] = "TI",        [OP_ATTENTION] = "TTTC",
 	[OP_ALLGATHER] = "TI",  [OP_REDUCE_SCATTER] = "TI",
 	[OP_ALLREDUCE] = "T",   [OP_DISPATCH] = "TTIIP", [OP_COMBINE] = "TTT",
@@ -179,6 +181,15 @@ void sema_check_decl(sema *s, tinfo *ti)
 
 /* ---- 4. ops: arguments and writers ------------------------------------------------ */
 
+/* Where argument i of an op is written (the call, past its last one). */
+span sema_arg_span(const opinfo *oi, int i)
+{
+	if (oi->s->kind == AST_PUT)
+		return oi->s->u.op.src.where;
+	const ast_exprs *a = &oi->s->u.op.call.args;
+	return i < a->n ? a->v[i]->where : oi->s->u.op.call.where;
+}
+
 void sema_bad_op(opinfo *oi, sema *s)
 {
 	oi->bad = 1;
@@ -295,7 +306,7 @@ static void resolve_assign(sema *s, opinfo *oi)
 	}
 	const char *sig = op_sig[k];
 	int bad = 0;
-	int64_t ints[2] = {0, 0};
+	int64_t ints[3] = {0, 0, 0};
 	int nints = 0;
 	op->causal = 0;
 	op->drop = 0;
@@ -314,7 +325,7 @@ static void resolve_assign(sema *s, opinfo *oi)
 			int64_t v;
 			if (sema_eval_int(s, e, &v))
 				bad = 1;
-			if (nints < 2)
+			if (nints < 3)
 				ints[nints++] = v;
 			break;
 		}
@@ -369,6 +380,19 @@ static void resolve_assign(sema *s, opinfo *oi)
 		break;
 	case OP_HEADS:
 		op->experts = ints[0];   /* the head count */
+		break;
+	case OP_SLICE:       /* slice(X, dim, lo, hi) */
+	case OP_CONCAT:      /* concat(A, B, dim) */
+	case OP_TRANSPOSE:   /* transpose(X, dim, dim2) */
+		op->dim = ints[0] >= 0 && ints[0] < 64 ? (int)ints[0] : -2;
+		op->dim2 = ints[1] >= 0 && ints[1] < 64 ? (int)ints[1] : -2;
+		op->lo = ints[1];
+		op->hi = ints[2];
+		break;
+	case OP_RESHAPE:     /* reshape(X, n0, n1, n2): the result's shape */
+		op->to_ndim = nints;
+		for (int i = 0; i < nints; i++)
+			op->to_shape[i] = ints[i];
 		break;
 	case OP_DISPATCH:
 		op->experts = ints[0];

@@ -119,10 +119,8 @@ int sema_eval_real(sema *s, const ast_expr *e, double *out);
 int sema_eval_dim(sema *s, const ast_expr *e, int nd, const char *what, int *out);
 int sema_eval_group(sema *s, const ast_expr *e, ir_group *g);
 
-/* sema.c */
+/* sema_nest.c: the op table as written, nested calls lifted into temps */
 void sema_add_op(sema *s, const ast_stmt *st, int nested);
-
-/* sema_nest.c */
 const ast_stmt *sema_lift_calls(sema *s, const ast_stmt *st);
 
 /* sema_decl.c */
@@ -130,6 +128,19 @@ int sema_too_big(sema *s, const ir_tensor *t, span w);
 void sema_set_local(sema *s, ir_tensor *t);
 void sema_check_decl(sema *s, tinfo *ti);
 void sema_bad_op(opinfo *oi, sema *s);
+span sema_arg_span(const opinfo *oi, int i);
+
+/* What an op's check makes of its result (sema_ops.c, sema_layout.c). */
+typedef struct sema_result {
+	ir_dtype dtype;
+	int ndim;
+	int64_t shape[IR_MAXDIM];
+	ir_place place;
+} sema_result;
+
+/* The layout ops (heads, merge_heads, slice, concat, transpose, reshape):
+ * 0, or -1 when reported (sema_layout.c). */
+int sema_check_layout(sema *s, opinfo *oi, sema_result *r);
 char sema_arg_kind(const char *name, int i);
 void sema_resolve_ops(sema *s);
 

@@ -16,6 +16,20 @@
 
 #include <string.h>
 
+/* An op statement as an entry of the op table (sema.c adds each statement,
+ * after the temps sema_lift_calls makes of its nested calls). */
+void sema_add_op(sema *s, const ast_stmt *st, int nested)
+{
+	opinfo oi = {0};
+	oi.s = st;
+	oi.nested = nested;
+	oi.op.where = st->where;
+	oi.op.out = -1;
+	oi.op.dim = -1;
+	oi.order = -1;
+	ARENA_PUSH(s->a, s->op, s->nop, s->opcap, oi);
+}
+
 /* The call's text with every run of blanks squeezed to one space, none
  * after '(' or before ')' and ','. */
 static const char *call_name(sema *s, span w)

@@ -30,12 +30,7 @@ static int is_float(ir_dtype t)
 }
 
 /* What an op produces, before it is compared with a declaration. */
-typedef struct result {
-	ir_dtype dtype;
-	int ndim;
-	int64_t shape[IR_MAXDIM];
-	ir_place place;
-} result;
+typedef sema_result result;
 
 static const char *opname(const opinfo *oi)
 {
@@ -108,14 +103,6 @@ static int produce(sema *s, opinfo *oi, const result *r)
 	return 0;
 }
 
-static span arg_span(const opinfo *oi, int i)
-{
-	if (oi->s->kind == AST_PUT)
-		return oi->s->u.op.src.where;
-	const ast_exprs *a = &oi->s->u.op.call.args;
-	return i < a->n ? a->v[i]->where : oi->s->u.op.call.where;
-}
-
 static span call_span(const opinfo *oi)
 {
 	return oi->s->kind == AST_PUT ? oi->s->where : oi->s->u.op.call.where;
@@ -126,14 +113,15 @@ static int check_e4m3(sema *s, const opinfo *oi)
 {
 	switch (oi->op.kind) {
 	case OP_MATMUL: case OP_CAST: case OP_ALLGATHER: case OP_RING_SHIFT:
-	case OP_DISPATCH: case OP_PUT:
+	case OP_DISPATCH: case OP_PUT: case OP_SLICE: case OP_CONCAT:
+	case OP_TRANSPOSE: case OP_RESHAPE:
 		return 0;
 	default:
 		break;
 	}
 	for (int i = 0; i < oi->op.nin; i++)
 		if (IN(s, oi, i)->dtype == DT_E4M3) {
-			diag_error(s->d, arg_span(oi, i), "%s of e4m3 is not supported; "
+			diag_error(s->d, sema_arg_span(oi, i), "%s of e4m3 is not supported; "
 				   "cast '%s' to bf16 first", opname(oi), IN(s, oi, i)->name);
 			return -1;
 		}
@@ -145,7 +133,7 @@ static int not_partial(sema *s, const opinfo *oi, int i)
 	const ir_tensor *t = IN(s, oi, i);
 	if (t->place.kind != PL_PARTIAL)
 		return 0;
-	diag_error(s->d, arg_span(oi, i), "'%s' is partial (per-rank sums): %s is "
+	diag_error(s->d, sema_arg_span(oi, i), "'%s' is partial (per-rank sums): %s is "
 		   "not linear, so reduce it first with allreduce or reduce_scatter",
 		   t->name, opname(oi));
 	return -1;
@@ -156,7 +144,7 @@ static int need_float(sema *s, const opinfo *oi, int i)
 	const ir_tensor *t = IN(s, oi, i);
 	if (is_float(t->dtype))
 		return 0;
-	diag_error(s->d, arg_span(oi, i), "%s needs a floating-point tensor; '%s' is %s",
+	diag_error(s->d, sema_arg_span(oi, i), "%s needs a floating-point tensor; '%s' is %s",
 		   opname(oi), t->name, ir_dtype_name(t->dtype));
 	return -1;
 }
@@ -166,7 +154,7 @@ static int need_dtype(sema *s, const opinfo *oi, int i, ir_dtype want)
 	const ir_tensor *t = IN(s, oi, i);
 	if (t->dtype == want)
 		return 0;
-	diag_error(s->d, arg_span(oi, i), "%s needs '%s' to be %s, not %s", opname(oi),
+	diag_error(s->d, sema_arg_span(oi, i), "%s needs '%s' to be %s, not %s", opname(oi),
 		   t->name, ir_dtype_name(want), ir_dtype_name(t->dtype));
 	return -1;
 }
@@ -177,10 +165,10 @@ static int need_ndim(sema *s, const opinfo *oi, int i, int lo, int hi)
 	if (t->ndim >= lo && t->ndim <= hi)
 		return 0;
 	if (lo == hi)
-		diag_error(s->d, arg_span(oi, i), "%s needs '%s' to be %d-D; it is %s",
+		diag_error(s->d, sema_arg_span(oi, i), "%s needs '%s' to be %d-D; it is %s",
 			   opname(oi), t->name, lo, sema_type_str(s, t));
 	else
-		diag_error(s->d, arg_span(oi, i), "%s needs '%s' to be %d-D to %d-D; it is %s",
+		diag_error(s->d, sema_arg_span(oi, i), "%s needs '%s' to be %d-D to %d-D; it is %s",
 			   opname(oi), t->name, lo, hi, sema_type_str(s, t));
 	return -1;
 }
@@ -317,12 +305,12 @@ static int check_binary(sema *s, opinfo *oi, result *r)
 	}
 	if (bcast) {
 		if (y->place.kind != PL_LOCAL) {
-			diag_error(s->d, arg_span(oi, 1), "'%s' is broadcast over rows, so it "
+			diag_error(s->d, sema_arg_span(oi, 1), "'%s' is broadcast over rows, so it "
 				   "must be local; it is %s", y->name, sema_pname(s, y->place));
 			return -1;
 		}
 		if (x->place.kind == PL_PARTIAL && oi->op.kind == OP_ADD) {
-			diag_error(s->d, arg_span(oi, 0), "adding '%s' to partial sums would "
+			diag_error(s->d, sema_arg_span(oi, 0), "adding '%s' to partial sums would "
 				   "add it once per rank; reduce '%s' first", y->name, x->name);
 			return -1;
 		}
@@ -480,13 +468,13 @@ static int check_collective(sema *s, opinfo *oi, result *r)
 			return -1;
 		if (!is_split(x, oi->op.dim)) {
 			if (x->place.kind == PL_PARTIAL)
-				diag_error(s->d, arg_span(oi, 0), "'%s' is partial; sum the "
+				diag_error(s->d, sema_arg_span(oi, 0), "'%s' is partial; sum the "
 					   "pieces with allreduce, not allgather", x->name);
 			else if (x->place.kind == PL_LOCAL)
-				diag_error(s->d, arg_span(oi, 0), "'%s' is local: every rank "
+				diag_error(s->d, sema_arg_span(oi, 0), "'%s' is local: every rank "
 					   "already has all of it", x->name);
 			else
-				diag_error(s->d, arg_span(oi, 0), "allgather along %d, but "
+				diag_error(s->d, sema_arg_span(oi, 0), "allgather along %d, but "
 					   "'%s' is %s", oi->op.dim, x->name,
 					   sema_pname(s, x->place));
 			return -1;
@@ -499,7 +487,7 @@ static int check_collective(sema *s, opinfo *oi, result *r)
 		if (oi->op.kind == OP_REDUCE_SCATTER && need_dim(s, oi, x))
 			return -1;
 		if (x->place.kind == PL_SPLIT) {
-			diag_error(s->d, arg_span(oi, 0), "'%s' is %s; %s sums whole "
+			diag_error(s->d, sema_arg_span(oi, 0), "'%s' is %s; %s sums whole "
 				   "(partial or local) tensors%s", x->name, sema_pname(s, x->place),
 				   n, oi->op.kind == OP_ALLREDUCE
 				   ? ": collect pieces with allgather" : "");
@@ -526,7 +514,7 @@ static int check_collective(sema *s, opinfo *oi, result *r)
 		if (need_dim(s, oi, x))
 			return -1;
 		if (x->place.kind == PL_SPLIT && x->place.dim != oi->op.dim) {
-			diag_error(s->d, arg_span(oi, 1), "ring_shift along %d, but '%s' is %s",
+			diag_error(s->d, sema_arg_span(oi, 1), "ring_shift along %d, but '%s' is %s",
 				   oi->op.dim, x->name, sema_pname(s, x->place));
 			return -1;
 		}
@@ -568,7 +556,7 @@ static int check_rowwise(sema *s, opinfo *oi, result *r)
 		return -1;
 	oi->op.dim = last;
 	if (is_split(x, last)) {
-		diag_error(s->d, arg_span(oi, 0), "%s works on whole rows, but '%s' is "
+		diag_error(s->d, sema_arg_span(oi, 0), "%s works on whole rows, but '%s' is "
 			   "split along its last dimension (%s); gather it first",
 			   opname(oi), x->name, sema_pname(s, x->place));
 		return -1;
@@ -581,13 +569,13 @@ static int check_rowwise(sema *s, opinfo *oi, result *r)
 		if (need_float(s, oi, k))
 			return -1;
 		if (w->ndim != 1 || w->shape[0] != x->shape[last]) {
-			diag_error(s->d, arg_span(oi, k), "the %s %s must be 1-D of "
+			diag_error(s->d, sema_arg_span(oi, k), "the %s %s must be 1-D of "
 				   "'%s''s last dimension (%lld); '%s' is %s", opname(oi), what,
 				   x->name, (long long)x->shape[last], w->name, sema_type_str(s, w));
 			return -1;
 		}
 		if (w->place.kind != PL_LOCAL) {
-			diag_error(s->d, arg_span(oi, k), "the %s %s '%s' must be "
+			diag_error(s->d, sema_arg_span(oi, k), "the %s %s '%s' must be "
 				   "local; it is %s", opname(oi), what, w->name, sema_pname(s, w->place));
 			return -1;
 		}
@@ -607,7 +595,7 @@ static int check_rope(sema *s, opinfo *oi, result *r)
 	if (need_float(s, oi, 0) || not_partial(s, oi, 0))
 		return -1;
 	if (x->ndim < 2) {
-		diag_error(s->d, arg_span(oi, 0), "rope rotates [tokens, heads * D] or "
+		diag_error(s->d, sema_arg_span(oi, 0), "rope rotates [tokens, heads * D] or "
 			   "[heads, tokens, D]; '%s' is %s", x->name, sema_type_str(s, x));
 		return -1;
 	}
@@ -619,32 +607,32 @@ static int check_rope(sema *s, opinfo *oi, result *r)
 			return -1;
 		if (c->ndim != 2 || c->shape[0] != x->shape[tok] || c->shape[1] % 2 ||
 		    x->shape[last] % c->shape[1]) {
-			diag_error(s->d, arg_span(oi, k), "the rope %s table must be [%lld, D]: "
+			diag_error(s->d, sema_arg_span(oi, k), "the rope %s table must be [%lld, D]: "
 				   "a row per token of '%s', D even and dividing its last "
 				   "dimension (%lld); '%s' is %s", what, (long long)x->shape[tok],
 				   x->name, (long long)x->shape[last], c->name, sema_type_str(s, c));
 			return -1;
 		}
 		if (c->place.kind != PL_LOCAL) {
-			diag_error(s->d, arg_span(oi, k), "the rope %s table '%s' must be local; "
+			diag_error(s->d, sema_arg_span(oi, k), "the rope %s table '%s' must be local; "
 				   "it is %s", what, c->name, sema_pname(s, c->place));
 			return -1;
 		}
 	}
 	int64_t D = IN(s, oi, 1)->shape[1];
 	if (IN(s, oi, 2)->shape[1] != D) {
-		diag_error(s->d, arg_span(oi, 2), "the rope sin table must be as wide as "
+		diag_error(s->d, sema_arg_span(oi, 2), "the rope sin table must be as wide as "
 			   "cos (%lld)", (long long)D);
 		return -1;
 	}
 	if (is_split(x, tok)) {
-		diag_error(s->d, arg_span(oi, 0), "rope needs each rank's rows to be every "
+		diag_error(s->d, sema_arg_span(oi, 0), "rope needs each rank's rows to be every "
 			   "token, but '%s' is split along its tokens (%s)", x->name,
 			   sema_pname(s, x->place));
 		return -1;
 	}
 	if (is_split(x, last) && (x->shape[last] / sema_group_size(s, x->place.group)) % D) {
-		diag_error(s->d, arg_span(oi, 0), "'%s' is %s: a rank's %lld columns cut a head "
+		diag_error(s->d, sema_arg_span(oi, 0), "'%s' is %s: a rank's %lld columns cut a head "
 			   "of %lld in two", x->name, sema_pname(s, x->place),
 			   (long long)(x->shape[last] / sema_group_size(s, x->place.group)),
 			   (long long)D);
@@ -652,59 +640,6 @@ static int check_rope(sema *s, opinfo *oi, result *r)
 	}
 	oi->op.dim = last;
 	same_as(r, x);
-	return 0;
-}
-
-/* heads(X, H): [T, H*D] -> [H, T, D]; merge_heads(X): back.  Copies (the
- * layout changes in memory).  A split of the heads (X's columns, a
- * result's dim 0) stays a split of the heads over the same group, so each
- * rank keeps its own heads and nothing moves between ranks; a split along
- * the tokens is refused. */
-static int check_heads(sema *s, opinfo *oi, result *r)
-{
-	const ir_tensor *x = IN(s, oi, 0);
-	int heads = oi->op.kind == OP_HEADS;
-	if (not_partial(s, oi, 0))
-		return -1;
-	if (x->ndim != (heads ? 2 : 3)) {
-		diag_error(s->d, arg_span(oi, 0), "%s takes %s; '%s' is %s", opname(oi),
-			   heads ? "[tokens, heads * D]" : "[heads, tokens, D]", x->name,
-			   sema_type_str(s, x));
-		return -1;
-	}
-	int64_t H = heads ? oi->op.experts : x->shape[0];
-	if (heads && (H < 1 || x->shape[1] % H)) {
-		diag_error(s->d, arg_span(oi, 1), "%lld heads do not divide '%s''s %lld columns",
-			   (long long)H, x->name, (long long)x->shape[1]);
-		return -1;
-	}
-	int hdim = heads ? 1 : 0, tdim = heads ? 0 : 1;
-	if (is_split(x, tdim)) {
-		diag_error(s->d, arg_span(oi, 0), "%s of '%s', %s along its tokens, is not "
-			   "supported: split the heads (%s)", opname(oi), x->name,
-			   sema_pname(s, x->place), heads ? "split(1)" : "split(0)");
-		return -1;
-	}
-	if (is_split(x, hdim) && H % sema_group_size(s, x->place.group)) {
-		diag_error(s->d, arg_span(oi, 0), "'%s' is %s: its %lld heads do not divide "
-			   "over %s (= %lld); a rank would hold part of a head", x->name,
-			   sema_pname(s, x->place), (long long)H, ir_group_name(x->place.group),
-			   (long long)sema_group_size(s, x->place.group));
-		return -1;
-	}
-	same_as(r, x);
-	if (heads) {
-		r->ndim = 3;
-		r->shape[0] = H;
-		r->shape[1] = x->shape[0];
-		r->shape[2] = x->shape[1] / H;
-	} else {
-		r->ndim = 2;
-		r->shape[0] = x->shape[1];
-		r->shape[1] = x->shape[0] * x->shape[2];
-	}
-	if (x->place.kind == PL_SPLIT)
-		r->place.dim = heads ? 0 : 1;
 	return 0;
 }
 
@@ -785,7 +720,11 @@ void sema_check_op(sema *s, opinfo *oi)
 	case OP_ATTENTION: rc = check_attention(s, oi, &r); break;
 	case OP_ROPE: rc = check_rope(s, oi, &r); break;
 	case OP_HEADS:
-	case OP_MERGE_HEADS: rc = check_heads(s, oi, &r); break;
+	case OP_MERGE_HEADS:
+	case OP_SLICE:
+	case OP_CONCAT:
+	case OP_TRANSPOSE:
+	case OP_RESHAPE: rc = sema_check_layout(s, oi, &r); break;
 	case OP_ALLGATHER:
 	case OP_REDUCE_SCATTER:
 	case OP_ALLREDUCE:

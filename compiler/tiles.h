@@ -70,6 +70,7 @@ void lower_attention(lower *L, int oi);
 void lower_elementwise(lower *L, int oi);
 void lower_sum(lower *L, int oi);
 void lower_layout(lower *L, int oi);      /* lower_layout.c */
+void lower_view(lower *L, int oi);
 void lower_gather(lower *L, int oi);      /* lower_xchg.c */
 void lower_reduce(lower *L, int oi);
 void lower_ring_shift(lower *L, int oi);

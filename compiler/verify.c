@@ -810,11 +810,16 @@ static int reads_move(ver *V)
 			const ir_region *g = &t->reads[k];
 			const ir_tensor *x = &p->tensors[g->tensor];
 			int ok = 1;
-			if (c == 'L') {
-				if (g->tensor != op->in[0])
-					continue;
-				int heads = op->kind == OP_HEADS;  /* tokens: dim 0 of [T, H*D] */
-				ok = alike(p, g, heads ? 0 : 1, &t->write, heads ? 1 : 0);
+			if (c == 'L') {  /* the dimensions paired one for one */
+				for (int in = 0; in < op->nin; in++) {
+					if (g->tensor != op->in[in])
+						continue;
+					for (int d = 0; d < y->ndim && ok; d++) {
+						int dx = ir_layout_dim(p, op, in, d);
+						if (dx >= 0)
+							ok = alike(p, g, dx, &t->write, d);
+					}
+				}
 			} else {
 				if (x->ndim != y->ndim || (c == 'R' && g->tensor != op->in[0]))
 					continue;

@@ -1,11 +1,14 @@
 # A Llama-style decoder layer, tensor-parallel over the ranks, as one
 # megakernel (causal prefill of T tokens):
 #
-#   h = x + Wo(attention(rope(Wq n1(x)), rope(Wk n1(x)), Wv n1(x)))
+#   q | k | v = Wqkv n1(x)      (one fused projection, by head)
+#   h = x + Wo(attention(rope(q), rope(k), v))
 #   y = h + Wd(silu(Wg n2(h)) * Wu n2(h))
 #
-# The Q, K, V and gate/up projections are column-parallel (each rank owns
-# H / world heads and F / world MLP columns), attention runs on the rank's
+# The fused QKV and gate/up projections are column-parallel (each rank owns
+# H / world heads and F / world MLP columns: Wqkv's columns are laid out by
+# head, each head's q, k and v side by side, so a rank's block of columns
+# is whole heads; slice then takes q, k, v of each), attention runs on the rank's
 # own heads, the output and down projections are row-parallel, and an
 # allreduce after each brings the partial sums together (Megatron-style).
 #
@@ -16,9 +19,8 @@ pipeline llama_layer {
 
   in  X   : bf16[T, E]               # the residual stream, on every rank
   in  Wn1 : bf16[E]                  # attention rmsnorm weight
-  in  Wq  : bf16[E, H * D] split(1)  # column-parallel: heads over the ranks
-  in  Wk  : bf16[E, H * D] split(1)
-  in  Wv  : bf16[E, H * D] split(1)
+  in  Wqkv : bf16[E, H * 3 * D] split(1)  # fused QKV, column-parallel:
+                                         # head h's q, k, v at h * 3D
   in  Cos : f32[T, D]                # rotary tables, a row per position
   in  Sin : f32[T, D]
   in  Wo  : bf16[H * D, E] split(0)  # row-parallel
@@ -29,9 +31,10 @@ pipeline llama_layer {
   out Y   : bf16[T, E]
 
   Xn = rmsnorm(X, Wn1)
-  Q  = heads(rope(matmul(Xn, Wq), Cos, Sin), H)   # [H, T, D], split(0)
-  K  = heads(rope(matmul(Xn, Wk), Cos, Sin), H)
-  V  = heads(matmul(Xn, Wv), H)
+  P  = heads(matmul(Xn, Wqkv), H)                 # [H, T, 3D], split(0)
+  Q  = rope(slice(P, 2, 0, D), Cos, Sin)          # [H, T, D]
+  K  = rope(slice(P, 2, D, 2 * D), Cos, Sin)
+  V  = slice(P, 2, 2 * D, 3 * D)
   A  = attention(Q, K, V, causal)                 # the rank's heads
   O  = matmul(merge_heads(A), Wo)                 # partial sums
   Hs = add(X, allreduce(O))                       # residual

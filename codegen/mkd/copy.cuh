@@ -300,4 +300,36 @@ MKD_INLINE void mkd_copy_bulk_2d(char *dst, i64 dst_ld, const char *src, i64 src
 #endif
 }
 
+/* A box of n0 x n1 x n2 elements of ES bytes from one strided layout to
+ * another (strides in elements, one per dimension of the box): the copies
+ * of slice, concat, transpose and reshape.  Where both inner strides are 1
+ * the rows are contiguous on both sides: n0 mkd_copy_2d's of n1 rows
+ * (16-byte vectors where aligned).  Otherwise (a transpose of the last
+ * dimension) one element per thread, the box's inner dimension fastest:
+ * stores coalesce, loads are strided.  Every thread of the CTA calls; no
+ * barrier. */
+template <int ES> struct mkd_word;
+template <> struct mkd_word<1> { typedef unsigned char t; };
+template <> struct mkd_word<2> { typedef unsigned short t; };
+template <> struct mkd_word<4> { typedef unsigned int t; };
+template <> struct mkd_word<8> { typedef u64 t; };
+
+template <int ES>
+MKD_INLINE void mkd_copy_box(char *dst, i64 d0, i64 d1, i64 d2, const char *src, i64 s0,
+			     i64 s1, i64 s2, i64 n0, i64 n1, i64 n2)
+{
+	if (d2 == 1 && s2 == 1) {
+		for (i64 a = 0; a < n0; a++)
+			mkd_copy_2d(dst + a * d0 * ES, d1 * ES, src + a * s0 * ES, s1 * ES, n1, n2 * ES);
+		return;
+	}
+	typedef typename mkd_word<ES>::t W;
+	const i64 total = n0 * n1 * n2;
+	for (i64 i = threadIdx.x; i < total; i += blockDim.x) {
+		i64 c = i % n2, r = i / n2, b = r % n1, a = r / n1;
+		*(W *)(dst + (a * d0 + b * d1 + c * d2) * ES) =
+			*(const W *)(src + (a * s0 + b * s1 + c * s2) * ES);
+	}
+}
+
 #endif

@@ -7,7 +7,8 @@
 The same seeded bf16 inputs go to mkrun (.npy, --inputs; the sample's
 names) and to the same layer written in PyTorch:
 
-  n1 = rmsnorm(X) Wn1;  q, k = rope(n1 Wq), rope(n1 Wk);  v = n1 Wv
+  n1 = rmsnorm(X) Wn1;  q, k = rope(n1 Wq), rope(n1 Wk);  v = n1 Wv  (the sample takes
+  Wq, Wk, Wv as one fused Wqkv, head by head: built here from the three)
   h  = X + attention_causal(heads(q), heads(k), heads(v)) Wo
   n2 = rmsnorm(h) Wn2;  y = h + (silu(n2 Wg) * (n2 Wu)) Wd
 
@@ -119,10 +120,14 @@ def main():
         "Wg": rnd(E, Fd, scale=E ** -0.5), "Wu": rnd(E, Fd, scale=E ** -0.5),
         "Wd": rnd(Fd, E, scale=Fd ** -0.5),
     }
-    split = {"Wq": 1, "Wk": 1, "Wv": 1, "Wo": 0, "Wg": 1, "Wu": 1, "Wd": 0}
+    # the sample's fused projection: head h's q, k, v side by side at h * 3D
+    by_head = lambda n: w[n].view(E, H, D)
+    fused = torch.stack([by_head("Wq"), by_head("Wk"), by_head("Wv")], 2).reshape(E, H * 3 * D)
+    split = {"Wqkv": 1, "Wo": 0, "Wg": 1, "Wu": 1, "Wd": 0}
     with tempfile.TemporaryDirectory(dir=args.dir) as d:
-        for name, t in w.items():
-            save_pieces(d, name, t, split.get(name), R)
+        for name, t in list(w.items()) + [("Wqkv", fused)]:
+            if name not in ("Wq", "Wk", "Wv"):
+                save_pieces(d, name, t, split.get(name), R)
         ref = layer(w, H, True)
         block = lambda: layer(w, H, False)
         eager_t, eager_out = timed(block, args.warmup, args.iters), block()

@@ -320,9 +320,55 @@ def op_attention(P, r):
     return "attention(%s, %s, %s%s)%s" % (Q[0], K[0], V[0], causal, hint), dt, shape, pl
 
 
+def op_layout(P, r):
+    """slice, concat, transpose, reshape: along dimensions that are not
+    split (the placement follows the dimension it is on)."""
+    c = [t for t in P.env if 2 <= len(t[2]) <= 3]
+    if not c:
+        return None
+    X = r.choice(c)
+    n, dt, shape, pl = X
+    sd = pl[1] if pl[0] == "S" else -1
+    free = [d for d in range(len(shape)) if d != sd or group_size(pl[2], P.nodes, P.gpus) == 1]
+    k = r.choice(("slice", "concat", "transpose", "reshape"))
+    if k == "slice" and free:
+        d = r.choice(free)
+        u = 16 if shape[d] >= 16 else 1
+        lo = u * r.randrange(shape[d] // u)
+        hi = r.randint(lo // u + 1, shape[d] // u) * u
+        if r.random() < 0.3:
+            hi = r.randint(lo + 1, shape[d])   # ragged: not a whole row block
+        out = list(shape)
+        out[d] = hi - lo
+        return "slice(%s, %d, %d, %d)" % (n, d, lo, hi), dt, out, pl
+    if k == "concat" and free:
+        d = r.choice(free)
+        bs = list(shape)
+        bs[d] = 16 * r.randint(1, 4)
+        B = P.new_in(dt, bs, pl)
+        out = list(shape)
+        out[d] += bs[d]
+        return "concat(%s, %s, %d)" % (n, B[0], d), dt, out, pl
+    if k == "transpose":
+        d0, d1 = r.sample(range(len(shape)), 2)
+        out = list(shape)
+        out[d0], out[d1] = shape[d1], shape[d0]
+        npl = pl
+        if pl[0] == "S" and sd in (d0, d1):
+            npl = ("S", d1 if sd == d0 else d0, pl[2])
+        return "transpose(%s, %d, %d)" % (n, d0, d1), dt, out, npl
+    if k == "reshape" and len(shape) == 2:   # [.., A * 32] -> [.., A, 32]
+        out = shape[:-1] + [shape[-1] // 32, 32]
+        return "reshape(%s, %s)" % (n, ", ".join(map(str, out))), dt, out, pl
+    if k == "reshape" and len(shape) == 3 and sd != 2:   # merge the last two
+        out = shape[:1] + [shape[1] * shape[2]]
+        return "reshape(%s, %s)" % (n, ", ".join(map(str, out))), dt, out, pl
+    return None
+
+
 OPS = [(op_matmul, 4), (op_unary, 2), (op_scale, 1), (op_cast, 1), (op_binary, 2),
        (op_row, 2), (op_sum, 2), (op_allgather, 3), (op_reduce, 2), (op_ring_shift, 1),
-       (op_attention, 1)]
+       (op_attention, 1), (op_layout, 3)]
 
 
 def draw(seed, i):
