@@ -44,6 +44,7 @@ typedef struct opts {
 	int nproc;         /* -n: local processes to start */
 	int nocheck;       /* --no-check: no CPU reference (large benchmarks) */
 	int check_finite;  /* --check-finite: NaN/Inf in an input or output is an error */
+	int compile_only;  /* --compile-only: load (compile into the JIT cache) and stop */
 	int process;       /* this process is one rank of a job */
 	unsigned timeout_ms;
 	unsigned long long seed;
@@ -69,7 +70,9 @@ static void usage(FILE *f)
 		"  --quiet           print only the summary line\n"
 		"  --no-check        skip the CPU reference (timing large problems)\n"
 		"  --check-finite    NaN or Inf in an input (.npy) or an output is an error\n"
-		"                    (without it, inputs holding them get a warning)\n");
+		"                    (without it, inputs holding them get a warning)\n"
+		"  --compile-only    compile the kernel for this GPU into the JIT cache and\n"
+		"                    stop (warms the cache before a job; nothing runs)\n");
 }
 
 static int launched_as_rank(void);
@@ -148,6 +151,8 @@ static int parse_args(int argc, char **argv, opts *o)
 			o->nocheck = 1;
 		} else if (!strcmp(a, "--check-finite")) {
 			o->check_finite = 1;
+		} else if (!strcmp(a, "--compile-only")) {
+			o->compile_only = 1;
 		} else if (a[0] == '-') {
 			fprintf(stderr, "mkrun: unknown option '%s'\n", a);
 			usage(stderr);
@@ -172,10 +177,16 @@ static int parse_args(int argc, char **argv, opts *o)
 		fprintf(stderr, "mkrun: -n must be 1..256\n");
 		return 2;
 	}
-	if (o->cpu && (o->trace || o->nproc > 1 || o->resident)) {
+	if (o->cpu && (o->trace || o->nproc > 1 || o->resident || o->compile_only)) {
 		fprintf(stderr, "mkrun: --cpu runs the CPU reference in this process: %s has no "
 			"meaning there\n", o->trace ? "--trace FILE (GPU task times)"
-			: o->nproc > 1 ? "-n N (processes on the GPU)" : "--resident");
+			: o->nproc > 1 ? "-n N (processes on the GPU)"
+			: o->resident ? "--resident" : "--compile-only (a kernel for the GPU)");
+		return 2;
+	}
+	if (o->compile_only && o->nproc > 1) {
+		fprintf(stderr, "mkrun: --compile-only compiles in this process: without -n, the "
+			"same kernel a rank of the job compiles is not made here\n");
 		return 2;
 	}
 	if (o->save) {  /* before the run, not after it */
@@ -591,6 +602,13 @@ static int run_gpu(const opts *o)
 	}
 	p = mk_pipeline_prog(pl);
 	const ir_sched *s = mk_pipeline_sched(pl);
+	if (o->compile_only) {
+		if (!o->quiet)
+			printf("mkrun: %s compiled for %s (%d rank%s, %d CTAs)\n", p->name,
+			       mk_ctx_device(ctx), p->world, p->world > 1 ? "s" : "", s->ctas);
+		rc = 0;
+		goto out;
+	}
 	if (!o->quiet && j.rank <= 0) {
 		printf("mkrun: %s on %s: %d rank%s%s x %d CTAs (", p->name, mk_ctx_device(ctx), p->world,
 		       p->world > 1 ? "s" : "", j.comm ? " (one process each)" : "", s->ctas);

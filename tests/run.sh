@@ -11,7 +11,8 @@
 #             %mkc = mkc, %t = a temp path); each RUN line must exit 0
 #   shell     tests/sh/*.sh, run with MKC, MKRUN, B, TESTBIN set; exit 0 = pass
 # One line per group as it starts (stderr), so a long run shows where it is;
-# MK_TEST_VERBOSE=1 prints every test's PASS too.
+# MK_TEST_VERBOSE=1 prints every test's PASS too; MK_TEST_GROUPS="errors
+# golden" runs only the groups named (a quick pass while working).
 # The last line is "N passed, N failed"; the exit status is 1 on any failure.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,6 +33,7 @@ export PYTHONDONTWRITEBYTECODE=1
 
 # group NAME: where the run is, with the counts so far and the time
 t0=$(date +%s)
+want() { [ -z "${MK_TEST_GROUPS:-}" ] || case " $MK_TEST_GROUPS " in *" $1 "*) true ;; *) false ;; esac; }
 group() { echo "== $tag/$1 (so far $pass passed, $fail failed, $(($(date +%s) - t0)) s)" >&2; }
 ok() { pass=$((pass + 1)); [ -n "${MK_TEST_VERBOSE:-}" ] && echo "PASS $1"; return 0; }
 bad() {
@@ -54,6 +56,7 @@ for B in "$@"; do
 	# unit
 	group unit
 	for t in "$B"/tests/test_*; do
+		want unit || break
 		[ -x "$t" ] || continue
 		n="$tag/unit/$(basename "$t")"
 		if timeout "$TO" "$t" >"$tmp/log" 2>&1; then ok "$n"; else bad "$n"; fi
@@ -62,6 +65,7 @@ for B in "$@"; do
 	# errors
 	group errors
 	for f in tests/errors/*.mk; do
+		want errors || break
 		[ -f "$f" ] || continue
 		n="$tag/errors/$(basename "$f" .mk)"
 		exp="${f%.mk}.err"
@@ -80,7 +84,7 @@ for B in "$@"; do
 
 	# golden
 	group golden
-	if [ -f tests/golden/MANIFEST ]; then
+	if [ -f tests/golden/MANIFEST ] && want golden; then
 		while IFS= read -r line; do
 			case "$line" in ''|'#'*) continue ;; esac
 			out=${line%%:*}
@@ -103,6 +107,7 @@ for B in "$@"; do
 	group lit
 	FILECHECK=$(command -v FileCheck || command -v FileCheck-14 || echo /usr/lib/llvm-14/bin/FileCheck)
 	for f in tests/filecheck/*; do
+		want lit || break
 		[ -f "$f" ] || continue
 		grep -q 'RUN:' "$f" || continue
 		n="$tag/lit/$(basename "$f")"
@@ -121,6 +126,7 @@ for B in "$@"; do
 	# shell tests (a line "# ONCE" runs a test against the first build only)
 	group sh
 	for t in tests/sh/*.sh; do
+		want sh || break
 		[ -f "$t" ] || continue
 		[ "$B" != "$1" ] && grep -q '^# ONCE' "$t" && continue
 		n="$tag/sh/$(basename "$t" .sh)"

@@ -27,6 +27,12 @@ check() {  # name, command...
 	shift
 	# MK_GPU_ONLY=PATTERN runs only the checks whose names match (grep -E)
 	if [ -n "${MK_GPU_ONLY:-}" ] && ! echo "$cname" | grep -qE "$MK_GPU_ONLY"; then return; fi
+	if [ -n "$prewarm" ]; then  # the first pass: list the kernels to compile
+		case "$1" in *mkrun) ;; *) return ;; esac
+		case " $* " in *" -n "*) return ;; esac  # ranks of a job compile their own
+		printf 'MK_ATTN_ENGINE=%s %s\n' "${MK_ATTN_ENGINE:-}" "$*" >>"$prewarm"
+		return
+	fi
 	printf '== %s: %s\n' "$cname" "$*" >>"$log"
 	if out=$("$@" 2>&1); then
 		case "$1" in
@@ -53,6 +59,7 @@ fi
 probe=$("$MKRUN" samples/chain.mk --iters 0 --quiet 2>&1)
 case "$probe" in *"no GPU here"*) echo "gpu-test: skipped: $probe"; exit 0 ;; esac
 
+checks() {
 # every sample the compiler supports, at 1, 2, 4 and 8 virtual ranks
 while read -r name ranks args; do
 	for r in $(echo "$ranks" | tr , ' '); do
@@ -242,7 +249,7 @@ check "embed" "$B/embed" samples/ag_gemm.mk
 
 # one process per rank, sharing the GPU under MPS (started here, stopped below)
 mps=0
-if command -v nvidia-cuda-mps-control >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+if [ -z "$prewarm" ] && command -v nvidia-cuda-mps-control >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
 	if nvidia-cuda-mps-control -d >/dev/null 2>&1; then mps=1; sleep 1; fi
 fi
 while read -r name args; do
@@ -309,13 +316,33 @@ killtest22() {
 			{ [ "$mps" = 1 ] && echo "$out" | grep -qE "rank 1: CUDA driver call failed: .*CUDA_ERROR_ILLEGAL_ADDRESS"; }; }
 }
 check "kill.2x2.n4" killtest22
-[ "$mps" = 1 ] && echo quit | nvidia-cuda-mps-control >/dev/null 2>&1
+[ "$mps" = 1 ] && [ -z "$prewarm" ] && echo quit | nvidia-cuda-mps-control >/dev/null 2>&1
 # the Python package: zero-copy torch tensors, CUDA graph replays, the
 # torchrun example with 2 processes under MPS (its own MPS start and stop)
 check "python" sh tests/gpu/python_check.sh "$B"
 for t in "$B"/tests/gpu_*; do
 	[ -x "$t" ] && check "$(basename "$t")" "$t"
 done
+
+}
+
+# Two passes over the same checks.  The first only lists the virtual-rank
+# runs and compiles their kernels into the JIT cache on every core at once
+# (mkrun --compile-only): NVRTC is most of a check's time, and on one core
+# after another it was most of the suite's.  The second runs every check,
+# loading the cached cubins.  MK_GPU_NO_PREWARM=1 skips the first.
+prewarm=
+if [ -z "${MK_GPU_NO_PREWARM:-}" ]; then
+	prewarm=$(mktemp)
+	checks
+	t0=$(date +%s)
+	njobs=$(nproc 2>/dev/null || echo 4)
+	sort -u "$prewarm" | xargs -P "$njobs" -I{} sh -c 'env {} --compile-only --quiet >/dev/null 2>&1' || true
+	echo "prewarm: $(sort -u "$prewarm" | wc -l) kernels compiled into the cache in $(($(date +%s) - t0)) s on $njobs cores"
+	rm -f "$prewarm"
+	prewarm=
+fi
+checks
 
 [ "$fail" -gt 0 ] && echo "failed:$failed"
 echo "$pass passed, $fail failed"
