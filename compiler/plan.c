@@ -533,17 +533,27 @@ static void attn_split(planner *P, ir_op *op)
 /* Whether every read of op's tasks is on the rank itself, as the Hopper
  * tile's tensor maps (one per tensor and rank) need: Q split as O is (a
  * task reads the query rows it writes), K and V whole on every rank (given,
- * or gathered: ring attention) or split as Q over the heads. */
+ * or gathered: ring attention) or split as Q over the heads.  A split over
+ * a group of one rank is the whole tensor (a world of one: the samples'
+ * split(0) K and V, whose gathers the expansion removed). */
+static ir_place attn_place(const ir_prog *p, int t)
+{
+	ir_place pl = p->tensors[t].place;
+	if (pl.kind == PL_SPLIT && ir_group_size(p, pl.group) == 1)
+		pl = (ir_place){PL_LOCAL, 0, GRP_WORLD};  /* one shard: all of it */
+	return pl;
+}
+
 static int attn_local(const planner *P, const ir_op *op)
 {
 	const ir_prog *p = P->p;
-	const ir_tensor *q = &p->tensors[op->in[0]], *o = &p->tensors[op->out];
-	const ir_place qp = q->place, op_ = o->place;
+	const ir_tensor *q = &p->tensors[op->in[0]];
+	const ir_place qp = attn_place(p, op->in[0]), op_ = attn_place(p, op->out);
 	if (qp.kind == PL_PARTIAL || qp.kind != op_.kind ||
 	    (qp.kind == PL_SPLIT && (qp.dim != op_.dim || qp.group != op_.group)))
 		return 0;
 	for (int i = 1; i <= 2; i++) {
-		const ir_place kp = p->tensors[op->in[i]].place;
+		const ir_place kp = attn_place(p, op->in[i]);
 		if (kp.kind == PL_LOCAL)
 			continue;
 		if (kp.kind != PL_SPLIT || q->ndim != 3 || kp.dim != 0 || qp.kind != PL_SPLIT ||
