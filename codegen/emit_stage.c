@@ -5,9 +5,10 @@
  * the CTA: it maps the task's boxes to this rank (mkd_box_shift,
  * mkd_read_box), finds the addresses (mkd_at) and calls the device library
  * tile (mkd/mma.cuh, wgmma.cuh, copy.cuh, ew.cuh, attn.cuh).  Only the
- * matmul is inlined into the kernel (the engine's wgmma chain and
- * setmaxnreg need it); the others are __noinline__ so that the kernel keeps
- * its registers.  An op's RDMA tasks get their own function, rdma_<op>.
+ * stages with a wgmma pipeline (matmuls, and attention on the Hopper tile)
+ * are inlined into the kernel (ptxas serializes a wgmma chain that crosses
+ * a call, and setmaxnreg needs it); the others are __noinline__ so that
+ * the kernel keeps its registers (cg_stage_head).  An op's RDMA tasks get their own function, rdma_<op>.
  * Also here: the table of TMA tensor maps the Hopper engine reads.
  */
 #include "emit_internal.h"

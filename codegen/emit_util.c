@@ -58,9 +58,14 @@ void cg_stage_head(cg_em *E, const ir_op *op, const char *what)
 	for (int i = 0; i < op->nin; i++)
 		sb_printf(E->o, "%s%s", i ? ", " : "", p->tensors[op->in[i]].name);
 	sb_printf(E->o, ")%s%s\n", what ? ", " : "", what ? what : "");
+	/* a stage that runs a wgmma pipeline is inlined into the kernel: ptxas
+	 * serializes every wgmma whose pipeline crosses a call (C7510), which
+	 * cost the Hopper attention tile more than half its speed */
+	const int wg = op->kind == OP_MATMUL ||
+		       (op->kind == OP_ATTENTION && op->plan.attn.engine == IR_ATTN_WGMMA);
 	sb_printf(E->o, "static __device__ %s bool stage_%s(const mkd_params &p, int rank, "
 		  "int cta, int i, u64 epoch, char *smem)\n{\n",
-		  op->kind == OP_MATMUL ? "__forceinline__" : "__noinline__", op->stage);
+		  wg ? "__forceinline__" : "__noinline__", op->stage);
 	sb_puts(E->o, "\tconst mkd_task &t = MK_TASKS[i];\n");
 	sb_printf(E->o, "\ti64 lo[3], hi[3];  // the box of %s this rank writes\n"
 		  "\tmkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_%s], rank, t.lo, t.hi, lo, hi);\n",

@@ -17,9 +17,9 @@
  * packed to 16 bits pairwise, is exactly the A fragment of m64nDk16, as for
  * mma.sync; V N-major).  Overlap:
  *
- *   - inside a warpgroup (OVERLAP): S of chunk c is issued together with
- *     P V of chunk c-1, and the softmax of chunk c runs while that P V is
- *     on the tensor cores;
+ *   - inside a warpgroup (OVERLAP, off: see the enum): S of chunk c is
+ *     issued together with P V of chunk c-1, and the softmax of chunk c runs
+ *     while that P V is on the tensor cores;
  *   - between the warpgroups (ping-pong): named barriers SCHED+w make the
  *     two take turns issuing their GEMMs, so one's softmax runs under the
  *     other's GEMMs.  WG2 opens the turn for WG1 at the start of a block,
@@ -135,8 +135,13 @@ struct mkd_fa_wg {
 		THREADS = 384,
 		BN = D <= 128 ? 64 : 32,     /* keys per stage */
 		STAGES = 3,
-		OVERLAP = D <= 64,           /* S of chunk c beside P V of chunk c-1 (above
-		                                D = 64 the registers spill at 168) */
+		/* S of chunk c beside P V of chunk c-1: off.  Above D = 64 the
+		 * registers spill at 168; at D = 64, once the stage is inlined into
+		 * the kernel (as it must be: ptxas serializes a wgmma chain that
+		 * crosses a call, C7510), ptxas serializes this overlap instead
+		 * (C7514: the softmax reads S while P V is in flight).  The two
+		 * warpgroups' ping-pong is the overlap that stays. */
+		OVERLAP = 0,
 		CB = D / 64,                 /* 64-column boxes of a row */
 		Q_BOX = 128 * 128,           /* bytes of one Q box [128][64] */
 		KV_BOX = BN * 128,           /* one K or V box [BN][64] */

@@ -4,7 +4,8 @@
 # `mkc --emit=cubin`.  Each compile's resource use (mkc's stderr line "N
 # registers, N bytes stack, S/L bytes spilled") and time are printed; any
 # spill fails, and so do more registers than 64K / threads per CTA (the
-# kernel runs one CTA per SM).
+# kernel runs one CTA per SM) and a ptxas "Potential Performance Loss"
+# (C7510: a wgmma chain that crosses a call runs one wgmma at a time).
 #
 # A sample or mesh that mkc cannot lower or emit yet (its diagnostic says
 # "cannot be lowered", "not lowered yet" or "not built yet") is skipped with
@@ -83,6 +84,8 @@ if [ "${1:-}" = "--one" ]; then
 		bad="spills $st bytes (stores) / $ld bytes (loads)"
 	elif [ -n "$threads" ] && [ $((regs * threads)) -gt 65536 ]; then
 		bad="$regs registers x $threads threads > 65536: one CTA does not fit an SM"
+	elif grep -q 'Performance Loss' "$err"; then
+		bad="ptxas: $(grep 'Performance Loss' "$err" | head -1 | sed 's/^ptxas info *: *//')"
 	fi
 	known=$(sed -n 's/^# KNOWN-SPILL: *//p' "$f" | head -1)
 	if [ -n "$known" ]; then
