@@ -1,5 +1,9 @@
 /* cpuref.c - the CPU reference executor; see cpuref.h.
  *
+ * Here: the pieces and their coordinates, threads, the compute ops and the
+ * driver; the exchange ops are cpuref_xchg.c, and what the two share is
+ * cpuref_int.h.
+ *
  * One function per op, found through the table `ops` indexed by ir_opkind.
  * Each op function runs the op for one rank r: it checks the shapes it is
  * about to use (so a malformed program is an error, never a write past a
@@ -18,7 +22,7 @@
  * ranks that together hold one whole copy: all ranks, r's node, or the
  * ranks with r's gpu index.
  */
-#include "cpuref.h"
+#include "cpuref_int.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -29,20 +33,8 @@
 #include <string.h>
 #include <unistd.h>
 
-typedef struct ctx {
-	const ir_prog *p;
-	float **v;               /* v[t * world + r]: the pieces ops read/write */
-	int world, nodes, gpus;
-	int round;
-	int threads;
-	int opi;                 /* the op running, for messages; -1 = none */
-	char *err;
-	size_t n;
-} ctx;
 
-static int fail(ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int fail(ctx *c, const char *fmt, ...)
+int cr_fail(ctx *c, const char *fmt, ...)
 {
 	if (!c->err || !c->n)
 		return -1;
@@ -109,7 +101,7 @@ float cpuref_round(ir_dtype t, float x)
 }
 
 /* The value stored into tensor t. */
-static float st(const ctx *c, const ir_tensor *t, double x)
+float cr_st(const ctx *c, const ir_tensor *t, double x)
 {
 	float f = (float)x;
 	return c->round ? cpuref_round(t->dtype, f) : f;
@@ -117,22 +109,22 @@ static float st(const ctx *c, const ir_tensor *t, double x)
 
 /* ---- tensors, groups, boxes --------------------------------------------- */
 
-static const ir_tensor *T(const ctx *c, int i) { return &c->p->tensors[i]; }
-static float *piece(const ctx *c, int t, int r) { return c->v[(size_t)t * (size_t)c->world + (size_t)r]; }
-static float *outp(const ctx *c, int r) { return piece(c, c->p->ops[c->opi].out, r); }
+const ir_tensor *cr_T(const ctx *c, int i) { return &c->p->tensors[i]; }
+float *cr_piece(const ctx *c, int t, int r) { return c->v[(size_t)t * (size_t)c->world + (size_t)r]; }
+float *cr_outp(const ctx *c, int r) { return cr_piece(c, c->p->ops[c->opi].out, r); }
 
-static int group_size(const ctx *c, ir_group g)
+int cr_group_size(const ctx *c, ir_group g)
 {
 	return g == GRP_GPUS ? c->gpus : g == GRP_NODES ? c->nodes : c->world;
 }
 
-static int shard_of(const ctx *c, ir_group g, int r)
+int cr_shard_of(const ctx *c, ir_group g, int r)
 {
 	return g == GRP_GPUS ? r % c->gpus : g == GRP_NODES ? r / c->gpus : r;
 }
 
 /* The rank of r's group that holds shard s. */
-static int rank_of_shard(const ctx *c, ir_group g, int s, int r)
+int cr_rank_of_shard(const ctx *c, ir_group g, int s, int r)
 {
 	switch (g) {
 	case GRP_GPUS: return (r / c->gpus) * c->gpus + s;
@@ -141,12 +133,12 @@ static int rank_of_shard(const ctx *c, ir_group g, int s, int r)
 	}
 }
 
-static int64_t base(const ctx *c, const ir_tensor *t, int d, int r)
+int64_t cr_base(const ctx *c, const ir_tensor *t, int d, int r)
 {
 	return ir_shard_base(t, d, r, c->nodes, c->gpus);
 }
 
-static int is_split(const ir_tensor *t, int d)
+int cr_is_split(const ir_tensor *t, int d)
 {
 	return t->place.kind == PL_SPLIT && t->place.dim == d;
 }
@@ -170,7 +162,7 @@ static void strides(const int64_t *shape, int nd, int64_t *s)
 
 /* Copies the box of extent ext from src (shape ss, at so) to dst (shape ds,
  * at dof).  The caller has checked that the box fits in both. */
-static void copy_box(float *dst, const int64_t *ds, const int64_t *dof,
+void cr_copy_box(float *dst, const int64_t *ds, const int64_t *dof,
 		     const float *src, const int64_t *ss, const int64_t *so,
 		     const int64_t *ext, int nd)
 {
@@ -202,21 +194,21 @@ static void copy_box(float *dst, const int64_t *ds, const int64_t *dof,
 /* Gathers tensor t along dim d for rank r: if t is split on d, the shards
  * of r's group concatenated in shard order; otherwise r's own piece.  dst
  * has t's local shape with dim d widened to t->shape[d] (gshape). */
-static void gather_dim(const ctx *c, int ti, int d, int r, float *dst,
+void cr_gather_dim(const ctx *c, int ti, int d, int r, float *dst,
 		       int64_t *gshape)
 {
-	const ir_tensor *t = T(c, ti);
+	const ir_tensor *t = cr_T(c, ti);
 	int64_t zero[IR_MAXDIM] = {0}, off[IR_MAXDIM] = {0};
 	memcpy(gshape, t->local, sizeof t->local);
-	if (!is_split(t, d)) {
-		memcpy(dst, piece(c, ti, r), (size_t)ir_tensor_elems(t) * sizeof *dst);
+	if (!cr_is_split(t, d)) {
+		memcpy(dst, cr_piece(c, ti, r), (size_t)ir_tensor_elems(t) * sizeof *dst);
 		return;
 	}
 	gshape[d] = t->shape[d];
 	ir_group g = t->place.group;
-	for (int s = 0; s < group_size(c, g); s++) {
+	for (int s = 0; s < cr_group_size(c, g); s++) {
 		off[d] = s * t->local[d];
-		copy_box(dst, gshape, off, piece(c, ti, rank_of_shard(c, g, s, r)),
+		cr_copy_box(dst, gshape, off, cr_piece(c, ti, cr_rank_of_shard(c, g, s, r)),
 			 t->local, zero, t->local, t->ndim);
 	}
 }
@@ -234,12 +226,12 @@ typedef struct view {
  * rank r does not hold the elements it needs. */
 static int align(ctx *c, view *v, int ini, int r, const ir_tensor *out)
 {
-	const ir_tensor *in = T(c, ini);
+	const ir_tensor *in = cr_T(c, ini);
 	int64_t s[IR_MAXDIM];
 	int od = out->ndim;
 	strides(in->local, in->ndim, s);
 	memset(v, 0, sizeof *v);
-	v->p = piece(c, ini, r);
+	v->p = cr_piece(c, ini, r);
 	for (int d = 0; d < od; d++) {
 		int id;
 		if (in->ndim == od && in->shape[d] == out->shape[d])
@@ -249,11 +241,11 @@ static int align(ctx *c, view *v, int ini, int r, const ir_tensor *out)
 		else if (in->ndim == 1 && d < od - 1 && in->shape[0] == out->shape[od - 1])
 			continue;  /* broadcast over this dim */
 		else
-			return fail(c, "operand '%s' has a shape that does not match '%s'",
+			return cr_fail(c, "operand '%s' has a shape that does not match '%s'",
 				    in->name, out->name);
-		int64_t o = base(c, out, d, r) - base(c, in, id, r);
+		int64_t o = cr_base(c, out, d, r) - cr_base(c, in, id, r);
 		if (out->local[d] > 0 && (o < 0 || o + out->local[d] > in->local[id]))
-			return fail(c, "rank %d does not hold the part of '%s' that its piece "
+			return cr_fail(c, "rank %d does not hold the part of '%s' that its piece "
 				    "of '%s' needs (dim %d)", r, in->name, out->name, d);
 		v->off[d] = o;
 		v->stride[d] = s[id];
@@ -261,7 +253,7 @@ static int align(ctx *c, view *v, int ini, int r, const ir_tensor *out)
 	return 0;
 }
 
-static int same_local(const ir_tensor *a, const ir_tensor *b)
+int cr_same_local(const ir_tensor *a, const ir_tensor *b)
 {
 	if (a->ndim != b->ndim)
 		return 0;
@@ -307,7 +299,7 @@ static int par_rows(ctx *c, int64_t rows, double work, size_t scratch,
 	int *started = calloc((size_t)nt, sizeof *started);
 	if (!mem || !jobs || !tid || !started) {
 		free(mem), free(jobs), free(tid), free(started);
-		return fail(c, "out of memory");
+		return cr_fail(c, "out of memory");
 	}
 	for (int k = 0; k < nt; k++)
 		jobs[k] = (job){fn, arg, rows * k / nt, rows * (k + 1) / nt,
@@ -355,7 +347,7 @@ static void mm_rows(void *arg, int64_t lo, int64_t hi, double *acc)
 				acc[n] += x * bk[n];
 		}
 		for (int64_t n = 0; n < j->N; n++)
-			j->o[row * j->N + n] = st(j->c, j->ot, j->epi ? ew_value(j->epi, acc[n], 0) : acc[n]);
+			j->o[row * j->N + n] = cr_st(j->c, j->ot, j->epi ? ew_value(j->epi, acc[n], 0) : acc[n]);
 	}
 }
 
@@ -363,7 +355,7 @@ static void mm_rows(void *arg, int64_t lo, int64_t hi, double *acc)
  * shared) -> [E,M,N]; on the local pieces. */
 static int op_matmul(ctx *c, const ir_op *op, int r)
 {
-	const ir_tensor *a = T(c, op->in[0]), *b = T(c, op->in[1]), *o = T(c, op->out);
+	const ir_tensor *a = cr_T(c, op->in[0]), *b = cr_T(c, op->in[1]), *o = cr_T(c, op->out);
 	int nd = a->ndim;
 	int ok = (nd == 2 || nd == 3) && (b->ndim == nd || b->ndim == 2) && o->ndim == nd;
 	int64_t E = nd == 3 ? a->local[0] : 1, M = a->local[nd - 2], K = a->local[nd - 1];
@@ -372,15 +364,15 @@ static int op_matmul(ctx *c, const ir_op *op, int r)
 	if (ok && nd == 3)
 		ok = o->local[0] == E && (b->ndim == 2 || b->local[0] == E);
 	if (!ok)
-		return fail(c, "local shapes do not multiply: '%s' x '%s' -> '%s'",
+		return cr_fail(c, "local shapes do not multiply: '%s' x '%s' -> '%s'",
 			    a->name, b->name, o->name);
 	ir_op epi = {0};
 	if (op->epi) {
 		epi.kind = (ir_opkind)(op->epi - 1);
 		epi.scalar = op->epi_scalar;
 	}
-	mm_job j = {c, op->epi ? &epi : NULL, o, piece(c, op->in[0], r), piece(c, op->in[1], r),
-		    outp(c, r), M, N, K, b->ndim == 2};
+	mm_job j = {c, op->epi ? &epi : NULL, o, cr_piece(c, op->in[0], r), cr_piece(c, op->in[1], r),
+		    cr_outp(c, r), M, N, K, b->ndim == 2};
 	return par_rows(c, E * M, (double)E * M * N * K, (size_t)N, mm_rows, &j);
 }
 
@@ -405,13 +397,13 @@ static double ew_value(const ir_op *op, double a, double b)
  * with the output by logical coordinate. */
 static int op_ew(ctx *c, const ir_op *op, int r)
 {
-	const ir_tensor *o = T(c, op->out);
+	const ir_tensor *o = cr_T(c, op->out);
 	view v[2];
 	int nin = op->nin < 2 ? op->nin : 2;
 	for (int k = 0; k < nin; k++)
 		if (align(c, &v[k], op->in[k], r, o))
 			return -1;
-	float *out = outp(c, r);
+	float *out = cr_outp(c, r);
 	int64_t i[IR_MAXDIM] = {0}, total = ir_tensor_elems(o);
 	for (int64_t x = 0; x < total; x++) {
 		double val[2] = {0, 0};
@@ -421,7 +413,7 @@ static int op_ew(ctx *c, const ir_op *op, int r)
 				at += (i[d] + v[k].off[d]) * v[k].stride[d];
 			val[k] = v[k].p[at];
 		}
-		out[x] = st(c, o, ew_value(op, val[0], val[1]));
+		out[x] = cr_st(c, o, ew_value(op, val[0], val[1]));
 		for (int d = o->ndim - 1; d >= 0; d--) {
 			if (++i[d] < o->local[d])
 				break;
@@ -436,23 +428,23 @@ static int op_ew(ctx *c, const ir_op *op, int r)
 static int rows_check(ctx *c, const ir_op *op, int r, int64_t *rows, int64_t *len,
 		      const float **w)
 {
-	const ir_tensor *x = T(c, op->in[0]), *o = T(c, op->out);
-	if (!same_local(x, o) || x->ndim < 1)
-		return fail(c, "'%s' and '%s' differ in local shape", x->name, o->name);
+	const ir_tensor *x = cr_T(c, op->in[0]), *o = cr_T(c, op->out);
+	if (!cr_same_local(x, o) || x->ndim < 1)
+		return cr_fail(c, "'%s' and '%s' differ in local shape", x->name, o->name);
 	if (x->local[x->ndim - 1] != x->shape[x->ndim - 1])
-		return fail(c, "'%s' is split on its last dim; rows must be whole", x->name);
+		return cr_fail(c, "'%s' is split on its last dim; rows must be whole", x->name);
 	if (x->place.kind == PL_PARTIAL && c->world > 1)
-		return fail(c, "'%s' is partial: reduce it first", x->name);
+		return cr_fail(c, "'%s' is partial: reduce it first", x->name);
 	*len = x->local[x->ndim - 1];
 	*rows = *len ? ir_tensor_elems(x) / *len : 0;
 	if (w) {
 		*w = NULL;
 		if (op->nin > 1) {
-			const ir_tensor *wt = T(c, op->in[1]);
+			const ir_tensor *wt = cr_T(c, op->in[1]);
 			if (wt->ndim != 1 || wt->local[0] != *len)
-				return fail(c, "weight '%s' must be 1-D of length %lld",
+				return cr_fail(c, "weight '%s' must be 1-D of length %lld",
 					    wt->name, (long long)*len);
-			*w = piece(c, op->in[1], r);
+			*w = cr_piece(c, op->in[1], r);
 		}
 	}
 	return 0;
@@ -464,9 +456,9 @@ static int op_rmsnorm(ctx *c, const ir_op *op, int r)
 	const float *w;
 	if (rows_check(c, op, r, &rows, &len, &w))
 		return -1;
-	const ir_tensor *o = T(c, op->out);
-	const float *x = piece(c, op->in[0], r);
-	float *out = outp(c, r);
+	const ir_tensor *o = cr_T(c, op->out);
+	const float *x = cr_piece(c, op->in[0], r);
+	float *out = cr_outp(c, r);
 	for (int64_t i = 0; i < rows; i++) {
 		const float *xr = x + i * len;
 		double ss = 0;
@@ -474,7 +466,7 @@ static int op_rmsnorm(ctx *c, const ir_op *op, int r)
 			ss += (double)xr[k] * xr[k];
 		double inv = 1 / sqrt(ss / (double)len + 1e-6);
 		for (int64_t k = 0; k < len; k++)
-			out[i * len + k] = st(c, o, xr[k] * inv * (w ? w[k] : 1.0));
+			out[i * len + k] = cr_st(c, o, xr[k] * inv * (w ? w[k] : 1.0));
 	}
 	return 0;
 }
@@ -487,12 +479,12 @@ static int op_layernorm(ctx *c, const ir_op *op, int r)
 	const float *w;
 	if (rows_check(c, op, r, &rows, &len, &w))
 		return -1;
-	const ir_tensor *bt = T(c, op->in[2]), *o = T(c, op->out);
+	const ir_tensor *bt = cr_T(c, op->in[2]), *o = cr_T(c, op->out);
 	if (bt->ndim != 1 || bt->local[0] != len)
-		return fail(c, "bias '%s' must be 1-D of length %lld", bt->name, (long long)len);
-	const float *b = piece(c, op->in[2], r);
-	const float *x = piece(c, op->in[0], r);
-	float *out = outp(c, r);
+		return cr_fail(c, "bias '%s' must be 1-D of length %lld", bt->name, (long long)len);
+	const float *b = cr_piece(c, op->in[2], r);
+	const float *x = cr_piece(c, op->in[0], r);
+	float *out = cr_outp(c, r);
 	for (int64_t i = 0; i < rows; i++) {
 		const float *xr = x + i * len;
 		double m = 0, v = 0;
@@ -503,7 +495,7 @@ static int op_layernorm(ctx *c, const ir_op *op, int r)
 			v += (xr[k] - m) * (xr[k] - m);
 		double inv = 1 / sqrt(v / (double)len + 1e-5);
 		for (int64_t k = 0; k < len; k++)
-			out[i * len + k] = st(c, o, (xr[k] - m) * inv * w[k] + b[k]);
+			out[i * len + k] = cr_st(c, o, (xr[k] - m) * inv * w[k] + b[k]);
 	}
 	return 0;
 }
@@ -514,15 +506,15 @@ static int op_layernorm(ctx *c, const ir_op *op, int r)
  * with t the row's token: X's rows are [.., tokens], never split. */
 static int op_rope(ctx *c, const ir_op *op, int r)
 {
-	const ir_tensor *x = T(c, op->in[0]), *o = T(c, op->out), *ct = T(c, op->in[1]);
-	if (!same_local(x, o) || x->ndim < 2 || ct->ndim != 2)
-		return fail(c, "rope: '%s' and '%s' differ in local shape", x->name, o->name);
+	const ir_tensor *x = cr_T(c, op->in[0]), *o = cr_T(c, op->out), *ct = cr_T(c, op->in[1]);
+	if (!cr_same_local(x, o) || x->ndim < 2 || ct->ndim != 2)
+		return cr_fail(c, "rope: '%s' and '%s' differ in local shape", x->name, o->name);
 	int64_t C = x->local[x->ndim - 1], Tn = x->local[x->ndim - 2], D = ct->local[1];
 	if (D < 2 || D % 2 || C % D || ct->local[0] != Tn)
-		return fail(c, "rope: '%s' does not fit the tables", x->name);
-	const float *xv = piece(c, op->in[0], r), *cs = piece(c, op->in[1], r),
-		    *sn = piece(c, op->in[2], r);
-	float *out = outp(c, r);
+		return cr_fail(c, "rope: '%s' does not fit the tables", x->name);
+	const float *xv = cr_piece(c, op->in[0], r), *cs = cr_piece(c, op->in[1], r),
+		    *sn = cr_piece(c, op->in[2], r);
+	float *out = cr_outp(c, r);
 	int64_t rows = ir_tensor_elems(x) / C, h = D / 2;
 	for (int64_t i = 0; i < rows; i++) {
 		int64_t t = i % Tn;
@@ -530,7 +522,7 @@ static int op_rope(ctx *c, const ir_op *op, int r)
 		for (int64_t k = 0; k < C; k++) {
 			int64_t j = k % D;
 			double rot = j < h ? -(double)xr[k + h] : (double)xr[k - h];
-			out[i * C + k] = st(c, o, xr[k] * (double)cs[t * D + j] + rot * sn[t * D + j]);
+			out[i * C + k] = cr_st(c, o, xr[k] * (double)cs[t * D + j] + rot * sn[t * D + j]);
 		}
 	}
 	return 0;
@@ -541,15 +533,15 @@ static int op_rope(ctx *c, const ir_op *op, int r)
 static int op_heads(ctx *c, const ir_op *op, int r)
 {
 	int heads = op->kind == OP_HEADS;
-	const ir_tensor *x = T(c, op->in[0]), *o = T(c, op->out);
+	const ir_tensor *x = cr_T(c, op->in[0]), *o = cr_T(c, op->out);
 	const ir_tensor *h3 = heads ? o : x, *f2 = heads ? x : o;
 	if (h3->ndim != 3 || f2->ndim != 2 || f2->local[0] != h3->local[1] ||
 	    f2->local[1] != h3->local[0] * h3->local[2])
-		return fail(c, "%s: '%s' and '%s' do not match", ir_op_name(op->kind), x->name,
+		return cr_fail(c, "%s: '%s' and '%s' do not match", ir_op_name(op->kind), x->name,
 			    o->name);
 	int64_t H = h3->local[0], Tn = h3->local[1], D = h3->local[2];
-	const float *xv = piece(c, op->in[0], r);
-	float *out = outp(c, r);
+	const float *xv = cr_piece(c, op->in[0], r);
+	float *out = cr_outp(c, r);
 	for (int64_t h = 0; h < H; h++)
 		for (int64_t t = 0; t < Tn; t++)
 			for (int64_t d = 0; d < D; d++) {
@@ -565,17 +557,17 @@ static int op_heads(ctx *c, const ir_op *op, int r)
  * of the local piece (its splits leave each rank a contiguous block). */
 static int op_layout(ctx *c, const ir_op *op, int r)
 {
-	const ir_tensor *o = T(c, op->out), *x = T(c, op->in[0]);
-	float *out = outp(c, r);
+	const ir_tensor *o = cr_T(c, op->out), *x = cr_T(c, op->in[0]);
+	float *out = cr_outp(c, r);
 	if (op->kind == OP_RESHAPE) {
 		if (ir_tensor_elems(o) != ir_tensor_elems(x))
-			return fail(c, "reshape: '%s' and '%s' differ in size", x->name, o->name);
-		memcpy(out, piece(c, op->in[0], r), (size_t)ir_tensor_elems(o) * sizeof(float));
+			return cr_fail(c, "reshape: '%s' and '%s' differ in size", x->name, o->name);
+		memcpy(out, cr_piece(c, op->in[0], r), (size_t)ir_tensor_elems(o) * sizeof(float));
 		return 0;
 	}
 	const int nd = o->ndim, d = op->dim;
 	if (nd < 1 || nd > 3 || x->ndim != nd || d < 0 || d >= nd)
-		return fail(c, "%s: bad dimensions", ir_op_name(op->kind));
+		return cr_fail(c, "%s: bad dimensions", ir_op_name(op->kind));
 	int64_t n = ir_tensor_elems(o), idx[3];
 	for (int64_t i = 0; i < n; i++) {
 		int64_t q = i;
@@ -596,14 +588,14 @@ static int op_layout(ctx *c, const ir_op *op, int r)
 			idx[op->dim] = idx[op->dim2];
 			idx[op->dim2] = t;
 		}
-		const ir_tensor *xs = T(c, src);
+		const ir_tensor *xs = cr_T(c, src);
 		int64_t j = 0;
 		for (int k = 0; k < nd; k++) {
 			if (idx[k] < 0 || idx[k] >= xs->local[k])
-				return fail(c, "%s: an index outside '%s'", ir_op_name(op->kind), xs->name);
+				return cr_fail(c, "%s: an index outside '%s'", ir_op_name(op->kind), xs->name);
 			j = j * xs->local[k] + idx[k];
 		}
-		out[i] = piece(c, src, r)[j];
+		out[i] = cr_piece(c, src, r)[j];
 	}
 	return 0;
 }
@@ -613,9 +605,9 @@ static int op_softmax(ctx *c, const ir_op *op, int r)
 	int64_t rows, len;
 	if (rows_check(c, op, r, &rows, &len, NULL))
 		return -1;
-	const ir_tensor *o = T(c, op->out);
-	const float *x = piece(c, op->in[0], r);
-	float *out = outp(c, r);
+	const ir_tensor *o = cr_T(c, op->out);
+	const float *x = cr_piece(c, op->in[0], r);
+	float *out = cr_outp(c, r);
 	for (int64_t i = 0; i < rows; i++) {
 		const float *xr = x + i * len;
 		double m = -INFINITY, s = 0;
@@ -624,7 +616,7 @@ static int op_softmax(ctx *c, const ir_op *op, int r)
 		for (int64_t k = 0; k < len; k++)
 			s += exp(xr[k] - m);
 		for (int64_t k = 0; k < len; k++)
-			out[i * len + k] = st(c, o, exp(xr[k] - m) / s);
+			out[i * len + k] = cr_st(c, o, exp(xr[k] - m) / s);
 	}
 	return 0;
 }
@@ -632,23 +624,23 @@ static int op_softmax(ctx *c, const ir_op *op, int r)
 /* sum(X, d): removes dim d of the local piece (a split d gives partial). */
 static int op_sum(ctx *c, const ir_op *op, int r)
 {
-	const ir_tensor *x = T(c, op->in[0]), *o = T(c, op->out);
+	const ir_tensor *x = cr_T(c, op->in[0]), *o = cr_T(c, op->out);
 	int d = op->dim, ok = d >= 0 && d < x->ndim && o->ndim == x->ndim - 1;
 	for (int k = 0, j = 0; ok && k < x->ndim; k++)
 		if (k != d)
 			ok = o->local[j++] == x->local[k];
 	if (!ok)
-		return fail(c, "'%s' is not '%s' without dim %d", o->name, x->name, d);
+		return cr_fail(c, "'%s' is not '%s' without dim %d", o->name, x->name, d);
 	int64_t outer = elems(x->local, d), len = x->local[d];
 	int64_t inner = elems(x->local + d + 1, x->ndim - d - 1);
-	const float *xp = piece(c, op->in[0], r);
-	float *out = outp(c, r);
+	const float *xp = cr_piece(c, op->in[0], r);
+	float *out = cr_outp(c, r);
 	for (int64_t a = 0; a < outer; a++)
 		for (int64_t b = 0; b < inner; b++) {
 			double s = 0;
 			for (int64_t k = 0; k < len; k++)
 				s += xp[(a * len + k) * inner + b];
-			out[a * inner + b] = st(c, o, s);
+			out[a * inner + b] = cr_st(c, o, s);
 		}
 	return 0;
 }
@@ -691,7 +683,7 @@ static void attn_rows(void *arg, int64_t lo, int64_t hi, double *s)
 				acc[d] += e * v[t * j->Dv + d];
 		}
 		for (int64_t d = 0; d < j->Dv; d++)
-			j->o[row * j->Dv + d] = st(j->c, j->ot, nk ? acc[d] / sum : 0);
+			j->o[row * j->Dv + d] = cr_st(j->c, j->ot, nk ? acc[d] / sum : 0);
 	}
 }
 
@@ -700,299 +692,43 @@ static void attn_rows(void *arg, int64_t lo, int64_t hi, double *s)
  * head dim, each rank has its own heads.  Positions are global. */
 static int op_attention(ctx *c, const ir_op *op, int r)
 {
-	const ir_tensor *q = T(c, op->in[0]), *k = T(c, op->in[1]), *v = T(c, op->in[2]);
-	const ir_tensor *o = T(c, op->out);
+	const ir_tensor *q = cr_T(c, op->in[0]), *k = cr_T(c, op->in[1]), *v = cr_T(c, op->in[2]);
+	const ir_tensor *o = cr_T(c, op->out);
 	int nd = q->ndim, sd = nd - 2;
 	if ((nd != 2 && nd != 3) || k->ndim != nd || v->ndim != nd || o->ndim != nd)
-		return fail(c, "Q, K, V and the output must all be [S, D] or [H, S, D]");
+		return cr_fail(c, "Q, K, V and the output must all be [S, D] or [H, S, D]");
 	const ir_tensor *ts[4] = {q, k, v, o};
 	for (int i = 0; i < 4; i++) {
 		if (ts[i]->place.kind == PL_PARTIAL)
-			return fail(c, "'%s' is partial", ts[i]->name);
+			return cr_fail(c, "'%s' is partial", ts[i]->name);
 		if (ts[i]->local[nd - 1] != ts[i]->shape[nd - 1])
-			return fail(c, "'%s' is split on its feature dim", ts[i]->name);
+			return cr_fail(c, "'%s' is split on its feature dim", ts[i]->name);
 	}
 	int64_t H = nd == 3 ? q->local[0] : 1, Sq = q->local[sd], D = q->local[nd - 1];
 	int64_t Sk = k->shape[sd], Dv = v->local[nd - 1];
 	int ok = k->local[nd - 1] == D && v->shape[sd] == Sk && o->local[sd] == Sq &&
-		 o->local[nd - 1] == Dv && base(c, o, sd, r) == base(c, q, sd, r);
+		 o->local[nd - 1] == Dv && cr_base(c, o, sd, r) == cr_base(c, q, sd, r);
 	for (int i = 1; ok && nd == 3 && i < 4; i++)
-		ok = ts[i]->local[0] == H && base(c, ts[i], 0, r) == base(c, q, 0, r);
+		ok = ts[i]->local[0] == H && cr_base(c, ts[i], 0, r) == cr_base(c, q, 0, r);
 	if (!ok)
-		return fail(c, "shapes or placements of Q '%s', K '%s', V '%s', out '%s' "
+		return cr_fail(c, "shapes or placements of Q '%s', K '%s', V '%s', out '%s' "
 			    "do not line up on rank %d", q->name, k->name, v->name, o->name, r);
 	float *kb = malloc((size_t)(H * Sk * D) * sizeof *kb + 1);
 	float *vb = malloc((size_t)(H * Sk * Dv) * sizeof *vb + 1);
 	if (!kb || !vb) {
 		free(kb), free(vb);
-		return fail(c, "out of memory");
+		return cr_fail(c, "out of memory");
 	}
 	int64_t g[IR_MAXDIM];
-	gather_dim(c, op->in[1], sd, r, kb, g);
-	gather_dim(c, op->in[2], sd, r, vb, g);
-	attn_job j = {c, o, piece(c, op->in[0], r), kb, vb, outp(c, r), Sq, Sk, D, Dv,
-		      base(c, q, sd, r), op->causal,
+	cr_gather_dim(c, op->in[1], sd, r, kb, g);
+	cr_gather_dim(c, op->in[2], sd, r, vb, g);
+	attn_job j = {c, o, cr_piece(c, op->in[0], r), kb, vb, cr_outp(c, r), Sq, Sk, D, Dv,
+		      cr_base(c, q, sd, r), op->causal,
 		      op->scalar != 0 ? op->scalar : 1 / sqrt((double)D)};
 	int rc = par_rows(c, H * Sq, (double)H * Sq * Sk * (D + Dv), (size_t)(Sk + Dv),
 			  attn_rows, &j);
 	free(kb), free(vb);
 	return rc;
-}
-
-/* ---- exchange ops ----------------------------------------------------------- */
-
-/* allgather(X, d): X split(d); every rank of X's group gets the shards of
- * the group concatenated along d, in shard order. */
-static int op_allgather(ctx *c, const ir_op *op, int r)
-{
-	const ir_tensor *x = T(c, op->in[0]), *o = T(c, op->out);
-	int d = op->dim;
-	/* one rank: a copy, whatever a folded collective left it reading */
-	if (d < 0 || d >= x->ndim || (!is_split(x, d) && c->world > 1))
-		return fail(c, "'%s' is not split on dim %d", x->name, d);
-	int ok = o->ndim == x->ndim;
-	for (int k = 0; ok && k < x->ndim; k++)
-		ok = o->local[k] == (k == d ? x->shape[d] : x->local[k]);
-	if (!ok)
-		return fail(c, "'%s' does not have the gathered shape of '%s'", o->name, x->name);
-	int64_t g[IR_MAXDIM];
-	gather_dim(c, op->in[0], d, r, outp(c, r), g);
-	if (c->round)
-		for (int64_t i = 0, e = ir_tensor_elems(o); i < e; i++)
-			outp(c, r)[i] = st(c, o, outp(c, r)[i]);
-	return 0;
-}
-
-/* reduce_scatter(X, d): X partial or local on every rank; the output is
- * split(d) over a group, and rank r keeps its shard along d of the sum of X
- * over the ranks of its group. */
-static int op_reduce_scatter(ctx *c, const ir_op *op, int r)
-{
-	const ir_tensor *x = T(c, op->in[0]), *o = T(c, op->out);
-	int d = op->dim;
-	if (x->place.kind == PL_SPLIT && c->world > 1)
-		return fail(c, "'%s' must be partial or local, not split", x->name);
-	if (d < 0 || d >= x->ndim || !is_split(o, d))
-		return fail(c, "'%s' is not split on dim %d", o->name, d);
-	ir_group g = o->place.group;
-	int ok = o->ndim == x->ndim;
-	for (int k = 0; ok && k < x->ndim; k++)
-		ok = x->local[k] == (k == d ? o->local[d] * group_size(c, g) : o->local[k]);
-	if (!ok)
-		return fail(c, "'%s' is not a shard of '%s' along dim %d", o->name, x->name, d);
-	int64_t n = ir_tensor_elems(o), zero[IR_MAXDIM] = {0}, off[IR_MAXDIM] = {0};
-	double *acc = calloc((size_t)n + 1, sizeof *acc);
-	float *tmp = malloc((size_t)n * sizeof *tmp + 1);
-	if (!acc || !tmp) {
-		free(acc), free(tmp);
-		return fail(c, "out of memory");
-	}
-	off[d] = (int64_t)shard_of(c, g, r) * o->local[d];
-	for (int s = 0; s < group_size(c, g); s++) {
-		copy_box(tmp, o->local, zero, piece(c, op->in[0], rank_of_shard(c, g, s, r)),
-			 x->local, off, o->local, o->ndim);
-		for (int64_t i = 0; i < n; i++)
-			acc[i] += tmp[i];
-	}
-	for (int64_t i = 0; i < n; i++)
-		outp(c, r)[i] = st(c, o, acc[i]);
-	free(acc), free(tmp);
-	return 0;
-}
-
-/* allreduce(X): every rank gets the sum of X over all ranks. */
-static int op_allreduce(ctx *c, const ir_op *op, int r)
-{
-	const ir_tensor *x = T(c, op->in[0]), *o = T(c, op->out);
-	if (!same_local(x, o))
-		return fail(c, "'%s' and '%s' differ in local shape", x->name, o->name);
-	for (int64_t i = 0, n = ir_tensor_elems(o); i < n; i++) {
-		double s = 0;
-		for (int q = 0; q < c->world; q++)
-			s += piece(c, op->in[0], q)[i];
-		outp(c, r)[i] = st(c, o, s);
-	}
-	return 0;
-}
-
-/* ring_shift(X [, d]): rank r receives rank r-1's piece. */
-static int op_ring_shift(ctx *c, const ir_op *op, int r)
-{
-	const ir_tensor *x = T(c, op->in[0]), *o = T(c, op->out);
-	if (!same_local(x, o))
-		return fail(c, "'%s' and '%s' differ in local shape", x->name, o->name);
-	const float *src = piece(c, op->in[0], (r - 1 + c->world) % c->world);
-	for (int64_t i = 0, n = ir_tensor_elems(o); i < n; i++)
-		outp(c, r)[i] = st(c, o, src[i]);
-	return 0;
-}
-
-/* put: for every peer p of r (its node, the other nodes, or all ranks),
- * the output's shard p along op->dim on rank r is X's piece on rank p (the
- * shard index is p's shard in X's split group; p itself when X is not
- * split).  Other parts of the output are left alone. */
-static int op_put(ctx *c, const ir_op *op, int r)
-{
-	const ir_tensor *x = T(c, op->in[0]), *o = T(c, op->out);
-	int d = op->dim;
-	ir_group g = x->place.kind == PL_SPLIT ? x->place.group : GRP_WORLD;
-	int ok = d >= 0 && d < x->ndim && o->ndim == x->ndim;
-	for (int k = 0; ok && k < x->ndim; k++)
-		ok = k == d ? x->local[d] * group_size(c, g) <= o->local[d]
-			    : o->local[k] == x->local[k];
-	if (!ok)
-		return fail(c, "'%s' cannot hold the pieces of '%s' along dim %d",
-			    o->name, x->name, d);
-	int me = r / c->gpus;
-	for (int q = 0; q < c->world; q++) {
-		int same = q / c->gpus == me;
-		if ((op->peers == PEERS_NODE && !same) || (op->peers == PEERS_REMOTE && same))
-			continue;
-		int64_t zero[IR_MAXDIM] = {0}, off[IR_MAXDIM] = {0};
-		off[d] = (int64_t)shard_of(c, g, q) * x->local[d];
-		copy_box(outp(c, r), o->local, off, piece(c, op->in[0], q), x->local, zero,
-			 x->local, x->ndim);
-	}
-	if (c->round)
-		for (int64_t i = 0, n = ir_tensor_elems(o); i < n; i++)
-			outp(c, r)[i] = st(c, o, outp(c, r)[i]);
-	return 0;
-}
-
-/* Routing shared by dispatch and combine: the slot of every (token, choice)
- * in order (source rank, token, choice), from idx [T, k] split(0) over the
- * world (rank q's tokens come after those of ranks < q).  slot is
- * world * T_local * k long.  Fails on a bad id; a choice past its expert's
- * C slots fails the run when `strict`, else its slot is -1 (dropped: it
- * moves nothing and adds nothing, as on the GPU). */
-static int route(ctx *c, int idxi, int64_t E, int64_t C, int strict, int64_t *slot)
-{
-	const ir_tensor *ix = T(c, idxi);
-	if (ix->ndim != 2 || (c->world > 1 && !(is_split(ix, 0) && ix->place.group == GRP_WORLD)))
-		return fail(c, "routing indices '%s' must be [T, k] split(0) over the world",
-			    ix->name);
-	int64_t Tl = ix->local[0], k = ix->local[1];
-	int64_t *count = calloc((size_t)E + 1, sizeof *count);
-	if (!count)
-		return fail(c, "out of memory");
-	for (int q = 0; q < c->world; q++) {
-		const float *id = piece(c, idxi, q);
-		for (int64_t i = 0; i < Tl * k; i++) {
-			float x = id[i];
-			if (!(x >= 0 && x < (double)E && x == floorf(x))) {
-				free(count);
-				return fail(c, "'%s' on rank %d: token %lld choice %lld routes to "
-					    "%g, not an expert in [0, %lld)", ix->name, q,
-					    (long long)(i / k), (long long)(i % k), x, (long long)E);
-			}
-			const int64_t s = count[(int64_t)x]++;
-			slot[q * Tl * k + i] = s < C ? s : -1;
-		}
-	}
-	for (int64_t e = 0; strict && e < E; e++)
-		if (count[e] > C) {
-			long long n = count[e];
-			free(count);
-			return fail(c, "expert %lld receives %lld tokens, over its capacity %lld",
-				    (long long)e, n, (long long)C);
-		}
-	free(count);
-	return 0;
-}
-
-/* dispatch(X[T,H], idx[T,k], E, C) -> Xe[E,C,H]: token t's row goes to slot
- * slot(t, j) of expert idx[t,j] for each choice j; unused slots stay 0. */
-static int op_dispatch(ctx *c, const ir_op *op, int r)
-{
-	const ir_tensor *x = T(c, op->in[0]), *ix = T(c, op->in[1]), *o = T(c, op->out);
-	if (x->ndim != 2 || o->ndim != 3 || ix->ndim != 2 || ix->local[0] != x->local[0] ||
-	    (c->world > 1 && !(is_split(x, 0) && x->place.group == GRP_WORLD)))
-		return fail(c, "expects X[T, H] and idx[T, k] split(0) over the world, "
-			    "out [E, C, H]");
-	int64_t E = o->shape[0], C = o->shape[1], H = x->local[1];
-	if ((op->experts && op->experts != E) || (op->capacity && op->capacity != C) ||
-	    o->local[1] != C || o->local[2] != H || o->place.kind == PL_PARTIAL ||
-	    (o->place.kind == PL_SPLIT && o->place.dim != 0))
-		return fail(c, "'%s' must be [E=%lld, C=%lld, H=%lld], split on experts or local",
-			    o->name, (long long)E, (long long)C, (long long)H);
-	int64_t Tl = ix->local[0], k = ix->local[1];
-	int64_t *slot = malloc((size_t)(c->world * Tl * k) * sizeof *slot + 1);
-	if (!slot)
-		return fail(c, "out of memory");
-	if (route(c, op->in[1], E, C, !op->drop, slot)) {
-		free(slot);
-		return -1;
-	}
-	int64_t e0 = base(c, o, 0, r), El = o->local[0];
-	float *out = outp(c, r);
-	for (int q = 0; q < c->world; q++) {
-		const float *id = piece(c, op->in[1], q), *xp = piece(c, op->in[0], q);
-		for (int64_t i = 0; i < Tl * k; i++) {
-			int64_t e = (int64_t)id[i] - e0;
-			if (e < 0 || e >= El || slot[q * Tl * k + i] < 0)
-				continue;
-			float *dst = out + (e * C + slot[q * Tl * k + i]) * H;
-			for (int64_t h = 0; h < H; h++)
-				dst[h] = st(c, o, xp[(i / k) * H + h]);
-		}
-	}
-	free(slot);
-	return 0;
-}
-
-/* combine(Ye[E,C,F], idx[T,k], gate[T,k]) -> Y[T,F]:
- * Y[t] = sum_j gate[t,j] * Ye[idx[t,j], slot(t,j)], slots as in dispatch;
- * a dropped choice's gate counts as zero. */
-static int op_combine(ctx *c, const ir_op *op, int r)
-{
-	const ir_tensor *ye = T(c, op->in[0]), *ix = T(c, op->in[1]);
-	const ir_tensor *gt = T(c, op->in[2]), *o = T(c, op->out);
-	if (ye->ndim != 3 || ye->place.kind == PL_PARTIAL ||
-	    (ye->place.kind == PL_SPLIT && ye->place.dim != 0) ||
-	    ye->local[1] != ye->shape[1] || ye->local[2] != ye->shape[2])
-		return fail(c, "'%s' must be [E, C, F], split on experts or local", ye->name);
-	int64_t E = ye->shape[0], C = ye->shape[1], F = ye->shape[2];
-	if (ix->ndim != 2 || !same_local(ix, gt) || o->ndim != 2 ||
-	    o->local[0] != ix->local[0] || o->local[1] != F)
-		return fail(c, "expects idx and gate [T, k] and out [T, F=%lld] with the same "
-			    "local rows", (long long)F);
-	int64_t Tl = ix->local[0], k = ix->local[1], El = ye->local[0];
-	int64_t *slot = malloc((size_t)(c->world * Tl * k) * sizeof *slot + 1);
-	double *acc = malloc((size_t)F * sizeof *acc + 1);
-	if (!slot || !acc) {
-		free(slot), free(acc);
-		return fail(c, "out of memory");
-	}
-	/* a choice with no slot (past C: its dispatch dropped it, or it
-	 * stopped the run first) adds nothing */
-	if (route(c, op->in[1], E, C, 0, slot)) {
-		free(slot), free(acc);
-		return -1;
-	}
-	const float *id = piece(c, op->in[1], r), *gate = piece(c, op->in[2], r);
-	float *out = outp(c, r);
-	for (int64_t t = 0; t < Tl; t++) {
-		for (int64_t f = 0; f < F; f++)
-			acc[f] = 0;
-		for (int64_t j = 0; j < k; j++) {
-			int64_t e = (int64_t)id[t * k + j], owner = r, le = e;
-			if (ye->place.kind == PL_SPLIT) {
-				int s = (int)(e / El);
-				owner = rank_of_shard(c, ye->place.group, s, r);
-				le = e - s * El;
-			}
-			if (slot[(r * Tl + t) * k + j] < 0)
-				continue;
-			const float *row = piece(c, op->in[0], (int)owner) +
-					   (le * C + slot[(r * Tl + t) * k + j]) * F;
-			for (int64_t f = 0; f < F; f++)
-				acc[f] += (double)gate[t * k + j] * row[f];
-		}
-		for (int64_t f = 0; f < F; f++)
-			out[t * F + f] = st(c, o, acc[f]);
-	}
-	free(slot), free(acc);
-	return 0;
 }
 
 /* ---- the table and the driver ---------------------------------------------- */
@@ -1024,13 +760,13 @@ static const struct {
 	[OP_SOFTMAX] = {op_softmax, 1, 1},
 	[OP_SUM] = {op_sum, 1, 1},
 	[OP_ATTENTION] = {op_attention, 3, 3},
-	[OP_ALLGATHER] = {op_allgather, 1, 1},
-	[OP_REDUCE_SCATTER] = {op_reduce_scatter, 1, 1},
-	[OP_ALLREDUCE] = {op_allreduce, 1, 1},
-	[OP_DISPATCH] = {op_dispatch, 2, 2},
-	[OP_COMBINE] = {op_combine, 3, 3},
-	[OP_RING_SHIFT] = {op_ring_shift, 1, 1},
-	[OP_PUT] = {op_put, 1, 1},
+	[OP_ALLGATHER] = {cr_allgather, 1, 1},
+	[OP_REDUCE_SCATTER] = {cr_reduce_scatter, 1, 1},
+	[OP_ALLREDUCE] = {cr_allreduce, 1, 1},
+	[OP_DISPATCH] = {cr_dispatch, 2, 2},
+	[OP_COMBINE] = {cr_combine, 3, 3},
+	[OP_RING_SHIFT] = {cr_ring_shift, 1, 1},
+	[OP_PUT] = {cr_put, 1, 1},
 };
 
 /* Ops whose value on a partial input would not be a partial of anything.
@@ -1047,21 +783,21 @@ static int nonlinear(ir_opkind k)
 static int check_tensor(ctx *c, const ir_tensor *t)
 {
 	if (t->ndim < 0 || t->ndim > IR_MAXDIM || (unsigned)t->dtype >= DT_COUNT)
-		return fail(c, "tensor '%s': bad rank or element type", t->name);
+		return cr_fail(c, "tensor '%s': bad rank or element type", t->name);
 	if (t->place.kind == PL_SPLIT &&
 	    (t->place.dim < 0 || t->place.dim >= t->ndim || (unsigned)t->place.group > GRP_NODES))
-		return fail(c, "tensor '%s': bad split", t->name);
+		return cr_fail(c, "tensor '%s': bad split", t->name);
 	for (int d = 0; d < t->ndim; d++) {
 		int64_t want = t->shape[d];
-		if (is_split(t, d)) {
-			int gs = group_size(c, t->place.group);
+		if (cr_is_split(t, d)) {
+			int gs = cr_group_size(c, t->place.group);
 			if (t->shape[d] % gs)
-				return fail(c, "tensor '%s': dim %d (%lld) does not split over %d "
+				return cr_fail(c, "tensor '%s': dim %d (%lld) does not split over %d "
 					    "ranks", t->name, d, (long long)t->shape[d], gs);
 			want = t->shape[d] / gs;
 		}
 		if (t->local[d] != want || want < 0)
-			return fail(c, "tensor '%s': local dim %d is %lld, its placement says %lld",
+			return cr_fail(c, "tensor '%s': local dim %d is %lld, its placement says %lld",
 				    t->name, d, (long long)t->local[d], (long long)want);
 	}
 	return 0;
@@ -1071,22 +807,22 @@ static int check_op(ctx *c, const ir_op *op)
 {
 	const ir_prog *p = c->p;
 	if ((unsigned)op->kind >= OP_COUNT || !ops[op->kind].fn)
-		return fail(c, "op kind %d is unknown", (int)op->kind);
+		return cr_fail(c, "op kind %d is unknown", (int)op->kind);
 	if (op->nin < ops[op->kind].min_in || op->nin > ops[op->kind].max_in)
-		return fail(c, "%d tensor operands, expected %d..%d", op->nin,
+		return cr_fail(c, "%d tensor operands, expected %d..%d", op->nin,
 			    ops[op->kind].min_in, ops[op->kind].max_in);
 	if (op->out < 0 || op->out >= p->ntensors || p->tensors[op->out].kind == TK_IN)
-		return fail(c, "bad output tensor");
+		return cr_fail(c, "bad output tensor");
 	for (int k = 0; k < op->nin; k++) {
 		if (op->in[k] < 0 || op->in[k] >= p->ntensors)
-			return fail(c, "bad operand %d", k);
+			return cr_fail(c, "bad operand %d", k);
 		if (op->in[k] == op->out)
-			return fail(c, "'%s' is both read and written", p->tensors[op->out].name);
+			return cr_fail(c, "'%s' is both read and written", p->tensors[op->out].name);
 		/* (on one rank a partial is its value: the expansion folds the
 		 * reductions of a one-rank world, so ops read partials there) */
 		if (nonlinear(op->kind) && p->tensors[op->in[k]].place.kind == PL_PARTIAL &&
 		    p->world > 1)
-			return fail(c, "'%s' is partial: reduce it first",
+			return cr_fail(c, "'%s' is partial: reduce it first",
 				    p->tensors[op->in[k]].name);
 	}
 	return 0;
@@ -1101,7 +837,7 @@ int cpuref_run(const ir_prog *p, float *const *bufs, const cpuref_opts *o,
 		err[0] = 0;
 	if (p->world < 1 || p->world > IR_MAXRANKS || p->nodes < 1 || p->gpus < 1 ||
 	    p->nodes * p->gpus != p->world)
-		return fail(&c, "bad mesh %d x %d, world %d", p->nodes, p->gpus, p->world);
+		return cr_fail(&c, "bad mesh %d x %d, world %d", p->nodes, p->gpus, p->world);
 	if (c.threads <= 0) {
 		long k = sysconf(_SC_NPROCESSORS_ONLN);
 		c.threads = k < 1 ? 1 : k > 64 ? 64 : (int)k;
@@ -1118,7 +854,7 @@ int cpuref_run(const ir_prog *p, float *const *bufs, const cpuref_opts *o,
 	size_t np = (size_t)p->ntensors * (size_t)p->world;
 	c.v = calloc(np + 1, sizeof *c.v);
 	if (!c.v)
-		return fail(&c, "out of memory");
+		return cr_fail(&c, "out of memory");
 	int rc = 0;
 	for (int t = 0; t < p->ntensors; t++) {
 		const ir_tensor *tt = &p->tensors[t];
@@ -1130,7 +866,7 @@ int cpuref_run(const ir_prog *p, float *const *bufs, const cpuref_opts *o,
 				memset(bufs[i], 0, (size_t)ne * sizeof(float));
 			} else if (c.round && tt->dtype != DT_F32) {
 				if (!(c.v[i] = malloc((size_t)ne * sizeof(float) + 1))) {
-					rc = fail(&c, "out of memory");
+					rc = cr_fail(&c, "out of memory");
 					goto out;
 				}
 				for (int64_t k = 0; k < ne; k++)
