@@ -17,9 +17,9 @@
  * packed to 16 bits pairwise, is exactly the A fragment of m64nDk16, as for
  * mma.sync; V N-major).  Overlap:
  *
- *   - inside a warpgroup (OVERLAP, off: see the enum): S of chunk c is
- *     issued together with P V of chunk c-1, and the softmax of chunk c runs
- *     while that P V is on the tensor cores;
+ *   - inside a warpgroup (OVERLAP): S of chunk c is issued together with
+ *     P V of chunk c-1, and the softmax of chunk c runs while that P V is
+ *     on the tensor cores;
  *   - between the warpgroups (ping-pong): named barriers SCHED+w make the
  *     two take turns issuing their GEMMs, so one's softmax runs under the
  *     other's GEMMs.  WG2 opens the turn for WG1 at the start of a block,
@@ -135,13 +135,10 @@ struct mkd_fa_wg {
 		THREADS = 384,
 		BN = D <= 128 ? 64 : 32,     /* keys per stage */
 		STAGES = 3,
-		/* S of chunk c beside P V of chunk c-1: off.  Above D = 64 the
-		 * registers spill at 168; at D = 64, once the stage is inlined into
-		 * the kernel (as it must be: ptxas serializes a wgmma chain that
-		 * crosses a call, C7510), ptxas serializes this overlap instead
-		 * (C7514: the softmax reads S while P V is in flight).  The two
-		 * warpgroups' ping-pong is the overlap that stays. */
-		OVERLAP = 0,
+		/* S of chunk c beside P V of chunk c-1, up to D = 64 (at D = 128
+		 * the two chunks' registers spill at 168 where the stage reads
+		 * blocks of several ranks) */
+		OVERLAP = D <= 64,
 		CB = D / 64,                 /* 64-column boxes of a row */
 		Q_BOX = 128 * 128,           /* bytes of one Q box [128][64] */
 		KV_BOX = BN * 128,           /* one K or V box [BN][64] */
@@ -362,6 +359,43 @@ struct mkd_fa_wg {
 				mkd_wg_pin_u(pa[kk][e]);
 	}
 
+	/* chunk c of the block alone: wait for it, S = Q K^T in this warpgroup's
+	 * turn, its softmax (O rescaled) */
+	MKD_INLINE void chunk_s(int w, int c, int nk, bool causal, int qfirst, int qr, int me,
+				int other, float *s, float *corr)
+	{
+		const int j = it + c, nkc = nk - c * BN < BN ? nk - c * BN : BN;
+		const int kpos = c * BN;
+		const bool mask = nkc < BN || (causal && kpos + BN - 1 > qfirst);
+		const int diag = causal ? qr - kpos : 1 << 30;
+		arrive_chunk(w, j, nkc);
+		mkd_bar_sync(me, 256);
+		pin_s(s);
+		pin_o();
+		mkd_wg_fence();
+		qk(s, w, j % STAGES);
+		mkd_bar_arrive(other, 256);
+		mkd_wg_wait<0>();
+		pin_s(s);
+		softmax(s, nkc, mask, diag, corr);
+		rescale(corr);
+	}
+
+	/* O += P V of chunk j in this warpgroup's turn; the stage released */
+	MKD_INLINE void chunk_pv(int j, int me, int other, u32 (*pa)[4])
+	{
+		mkd_bar_sync(me, 256);
+		pin_o();
+		pin_p(pa);
+		mkd_wg_fence();
+		pv(pa, j % STAGES);
+		mkd_bar_arrive(other, 256);
+		mkd_wg_wait<0>();
+		pin_o();
+		pin_p(pa);
+		release(j);
+	}
+
 	/* consumer w over chunks it .. it + n - 1 (nk keys from kpos0) */
 	MKD_INLINE void consume(int w, int n, int nk, bool causal, i64 qpos0, i64 kpos0)
 	{
@@ -377,21 +411,27 @@ struct mkd_fa_wg {
 		mkd_mbar_wait(q_bar(), 0, MKD_WG_TIMEOUT_NS);
 		if (w == 1)
 			mkd_bar_arrive(MKD_FAW_SCHED, 256);  /* WG1 goes first */
-		for (int c = 0; c < n; c++) {
-			const int j = it + c, nkc = nk - c * BN < BN ? nk - c * BN : BN;
-			const int kpos = c * BN;
-			const bool mask = nkc < BN || (causal && kpos + BN - 1 > qfirst);
-			const int diag = causal ? qr - kpos : 1 << 30;
-			arrive_chunk(w, j, nkc);
-			mkd_bar_sync(me, 256);
-			pin_s(s);
-			pin_o();
-			mkd_wg_fence();
-			qk(s, w, j % STAGES);
-			if (OVERLAP && c > 0)
+		if (OVERLAP) {
+			/* chunk 0: S alone; then chunk c's S beside chunk c-1's P V;
+			 * the last P V after the loop.  Straight-line turns: a branch
+			 * between the wgmmas of a turn makes ptxas serialize them
+			 * (C7514, C7520) */
+			chunk_s(w, 0, nk, causal, qfirst, qr, me, other, s, corr);
+			pack(pa, s);
+			for (int c = 1; c < n; c++) {
+				const int j = it + c, nkc = nk - c * BN < BN ? nk - c * BN : BN;
+				const int kpos = c * BN;
+				const bool mask = nkc < BN || (causal && kpos + BN - 1 > qfirst);
+				const int diag = causal ? qr - kpos : 1 << 30;
+				arrive_chunk(w, j, nkc);
+				mkd_bar_sync(me, 256);
+				pin_s(s);
+				pin_o();
+				pin_p(pa);
+				mkd_wg_fence();
+				qk(s, w, j % STAGES);
 				pv(pa, (j - 1) % STAGES);
-			mkd_bar_arrive(other, 256);
-			if (OVERLAP && c > 0) {
+				mkd_bar_arrive(other, 256);
 				mkd_wg_wait<1>();
 				pin_s(s);
 				softmax(s, nkc, mask, diag, corr);
@@ -401,23 +441,13 @@ struct mkd_fa_wg {
 				release(j - 1);
 				rescale(corr);
 				pack(pa, s);
-			} else {
-				mkd_wg_wait<0>();
-				pin_s(s);
-				softmax(s, nkc, mask, diag, corr);
-				rescale(corr);
-				pack(pa, s);
 			}
-			if (!OVERLAP || c == n - 1) {  /* this chunk's P V now */
-				mkd_bar_sync(me, 256);
-				pin_o();
-				mkd_wg_fence();
-				pv(pa, j % STAGES);
-				mkd_bar_arrive(other, 256);
-				mkd_wg_wait<0>();
-				pin_o();
-				pin_p(pa);
-				release(j);
+			chunk_pv(it + n - 1, me, other, pa);
+		} else {
+			for (int c = 0; c < n; c++) {
+				chunk_s(w, c, nk, causal, qfirst, qr, me, other, s, corr);
+				pack(pa, s);
+				chunk_pv(it + c, me, other, pa);  /* this chunk's P V now */
 			}
 		}
 		if (w == 0)
