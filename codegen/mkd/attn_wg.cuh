@@ -359,15 +359,30 @@ struct mkd_fa_wg {
 				mkd_wg_pin_u(pa[kk][e]);
 	}
 
-	/* chunk c of the block alone: wait for it, S = Q K^T in this warpgroup's
-	 * turn, its softmax (O rescaled) */
-	MKD_INLINE void chunk_s(int w, int c, int nk, bool causal, int qfirst, int qr, int me,
-				int other, float *s, float *corr)
+	/* chunk c of a block of nk keys: its place in the ring (j), its valid
+	 * keys, whether its scores are masked (ragged, or crossing the causal
+	 * diagonal of this warpgroup's rows from qfirst; this thread's row qr) */
+	struct chunk {
+		int j, nkc, diag;
+		bool mask;
+	};
+	MKD_INLINE chunk chunk_at(int c, int nk, bool causal, int qfirst, int qr) const
 	{
-		const int j = it + c, nkc = nk - c * BN < BN ? nk - c * BN : BN;
-		const int kpos = c * BN;
-		const bool mask = nkc < BN || (causal && kpos + BN - 1 > qfirst);
-		const int diag = causal ? qr - kpos : 1 << 30;
+		chunk k;
+		k.j = it + c;
+		k.nkc = nk - c * BN < BN ? nk - c * BN : BN;
+		k.mask = k.nkc < BN || (causal && c * BN + BN - 1 > qfirst);
+		k.diag = causal ? qr - c * BN : 1 << 30;
+		return k;
+	}
+
+	/* chunk k alone: wait for it, S = Q K^T in this warpgroup's turn, its
+	 * softmax (O rescaled) */
+	MKD_INLINE void chunk_s(int w, const chunk &k, int me, int other, float *s, float *corr)
+	{
+		const int j = k.j, nkc = k.nkc;
+		const bool mask = k.mask;
+		const int diag = k.diag;
 		arrive_chunk(w, j, nkc);
 		mkd_bar_sync(me, 256);
 		pin_s(s);
@@ -416,14 +431,12 @@ struct mkd_fa_wg {
 			 * the last P V after the loop.  Straight-line turns: a branch
 			 * between the wgmmas of a turn makes ptxas serialize them
 			 * (C7514, C7520) */
-			chunk_s(w, 0, nk, causal, qfirst, qr, me, other, s, corr);
+			chunk_s(w, chunk_at(0, nk, causal, qfirst, qr), me, other, s, corr);
 			pack(pa, s);
 			for (int c = 1; c < n; c++) {
-				const int j = it + c, nkc = nk - c * BN < BN ? nk - c * BN : BN;
-				const int kpos = c * BN;
-				const bool mask = nkc < BN || (causal && kpos + BN - 1 > qfirst);
-				const int diag = causal ? qr - kpos : 1 << 30;
-				arrive_chunk(w, j, nkc);
+				const chunk k = chunk_at(c, nk, causal, qfirst, qr);
+				const int j = k.j;
+				arrive_chunk(w, j, k.nkc);
 				mkd_bar_sync(me, 256);
 				pin_s(s);
 				pin_o();
@@ -434,7 +447,7 @@ struct mkd_fa_wg {
 				mkd_bar_arrive(other, 256);
 				mkd_wg_wait<1>();
 				pin_s(s);
-				softmax(s, nkc, mask, diag, corr);
+				softmax(s, k.nkc, k.mask, k.diag, corr);
 				mkd_wg_wait<0>();
 				pin_o();
 				pin_p(pa);
@@ -445,7 +458,7 @@ struct mkd_fa_wg {
 			chunk_pv(it + n - 1, me, other, pa);
 		} else {
 			for (int c = 0; c < n; c++) {
-				chunk_s(w, c, nk, causal, qfirst, qr, me, other, s, corr);
+				chunk_s(w, chunk_at(c, nk, causal, qfirst, qr), me, other, s, corr);
 				pack(pa, s);
 				chunk_pv(it + c, me, other, pa);  /* this chunk's P V now */
 			}
