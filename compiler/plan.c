@@ -18,6 +18,7 @@
  */
 #include "plan.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "costmodel.h"
@@ -282,7 +283,41 @@ static void mm_split(planner *P, ir_op *op)
 	}
 	if (S < 2)
 		return;
-	const int64_t step = (ksteps + S - 1) / S * unit;
+	int64_t step = (ksteps + S - 1) / S * unit;
+	/* K tied to the ranks' shards (A's columns or B's rows gathered, or read
+	 * by a collective along K): sigma_r moves a piece whole only inside one
+	 * shard, so the pieces divide a shard (of whole engine steps) */
+	const ir_tensor *B = &p->tensors[op->in[1]];
+	const ir_rot kr[2] = {A->rot[A->ndim - 1], B->rot[B->ndim - 2]};
+	for (int i = 0; i < 2; i++) {
+		const int64_t u = kr[i].unit;
+		if (u <= 0 || ir_group_size(p, kr[i].group) < 2 || step <= 0)
+			continue;
+		int64_t best = 0, widest = 0;
+		for (int64_t d = unit; d <= u; d += unit)
+			if (u % d == 0) {
+				widest = d;
+				if (d <= step)
+					best = d;
+			}
+		if (op->hints.split && (!best || (K + best - 1) / best != S)) {
+			char alt[64] = "no split can";
+			if (widest)
+				snprintf(alt, sizeof alt, "split %lld can",
+					 (long long)((K + widest - 1) / widest));
+			diag_error(P->d, op->hints.split_where, "split %lld of '%s' would cut K inside "
+				   "the shards it is tied to (%lld a shard over %s: '%s''s dimension %d); "
+				   "a piece must lie in one shard and be whole steps of %lld: %s",
+				   (long long)S, op->stage, (long long)u, ir_group_name(kr[i].group),
+				   i ? B->name : A->name, i ? B->ndim - 2 : A->ndim - 1, (long long)unit,
+				   alt);
+			P->err = 1;
+			return;
+		}
+		step = best;
+	}
+	if (step <= 0)
+		return;
 	S = (K + step - 1) / step;
 	if (S < 2)
 		return;
