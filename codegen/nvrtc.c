@@ -188,8 +188,6 @@ static void parse_resources(const char *log, cg_binary *b)
 			b->spill_stores = maxi(b->spill_stores, v);
 		if ((v = num_before(line, end, " bytes spill loads")) >= 0)
 			b->spill_loads = maxi(b->spill_loads, v);
-		if (memmem(line, (size_t)(end - line), "(C7510)", 7))
-			b->wgmma_serialized = 1;
 	}
 }
 

@@ -41,8 +41,6 @@ typedef struct cg_binary {
 	int from_cache;
 	/* Resource use, from ptxas's -v info in the NVRTC log (-1 = unknown). */
 	int regs, stack_bytes, spill_stores, spill_loads, smem_bytes;
-	int wgmma_serialized;  /* ptxas C7510: a wgmma chain crosses a call and
-	                          runs one instruction at a time */
 	double compile_ms;  /* NVRTC time; 0 on a cache hit */
 	char key[65];       /* cache key, hex */
 } cg_binary;

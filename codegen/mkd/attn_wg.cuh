@@ -380,19 +380,16 @@ struct mkd_fa_wg {
 	 * softmax (O rescaled) */
 	MKD_INLINE void chunk_s(int w, const chunk &k, int me, int other, float *s, float *corr)
 	{
-		const int j = k.j, nkc = k.nkc;
-		const bool mask = k.mask;
-		const int diag = k.diag;
-		arrive_chunk(w, j, nkc);
+		arrive_chunk(w, k.j, k.nkc);
 		mkd_bar_sync(me, 256);
 		pin_s(s);
 		pin_o();
 		mkd_wg_fence();
-		qk(s, w, j % STAGES);
+		qk(s, w, k.j % STAGES);
 		mkd_bar_arrive(other, 256);
 		mkd_wg_wait<0>();
 		pin_s(s);
-		softmax(s, nkc, mask, diag, corr);
+		softmax(s, k.nkc, k.mask, k.diag, corr);
 		rescale(corr);
 	}
 
