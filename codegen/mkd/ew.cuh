@@ -391,18 +391,89 @@ MKD_INLINE void mkd_layernorm(const TX *x, i64 ldx, const TW *w, const TB *b, TY
 	}
 }
 
+/* 8 table entries (fp32: two 16-byte loads; else one by one) */
+template <typename TC> struct mkd_tab8 {
+	static MKD_INLINE void get(float *g, const TC *t)
+	{
+#pragma unroll
+		for (int j = 0; j < 8; j++)
+			g[j] = mkd_elem<TC>::ld(t + j);
+	}
+	static MKD_INLINE bool al(const TC *, i64) { return true; }
+};
+template <> struct mkd_tab8<float> {
+	static MKD_INLINE void get(float *g, const float *t)
+	{
+		const float4 a = *(const float4 *)t, b = *(const float4 *)(t + 4);
+		g[0] = a.x, g[1] = a.y, g[2] = a.z, g[3] = a.w;
+		g[4] = b.x, g[5] = b.y, g[6] = b.z, g[7] = b.w;
+	}
+	static MKD_INLINE bool al(const float *t, i64 ld) { return (((u64)t & 15) | (ld & 3)) == 0; }
+};
+
+/* 16-bit rows, 16-byte aligned, half a head a multiple of 8: a thread
+ * rotates 8 pairs (x[j], x[j + D/2]) at once -- two 16-byte loads of x, the
+ * tables' 8 entries at j and at j + D/2, two 16-byte stores -- with 32-bit
+ * index arithmetic; false (nothing done) otherwise. */
+template <typename TX, typename TC, typename TS, typename TY,
+	  bool V = mkd_is16<TX>::value && mkd_is16<TY>::value>
+struct mkd_rope_vec {
+	static MKD_INLINE bool run(const TX *, i64, const TC *, const TS *, i64, TY *, i64, int, int)
+	{
+		return false;
+	}
+};
+template <typename TX, typename TC, typename TS, typename TY>
+struct mkd_rope_vec<TX, TC, TS, TY, true> {
+	static MKD_INLINE bool run(const TX *x, i64 ldx, const TC *cs, const TS *sn, i64 ldc, TY *y,
+				   i64 ldy, int rows, int cols)
+	{
+		const int D = (int)ldc, h = D >> 1;
+		if ((h & 7) || cols % D || !mkd_al16(x, ldx) || !mkd_al16(y, ldy) ||
+		    !mkd_tab8<TC>::al(cs, ldc) || !mkd_tab8<TS>::al(sn, ldc))
+			return false;
+		const int g = h >> 3, per = cols / D * g;  /* 8-pair groups: a head's, a row's */
+		const int n = rows * per;
+		for (int i = threadIdx.x; i < n; i += blockDim.x) {
+			const int r = i / per, k = i - r * per, j = (k % g) << 3;
+			const int c = (k / g) * D + j;  /* the group's first column */
+			const TX *xr = x + (i64)r * ldx + c;
+			float a[8], b[8], ca[8], cb[8], sa[8], sb[8];
+			mkd_vec8<TX>::get(a, *(const uint4 *)xr);
+			mkd_vec8<TX>::get(b, *(const uint4 *)(xr + h));
+			mkd_tab8<TC>::get(ca, cs + (i64)r * ldc + j);
+			mkd_tab8<TC>::get(cb, cs + (i64)r * ldc + j + h);
+			mkd_tab8<TS>::get(sa, sn + (i64)r * ldc + j);
+			mkd_tab8<TS>::get(sb, sn + (i64)r * ldc + j + h);
+			float lo[8], hi[8];
+#pragma unroll
+			for (int e = 0; e < 8; e++) {
+				lo[e] = a[e] * ca[e] - b[e] * sa[e];
+				hi[e] = b[e] * cb[e] + a[e] * sb[e];
+			}
+			TY *yr = y + (i64)r * ldy + c;
+			*(uint4 *)yr = mkd_vec8<TY>::pack(lo);
+			*(uint4 *)(yr + h) = mkd_vec8<TY>::pack(hi);
+		}
+		return true;
+	}
+};
+
 /* Rotary embedding, Llama's half rotation, on rows of whole heads: row r is
  * token r of the tables cs, sn (rows of ldc, D = ldc wide); in each head of
  * D columns y[j] = x[j] cs[j] - x[j + D/2] sn[j] for j < D/2, and
- * x[j] cs[j] + x[j - D/2] sn[j] after. */
+ * x[j] cs[j] + x[j - D/2] sn[j] after.  A box is at most 64 KB: 32-bit
+ * indices. */
 template <typename TX, typename TC, typename TS, typename TY>
 MKD_INLINE void mkd_rope(const TX *x, i64 ldx, const TC *cs, const TS *sn, i64 ldc, TY *y, i64 ldy,
 			 int rows, int cols)
 {
+	if (mkd_rope_vec<TX, TC, TS, TY>::run(x, ldx, cs, sn, ldc, y, ldy, rows, cols))
+		return;
 	const int D = (int)ldc, h = D >> 1;
-	const i64 n = (i64)rows * cols;
-	for (i64 i = threadIdx.x; i < n; i += blockDim.x) {
-		const int r = (int)(i / cols), c = (int)(i % cols), j = c % D;
+	const int n = rows * cols;
+	for (int i = threadIdx.x; i < n; i += blockDim.x) {
+		const int r = i / cols, c = i - r * cols, j = c % D;
 		const TX *xr = x + (i64)r * ldx;
 		const float o = j < h ? -mkd_elem<TX>::ld(xr + c + h) : mkd_elem<TX>::ld(xr + c - h);
 		mkd_elem<TY>::st(y + (i64)r * ldy + c,
