@@ -26,12 +26,15 @@ typedef struct cg_emit_opts {
 } cg_emit_opts;
 
 /* The TMA tensor maps a kernel uses, in the order of its MK_NTMAPS table
- * (for every matmul the Hopper engine takes: A, then B): which tensor, its
- * local piece as a 2-D row-major matrix, and the box.  The runtime encodes
- * them for each rank it holds. */
+ * (for every matmul the Hopper engine takes: A, then B; for every Hopper
+ * attention tile: Q, K, V): the tensor read, and the 2-D row-major matrix
+ * the map covers -- rows x cols with row stride ld (elements) from element
+ * off of the storage of tensor root (the tensor itself unless it is a
+ * view) -- and the box.  The runtime encodes them for each rank it holds. */
 typedef struct cg_tmap {
-	int tensor;
-	long long rows, cols;
+	int tensor, root;
+	long long off;
+	long long rows, cols, ld;
 	int box_rows, box_cols;
 } cg_tmap;
 

@@ -139,16 +139,19 @@ static void tensors(cg_em *E)
 			cg_fail(E, "tensors of more than 3 dimensions cannot be generated yet", x->name);
 			return;
 		}
-		long long loc[3] = {1, 1, 1}, rot[3] = {0, 0, 0};
+		long long loc[3] = {1, 1, 1}, rot[3] = {0, 0, 0}, st[3] = {0, 0, 1};
 		const char *rg[3] = {"0", "0", "0"};
 		int split = -1;
 		for (int d = 0; d < x->ndim; d++) {
 			loc[nd3(x, d)] = (long long)x->local[d];
+			st[nd3(x, d)] = (long long)x->st[d];
 			if (x->rot[d].unit > 0) {
 				rot[nd3(x, d)] = (long long)x->rot[d].unit;
 				rg[nd3(x, d)] = group_enum(x->rot[d].group);
 			}
 		}
+		for (int d = 3 - x->ndim - 1; d >= 0; d--)  /* leading 1s: the whole below */
+			st[d] = loc[d + 1] * st[d + 1];
 		if (x->place.kind == PL_SPLIT)
 			split = nd3(x, x->place.dim);
 		sb_printf(o, "\t// %s: %s %s [", x->name,
@@ -156,11 +159,15 @@ static void tensors(cg_em *E)
 			  ir_dtype_name(x->dtype));
 		for (int d = 0; d < x->ndim; d++)
 			sb_printf(o, "%s%lld", d ? ", " : "", (long long)x->shape[d]);
-		sb_printf(o, "] %s\n", x->place.kind == PL_SPLIT ? "split" :
+		sb_printf(o, "] %s", x->place.kind == PL_SPLIT ? "split" :
 			  x->place.kind == PL_PARTIAL ? "partial" : "local");
-		sb_printf(o, "\t{%d, %d, %s, {%lld, %lld, %lld}, {%lld, %lld, %lld}, {%s, %s, %s}},\n",
+		if (x->view)
+			sb_printf(o, ", a view of %s", p->tensors[x->root].name);
+		sb_printf(o, "\n\t{%d, %d, %s, {%lld, %lld, %lld}, {%lld, %lld, %lld}, {%s, %s, %s}, "
+			  "%s%s, %lld, {%lld, %lld, %lld}},\n",
 			  ir_dtype_size(x->dtype), split, group_enum(x->place.group), loc[0], loc[1],
-			  loc[2], rot[0], rot[1], rot[2], rg[0], rg[1], rg[2]);
+			  loc[2], rot[0], rot[1], rot[2], rg[0], rg[1], rg[2], "T_",
+			  p->tensors[x->root].name, (long long)x->off, st[0], st[1], st[2]);
 	}
 	sb_puts(o, "};\n\n");
 }
@@ -395,6 +402,12 @@ static void stages(cg_em *E)
 		if (E->st[j].kind != CG_S)
 			continue;
 		const ir_op *op = &p->ops[E->st[j].op];
+		if (op->plan.view) {
+			sb_printf(E->o, "// stage %s: no tasks: %s is a view of %s (no copy)\n\n",
+				  op->stage, p->tensors[op->out].name,
+				  p->tensors[p->tensors[op->out].root].name);
+			continue;
+		}
 		if (!E->st[j].fn) {
 			sb_printf(E->o, "// stage %s: no tasks%s on this mesh\n\n", op->stage,
 				  cg_stage_find(E, E->st[j].op, CG_R) >= 0 ? " but RDMA ones" : "");

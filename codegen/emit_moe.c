@@ -233,7 +233,7 @@ static void stage_combine_nodes(cg_em *E, const ir_op *op)
 		  "\tmkd_combine_nodes<%s, %s>(gi, %lld, %lld, MK_GPUS, node * MK_GPUS * %lld, %lld, %lld, %lld, %lld,\n"
 		  "\t\troute, ye, route[gi] + %lld, (const int *)p.ranks[rank].buf[T_%s],\n"
 		  "\t\t(const int *)p.ranks[rank].buf[T_%s], %lld, (int)t0, (int)(t0 + hi[1] - lo[1]),\n"
-		  "\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, lo[0], lo[1], lo[2]), MK_T[T_%s].local[2],\n"
+		  "\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, lo[0], lo[1], lo[2]), MK_T[T_%s].st[1],\n"
 		  "\t\tMK_NODES - 1, pk, %lld, %lld, bk, smem);\n"
 		  "\treturn true;\n}\n\n",
 		  rname, rname, te, ye->name,
@@ -276,7 +276,7 @@ void cg_stage_combine(cg_em *E, const ir_op *op)
 		  "\tmkd_combine<%s, %s>(rank, %lld, %lld, %lld, %lld, %lld, %lld, route, ye,\n"
 		  "\t\t(const int *)p.ranks[rank].buf[T_%s], (const float *)p.ranks[rank].buf[T_%s],\n"
 		  "\t\t(int)t0, (int)(t0 + hi[1] - lo[1]),\n"
-		  "\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, lo[0], lo[1], lo[2]), MK_T[T_%s].local[2], smem);\n"
+		  "\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, lo[0], lo[1], lo[2]), MK_T[T_%s].st[1], smem);\n"
 		  "\treturn true;\n}\n\n",
 		  cg_ctype(ye->dtype), rname, cg_ctype(ye->dtype), ye->name, y->name, cg_ctype(ye->dtype),
 		  cg_ctype(y->dtype), (long long)ye->shape[0], (long long)ye->local[0],

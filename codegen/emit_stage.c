@@ -30,14 +30,14 @@ void cg_stage_copy(cg_em *E, const ir_op *op)
 		  "\tconst mkd_box s = mkd_read_box(rank, t, 0);\n"
 		  "\tconst mkd_tensor &S = MK_T[s.tensor], &D = MK_T[T_%s];\n"
 		  "\tconst i64 rb = (hi[2] - lo[2]) * %d;  // bytes of one row of the box\n"
-		  "\tconst bool whole = rb == D.local[2] * %d && rb == S.local[2] * %d;\n"
+		  "\tconst bool whole = rb == D.st[1] * %d && rb == S.st[1] * %d;\n"
 		  "\tfor (i64 e = 0; e < hi[0] - lo[0]; e++) {\n"
 		  "\t\tchar *d = mkd_at<MK_GPUS>(p, T_%s, D, rank, lo[0] + e, lo[1], lo[2]);\n"
 		  "\t\tconst char *f = mkd_at<MK_GPUS>(p, s.tensor, S, s.rank, s.lo[0] + e, s.lo[1], s.lo[2]);\n"
 		  "\t\tif (whole && MK_SMEM > 0)\n"
-		  "\t\t\tmkd_copy_bulk_2d(d, D.local[2] * %d, f, S.local[2] * %d, hi[1] - lo[1], rb, smem, MK_SMEM);\n"
+		  "\t\t\tmkd_copy_bulk_2d(d, D.st[1] * %d, f, S.st[1] * %d, hi[1] - lo[1], rb, smem, MK_SMEM);\n"
 		  "\t\telse\n"
-		  "\t\t\tmkd_copy_2d(d, D.local[2] * %d, f, S.local[2] * %d, hi[1] - lo[1], rb);\n"
+		  "\t\t\tmkd_copy_2d(d, D.st[1] * %d, f, S.st[1] * %d, hi[1] - lo[1], rb);\n"
 		  "\t}\n"
 		  "\treturn true;\n}\n\n",
 		  y->name, es, es, es, y->name, es, es, es, es);
@@ -77,11 +77,11 @@ void cg_stage_reduce(cg_em *E, const ir_op *op)
 		  "\t\t\tconst mkd_box s = mkd_read_box(rank, t, threadIdx.x);\n"
 		  "\t\t\tsrc[threadIdx.x] = (const %s *)mkd_at<MK_GPUS>(p, s.tensor, MK_T[s.tensor], s.rank,\n"
 		  "\t\t\t\t\t\t\t\t\t  s.lo[0] + e, s.lo[1], s.lo[2]);\n"
-		  "\t\t\tld[threadIdx.x] = (int)MK_T[s.tensor].local[2];\n"
+		  "\t\t\tld[threadIdx.x] = (int)MK_T[s.tensor].st[1];\n"
 		  "\t\t}\n"
 		  "\t\t__syncthreads();\n"
 		  "\t\tmkd_reduce_sum_n(src, ld, t.nread,\n"
-		  "\t\t\t(%s *)mkd_at<MK_GPUS>(p, yt, Y, rank, lo[0] + e, lo[1], lo[2]), Y.local[2], rows, cols);\n"
+		  "\t\t\t(%s *)mkd_at<MK_GPUS>(p, yt, Y, rank, lo[0] + e, lo[1], lo[2]), Y.st[1], rows, cols);\n"
 		  "\t\t__syncthreads();\n"
 		  "\t}\n"
 		  "\treturn true;\n}\n\n",
@@ -122,9 +122,10 @@ static void attn_tile(cg_em *E, const ir_op *op, const char *indent)
 		sb_printf(E->o,
 			  "#ifdef MKD_HAS_WGMMA\n"
 			  "%smkd_fa_wg<%lld, %s> fa((const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + %d,\n"
-			  "%s\tp.ranks[rank].buf[T_%s], p.ranks[rank].buf[T_%s], p.ranks[rank].buf[T_%s]);\n"
+			  "%s\t(u64)mkd_origin(p, MK_T[T_%s], rank), (u64)mkd_origin(p, MK_T[T_%s], rank),\n"
+			  "%s\t(u64)mkd_origin(p, MK_T[T_%s], rank));\n"
 			  "#else\n",
-			  indent, D, tq, ap.tmap, indent, q->name, p->tensors[op->in[1]].name,
+			  indent, D, tq, ap.tmap, indent, q->name, p->tensors[op->in[1]].name, indent,
 			  p->tensors[op->in[2]].name);
 	char targs[32];
 	fa_targs(&ap, targs);
@@ -161,9 +162,9 @@ static void stage_attention_split(cg_em *E, const ir_op *op)
 	if (cg_stage_tensor(E, (int)(op - p->ops), CG_W) == ap.work) {
 		attn_tile(E, op, "\t\t");
 		sb_printf(E->o,
-			  "\t\tfa.begin(Qp, MK_T[qb.tensor].local[2], rows, %.9gf, smem);\n"
-			  "\t\tfa.block(Kp, Vp, MK_T[kb.tensor].local[2], (int)(kb.hi[1] - kb.lo[1]), rows, %s, qb.lo[1], kb.lo[1]);\n"
-			  "\t\tfa.end_part((float *)mkd_at<MK_GPUS>(p, T_%s, W, rank, lo[0], lo[1], 0), W.local[2], rows);\n"
+			  "\t\tfa.begin(Qp, MK_T[qb.tensor].st[1], rows, %.9gf, smem);\n"
+			  "\t\tfa.block(Kp, Vp, MK_T[kb.tensor].st[1], MK_T[vb.tensor].st[1], (int)(kb.hi[1] - kb.lo[1]), rows, %s, qb.lo[1], kb.lo[1]);\n"
+			  "\t\tfa.end_part((float *)mkd_at<MK_GPUS>(p, T_%s, W, rank, lo[0], lo[1], 0), W.st[1], rows);\n"
 			  "\t\treturn true;\n"
 			  "\t}\n",
 			  scale, op->causal ? "true" : "false", W->name);
@@ -172,8 +173,8 @@ static void stage_attention_split(cg_em *E, const ir_op *op)
 		  "\t// the merge of the tile's %d ranges\n"
 		  "\tconst mkd_box wb = mkd_read_box(rank, t, 0);\n"
 		  "\tmkd_attn_merge((const float *)mkd_at<MK_GPUS>(p, T_%s, W, rank, 0, wb.lo[1], 0),\n"
-		  "\t\tW.local[1] * W.local[2], %d, %lld,\n"
-		  "\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, lo[0], lo[1], 0), MK_T[T_%s].local[2],\n"
+		  "\t\tW.st[0], %d, %lld,\n"
+		  "\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, lo[0], lo[1], 0), MK_T[T_%s].st[1],\n"
 		  "\t\t(int)(hi[1] - lo[1]));\n"
 		  "\treturn true;\n}\n\n",
 		  ap.kvsplit, W->name, ap.kvsplit, (long long)D, to, o->name, o->name, o->name);
@@ -215,12 +216,12 @@ void cg_stage_attention(cg_em *E, const ir_op *op)
 	if (tc) {
 		sb_puts(E->o, "\t__shared__ int good;\n");
 		attn_tile(E, op, "\t");
-		sb_printf(E->o, "\tfa.begin(Qp, MK_T[qb.tensor].local[2], rows, %.9gf, smem);\n", scale);
+		sb_printf(E->o, "\tfa.begin(Qp, MK_T[qb.tensor].st[1], rows, %.9gf, smem);\n", scale);
 	} else
 		sb_printf(E->o,
 			  "\tmkd_attn_state<%lld> *st = (mkd_attn_state<%lld> *)smem;\n"
 			  "\tint &good = st->ok;\n"
-			  "\tmkd_attn_begin<%lld>(st, Qp, MK_T[qb.tensor].local[2], rows, %.9gf);\n",
+			  "\tmkd_attn_begin<%lld>(st, Qp, MK_T[qb.tensor].st[1], rows, %.9gf);\n",
 			  (long long)D, (long long)D, (long long)D, scale);
 	sb_printf(E->o,
 		  "\tfor (int b = 1; b + 1 < t.nread; b += 2) {\n"
@@ -246,15 +247,15 @@ void cg_stage_attention(cg_em *E, const ir_op *op)
 			      : "\n\t\t\treturn false;", tk, tk, tk, tk);
 	if (tc)
 		sb_printf(E->o,
-			  "\t\tfa.block(Kp, Vp, MK_T[kb.tensor].local[2], (int)(kb.hi[1] - kb.lo[1]), rows, %s, lo[1], kb.lo[1]);\n"
+			  "\t\tfa.block(Kp, Vp, MK_T[kb.tensor].st[1], MK_T[vb.tensor].st[1], (int)(kb.hi[1] - kb.lo[1]), rows, %s, lo[1], kb.lo[1]);\n"
 			  "\t}\n"
-			  "\tfa.end(Op, MK_T[T_%s].local[2], rows);\n",
+			  "\tfa.end(Op, MK_T[T_%s].st[1], rows);\n",
 			  causal ? "true" : "false", o->name);
 	else
 		sb_printf(E->o,
-			  "\t\tmkd_attn_block<%lld>(st, Kp, Vp, MK_T[kb.tensor].local[2], (int)(kb.hi[1] - kb.lo[1]), rows, %d, lo[1], kb.lo[1]);\n"
+			  "\t\tmkd_attn_block<%lld>(st, Kp, Vp, MK_T[kb.tensor].st[1], MK_T[vb.tensor].st[1], (int)(kb.hi[1] - kb.lo[1]), rows, %d, lo[1], kb.lo[1]);\n"
 			  "\t}\n"
-			  "\tmkd_attn_end<%lld>(st, Op, MK_T[T_%s].local[2], rows);\n",
+			  "\tmkd_attn_end<%lld>(st, Op, MK_T[T_%s].st[1], rows);\n",
 			  (long long)D, causal, (long long)D, o->name);
 	sb_puts(E->o, "\treturn true;\n}\n\n");
 }
@@ -274,11 +275,11 @@ void cg_stage_sum(cg_em *E, const ir_op *op)
 		sb_printf(E->o,
 			  "\tconst mkd_box s = mkd_read_box(rank, t, 0);\n"
 			  "\tconst mkd_tensor &X = MK_T[T_%s], &Y = MK_T[T_%s];\n"
-			  "\tconst i64 st[3] = {X.local[1] * X.local[2], X.local[2], 1};\n"
+			  "\tconst i64 st[3] = {X.st[0], X.st[1], 1};\n"
 			  "\tmkd_axis_sum((const %s *)mkd_at<MK_GPUS>(p, T_%s, X, rank, s.lo[0], s.lo[1], s.lo[2]),\n"
 			  "\t\tst[%d], st[%d], st[%d], (int)(s.hi[%d] - s.lo[%d]), (int)(s.hi[%d] - s.lo[%d]),\n"
 			  "\t\t(int)(s.hi[%d] - s.lo[%d]),\n"
-			  "\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, lo[0], lo[1], lo[2]), Y.local[2]);\n"
+			  "\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, lo[0], lo[1], lo[2]), Y.st[1]);\n"
 			  "\treturn true;\n}\n\n",
 			  x->name, y->name, cg_ctype(x->dtype), x->name, a, b, k, a, a, b, b, k, k,
 			  cg_ctype(y->dtype), y->name);
@@ -289,19 +290,29 @@ void cg_stage_sum(cg_em *E, const ir_op *op)
 		  "\tconst mkd_box s = mkd_read_box(rank, t, 0);\n"
 		  "\tfor (i64 e = 0; e < s.hi[0] - s.lo[0]; e++)\n"
 		  "\t\tmkd_row_sum((const %s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, s.lo[0] + e, s.lo[1], s.lo[2]),\n"
-		  "\t\t\tMK_T[T_%s].local[2], (%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, %s),\n"
+		  "\t\t\tMK_T[T_%s].st[1], (%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, %s),\n"
 		  "\t\t\t(int)(s.hi[1] - s.lo[1]), (int)(s.hi[2] - s.lo[2]));\n"
 		  "\treturn true;\n}\n\n",
 		  cg_ctype(x->dtype), x->name, x->name, x->name, cg_ctype(y->dtype), y->name, y->name,
 		  y->ndim == 1 ? "0, 0, s.lo[1]" : "0, s.lo[0] + e, s.lo[1]");
 }
 
-static int tmap_rows(const ir_tensor *x)
+/* The matrix tensor t's map covers: rows of the storage holding it, row
+ * stride ld, from its origin.  A head of a 3-D tensor starts a whole
+ * number of rows further (its own storage, or a view the plan lets a
+ * matmul or the Hopper attention tile read: plan_view.c, reader_ok). */
+static cg_tmap tmap_of(const ir_prog *p, int t, int box_rows, int box_cols)
 {
-	long long r = 1;
-	for (int d = 0; d + 1 < x->ndim; d++)
-		r *= x->local[d];
-	return (int)r;
+	const ir_tensor *x = &p->tensors[t];
+	const int nd = x->ndim;
+	cg_tmap m = {t, x->root, (long long)x->off, 1, (long long)x->local[nd - 1],
+		     nd > 1 ? (long long)x->st[nd - 2] : (long long)x->local[nd - 1], box_rows,
+		     box_cols};
+	if (nd == 2)
+		m.rows = x->local[0];
+	else if (nd == 3)
+		m.rows = (long long)((x->local[0] - 1) * (x->st[0] / m.ld) + x->local[1]);
+	return m;
 }
 
 int cg_tmaps(const ir_sched *s, cg_tmap *out, int max)
@@ -312,9 +323,8 @@ int cg_tmaps(const ir_sched *s, cg_tmap *out, int max)
 		const int n = op->plan.mm.tmap;  /* plan.c numbers them */
 		if (op->kind != OP_MATMUL || !op->plan.mm.wgmma || !out || n + 2 > max)
 			continue;
-		const ir_tensor *a = &p->tensors[op->in[0]], *b = &p->tensors[op->in[1]];
-		out[n] = (cg_tmap){op->in[0], tmap_rows(a), a->local[a->ndim - 1], op->plan.mm.bm, 64};
-		out[n + 1] = (cg_tmap){op->in[1], tmap_rows(b), b->local[b->ndim - 1], 64, 64};
+		out[n] = tmap_of(p, op->in[0], op->plan.mm.bm, 64);
+		out[n + 1] = tmap_of(p, op->in[1], 64, 64);
 	}
 	/* the Hopper attention tile's Q, K and V (mkd/attn_wg.cuh) */
 	for (int i = 0; i < p->nops; i++) {
@@ -324,11 +334,8 @@ int cg_tmaps(const ir_sched *s, cg_tmap *out, int max)
 		    n < 0 || n + 3 > max)
 			continue;
 		const int keys = op->plan.attn.wg_keys;
-		for (int k = 0; k < 3; k++) {
-			const ir_tensor *x = &p->tensors[op->in[k]];
-			out[n + k] = (cg_tmap){op->in[k], tmap_rows(x), x->local[x->ndim - 1],
-					       k ? keys : 128, 64};
-		}
+		for (int k = 0; k < 3; k++)
+			out[n + k] = tmap_of(p, op->in[k], k ? keys : 128, 64);
 	}
 	return p->ntmaps;
 }
@@ -392,13 +399,13 @@ static void stage_matmul_split(cg_em *E, const ir_op *op, const char *epi, char 
 				  "\t\tconst int b_row = (int)(bb.lo[1] - mkd_base<MK_GPUS>(B, 1, rank));\n"
 				  "\t\tconst int b_col = (int)(bb.lo[2] - mkd_base<MK_GPUS>(B, 2, rank));\n"
 				  "\t\tmkd_wgmma_tile<%s, float, %d, %d, 64, %d%s>::run(tm, a_row, a_col, tm + 1, b_row, b_col, kn,\n"
-				  "\t\t\tc, W.local[2], rows, cols, smem, mkd_epi_none());\n"
+				  "\t\t\tc, W.st[1], rows, cols, smem, mkd_epi_none());\n"
 				  "#else\n",
 				  mp.tmap, cg_ctype(A->dtype), mp.bm, mp.bn, mp.wg_stages, mp.wg_cols ? ", true" : "");
 		sb_printf(E->o,
 			  "\t\tconst %s *a = (const %s *)mkd_at<MK_GPUS>(p, T_%s, A, rank, ab.lo[0], ab.lo[1], ab.lo[2]);\n"
 			  "\t\tconst %s *b = (const %s *)mkd_at<MK_GPUS>(p, T_%s, B, rank, bb.lo[0], bb.lo[1], bb.lo[2]);\n"
-			  "\t\tmkd_mma_tile<%s, float, %d, %d, %d, %d>::run(a, A.local[2], b, B.local[2], c, W.local[2],\n"
+			  "\t\tmkd_mma_tile<%s, float, %d, %d, %d, %d>::run(a, A.st[1], b, B.st[1], c, W.st[1],\n"
 			  "\t\t\trows, cols, kn, 0, 0, smem, mkd_epi_none());\n%s"
 			  "\t\treturn true;\n"
 			  "\t}\n",
@@ -411,8 +418,8 @@ static void stage_matmul_split(cg_em *E, const ir_op *op, const char *epi, char 
 		  "\tconst mkd_box wb = mkd_read_box(rank, t, 0);\n"
 		  "\tconst mkd_tensor &C = MK_T[T_%s];\n"
 		  "\tmkd_sumk((const float *)mkd_at<MK_GPUS>(p, T_%s, W, rank, 0, wb.lo[1], wb.lo[2]),\n"
-		  "\t\tW.local[1] * W.local[2], %d, W.local[2],\n"
-		  "\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, C, rank, lo[0], lo[1], lo[2]), C.local[2],\n"
+		  "\t\tW.st[0], %d, W.st[1],\n"
+		  "\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, C, rank, lo[0], lo[1], lo[2]), C.st[1],\n"
 		  "\t\t(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]), %s);\n"
 		  "\treturn true;\n}\n\n",
 		  mp.ksplit, C->name, W->name, mp.ksplit, cg_ctype(C->dtype), C->name, epi);
@@ -495,13 +502,13 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 	if (rt >= 0 && walk)  /* rows of a dispatch's buckets: tiles past the tokens are zeros */
 		sb_puts(E->o,
 			"\tif (r0 >= filled) {  // no tokens here\n"
-			"\t\tmkd_zero_tile(c, C.local[2], rows, cols);\n"
+			"\t\tmkd_zero_tile(c, C.st[1], rows, cols);\n"
 			"\t\tcontinue;\n"
 			"\t}\n");
 	else if (rt >= 0)
 		sb_printf(E->o,
 			  "\tif (lo[1] >= %s) {  // no tokens here\n"
-			  "\t\tmkd_zero_tile(c, C.local[2], rows, cols);\n"
+			  "\t\tmkd_zero_tile(c, C.st[1], rows, cols);\n"
 			  "\t\treturn true;\n"
 			  "\t}\n", rows_of);
 	if (mp.wgmma)
@@ -513,7 +520,7 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 			  "\tconst int b_row = (int)(%s * B.local[1]);\n"
 			  "\tconst int b_col = (int)(%s - mkd_base<MK_GPUS>(B, 2, rank));\n"
 			  "\tmkd_wgmma_tile<%s, %s, %d, %d, 64, %d%s>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,\n"
-			  "\t\tc, C.local[2], rows, cols, smem, %s);\n"
+			  "\t\tc, C.st[1], rows, cols, smem, %s);\n"
 			  "#else\n",
 			  mp.tmap, R, B->ndim == 3 ? "(lo[0] - mkd_base<MK_GPUS>(B, 0, rank))" : "0",
 			  N, cg_ctype(A->dtype), cg_ctype(C->dtype), mp.bm, mp.bn, mp.wg_stages,
@@ -521,7 +528,7 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 	sb_printf(E->o,
 		  "\tconst %s *a = (const %s *)mkd_at<MK_GPUS>(p, T_%s, A, rank, lo[0], %s, k0);\n"
 		  "\tconst %s *b = (const %s *)mkd_at<MK_GPUS>(p, T_%s, B, rank, %s, k0, %s);\n"
-		  "\tmkd_mma_tile<%s, %s, %d, %d, %d, %d>::run(a, A.local[2], b, B.local[2], c, C.local[2],\n"
+		  "\tmkd_mma_tile<%s, %s, %d, %d, %d, %d>::run(a, A.st[1], b, B.st[1], c, C.st[1],\n"
 		  "\t\trows, cols, (int)K, 0, 0, smem, %s);\n%s",
 		  cg_ctype(A->dtype), cg_ctype(A->dtype), A->name, R,
 		  cg_ctype(B->dtype), cg_ctype(B->dtype), B->name, B->ndim == 3 ? "lo[0]" : "0", N,
@@ -557,9 +564,9 @@ void cg_stage_ew(cg_em *E, const ir_op *op)
 		sb_printf(E->o, "\tconst mkd_tensor &Z = MK_T[T_%s];\n", z->name);
 		sb_printf(E->o,
 			  "\tfor (i64 e = lo[0]; e < hi[0]; e++)\n"
-			  "\t\tmkd_ew2(%s, (const %s *)mkd_at<MK_GPUS>(p, T_%s, X, rank, e, lo[1], lo[2]), X.local[2],\n"
-			  "\t\t\t(const %s *)mkd_at<MK_GPUS>(p, T_%s, Z, rank, %s), Z.local[2], %s,\n"
-			  "\t\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, e, lo[1], lo[2]), Y.local[2],\n"
+			  "\t\tmkd_ew2(%s, (const %s *)mkd_at<MK_GPUS>(p, T_%s, X, rank, e, lo[1], lo[2]), X.st[1],\n"
+			  "\t\t\t(const %s *)mkd_at<MK_GPUS>(p, T_%s, Z, rank, %s), Z.st[1], %s,\n"
+			  "\t\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, e, lo[1], lo[2]), Y.st[1],\n"
 			  "\t\t\t(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));\n\treturn true;\n}\n\n",
 			  fn, cg_ctype(x->dtype), x->name, cg_ctype(z->dtype), z->name,
 			  bc ? "0, 0, lo[2]" : "e, lo[1], lo[2]", bc ? "true" : "false",
@@ -568,8 +575,8 @@ void cg_stage_ew(cg_em *E, const ir_op *op)
 	}
 	sb_printf(E->o,
 		  "\tfor (i64 e = lo[0]; e < hi[0]; e++)\n"
-		  "\t\tmkd_ew1(%s, (const %s *)mkd_at<MK_GPUS>(p, T_%s, X, rank, e, lo[1], lo[2]), X.local[2],\n"
-		  "\t\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, e, lo[1], lo[2]), Y.local[2],\n"
+		  "\t\tmkd_ew1(%s, (const %s *)mkd_at<MK_GPUS>(p, T_%s, X, rank, e, lo[1], lo[2]), X.st[1],\n"
+		  "\t\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, e, lo[1], lo[2]), Y.st[1],\n"
 		  "\t\t\t(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));\n\treturn true;\n}\n\n",
 		  fn, cg_ctype(x->dtype), x->name, cg_ctype(y->dtype), y->name);
 }
@@ -590,14 +597,14 @@ void cg_stage_layout(cg_em *E, const ir_op *op)
 	sb_puts(E->o, "\tconst mkd_box s = mkd_read_box(rank, t, 0);  // the head in X\n");
 	if (heads)
 		sb_printf(E->o,
-			  "\tmkd_ew1(mkd_ident(), (const %s *)mkd_at<MK_GPUS>(p, T_%s, X, s.rank, 0, s.lo[1], s.lo[2]), X.local[2],\n"
-			  "\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, lo[0], lo[1], 0), Y.local[2],\n"
+			  "\tmkd_ew1(mkd_ident(), (const %s *)mkd_at<MK_GPUS>(p, T_%s, X, s.rank, 0, s.lo[1], s.lo[2]), X.st[1],\n"
+			  "\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, lo[0], lo[1], 0), Y.st[1],\n"
 			  "\t\t(int)(hi[1] - lo[1]), %lld);\n\treturn true;\n}\n\n",
 			  cg_ctype(x->dtype), x->name, cg_ctype(y->dtype), y->name, D);
 	else
 		sb_printf(E->o,
-			  "\tmkd_ew1(mkd_ident(), (const %s *)mkd_at<MK_GPUS>(p, T_%s, X, s.rank, s.lo[0], s.lo[1], 0), X.local[2],\n"
-			  "\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, 0, lo[1], lo[2]), Y.local[2],\n"
+			  "\tmkd_ew1(mkd_ident(), (const %s *)mkd_at<MK_GPUS>(p, T_%s, X, s.rank, s.lo[0], s.lo[1], 0), X.st[1],\n"
+			  "\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, 0, lo[1], lo[2]), Y.st[1],\n"
 			  "\t\t(int)(hi[1] - lo[1]), %lld);\n\treturn true;\n}\n\n",
 			  cg_ctype(x->dtype), x->name, cg_ctype(y->dtype), y->name, D);
 }
@@ -612,7 +619,7 @@ static void view_copy(cg_em *E, const ir_tensor *x, const char *src, const char 
 		      const char *n, const ir_tensor *y)
 {
 	sb_printf(E->o, "\t\tmkd_copy_box<%d>(mkd_at<MK_GPUS>(p, T_%s, Y, rank, %s),\n"
-		  "\t\t\tY.local[1] * Y.local[2], Y.local[2], 1,\n"
+		  "\t\t\tY.st[0], Y.st[1], 1,\n"
 		  "\t\t\tmkd_at<MK_GPUS>(p, T_%s, X, sr, %s),\n"
 		  "\t\t\t%s, %s);\n",
 		  ir_dtype_size(y->dtype), y->name, "o[0], o[1], o[2]", x->name, src, st, n);
@@ -622,7 +629,7 @@ void cg_stage_view(cg_em *E, const ir_op *op)
 {
 	const ir_prog *p = E->p;
 	const ir_tensor *y = &p->tensors[op->out], *x = &p->tensors[op->in[0]];
-	static const char *xs = "X.local[1] * X.local[2], X.local[2], 1";
+	static const char *xs = "X.st[0], X.st[1], 1";
 	cg_stage_head(E, op, "a copy of a box");
 	sb_printf(E->o, "\tconst mkd_tensor &Y = MK_T[T_%s];\n", y->name);
 	sb_puts(E->o, "\tconst int sr = mkd_read_box(rank, t, 0).rank;  // the rank holding the input\n"
@@ -662,7 +669,7 @@ void cg_stage_view(cg_em *E, const ir_op *op)
 	} else if (op->kind == OP_TRANSPOSE) {
 		int a = op->dim + od, b = op->dim2 + od;
 		char src[64], st[160];
-		const char *sx[3] = {"X.local[1] * X.local[2]", "X.local[2]", "1"};
+		const char *sx[3] = {"X.st[0]", "X.st[1]", "1"};
 		const char *c[3] = {"lo[0]", "lo[1]", "lo[2]"};
 		int perm[3] = {0, 1, 2};
 		perm[a] = b;
@@ -677,14 +684,14 @@ void cg_stage_view(cg_em *E, const ir_op *op)
 		long long B = y->shape[y->ndim - 1];
 		sb_printf(E->o, "\tconst i64 B = %lld;  // [.., A * B] -> [.., A, B]: X's row of A * B holds\n"
 			  "\t                     // the box's dims 1 and 2 at a * B + b\n\t{\n", B);
-		view_copy(E, x, "0, lo[0], lo[1] * B + lo[2]", "X.local[2], B, 1", "n[0], n[1], n[2]", y);
+		view_copy(E, x, "0, lo[0], lo[1] * B + lo[2]", "X.st[1], B, 1", "n[0], n[1], n[2]", y);
 	} else if (x->ndim == y->ndim + 1) {  /* reshape [.., A, B] -> [.., A * B] */
 		long long B = x->shape[x->ndim - 1];
 		sb_printf(E->o, "\tconst i64 B = %lld;  // [.., A, B] -> [.., A * B]: the box's rows of A * B\n"
 			  "\t                     // are X's [A, B] blocks (whole B: the last dim is never cut)\n"
 			  "\tn[0] = hi[1] - lo[1], n[1] = (hi[2] - lo[2]) / B, n[2] = B;\n\t{\n", B);
 		sb_printf(E->o, "\t\tmkd_copy_box<%d>(mkd_at<MK_GPUS>(p, T_%s, Y, rank, o[0], o[1], o[2]),\n"
-			  "\t\t\tY.local[2], B, 1,\n"
+			  "\t\t\tY.st[1], B, 1,\n"
 			  "\t\t\tmkd_at<MK_GPUS>(p, T_%s, X, sr, lo[1], lo[2] / B, 0),\n"
 			  "\t\t\t%s, n[0], n[1], n[2]);\n",
 			  ir_dtype_size(y->dtype), y->name, x->name, xs);
@@ -710,8 +717,8 @@ void cg_stage_row(cg_em *E, const ir_op *op)
 			sb_puts(E->o, "\tconst float *w = 0;\n");
 		sb_printf(E->o,
 			  "\tfor (i64 e = lo[0]; e < hi[0]; e++)\n"
-			  "\t\tmkd_rmsnorm((const %s *)mkd_at<MK_GPUS>(p, T_%s, X, rank, e, lo[1], lo[2]), X.local[2], w,\n"
-			  "\t\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, e, lo[1], lo[2]), Y.local[2],\n"
+			  "\t\tmkd_rmsnorm((const %s *)mkd_at<MK_GPUS>(p, T_%s, X, rank, e, lo[1], lo[2]), X.st[1], w,\n"
+			  "\t\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, e, lo[1], lo[2]), Y.st[1],\n"
 			  "\t\t\t(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));\n\treturn true;\n}\n\n",
 			  cg_ctype(x->dtype), x->name, cg_ctype(y->dtype), y->name);
 		return;
@@ -724,8 +731,8 @@ void cg_stage_row(cg_em *E, const ir_op *op)
 			  cg_ctype(b->dtype), cg_ctype(b->dtype), b->name, b->name);
 		sb_printf(E->o,
 			  "\tfor (i64 e = lo[0]; e < hi[0]; e++)\n"
-			  "\t\tmkd_layernorm((const %s *)mkd_at<MK_GPUS>(p, T_%s, X, rank, e, lo[1], lo[2]), X.local[2], w, b,\n"
-			  "\t\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, e, lo[1], lo[2]), Y.local[2],\n"
+			  "\t\tmkd_layernorm((const %s *)mkd_at<MK_GPUS>(p, T_%s, X, rank, e, lo[1], lo[2]), X.st[1], w, b,\n"
+			  "\t\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, e, lo[1], lo[2]), Y.st[1],\n"
 			  "\t\t\t(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));\n\treturn true;\n}\n\n",
 			  cg_ctype(x->dtype), x->name, cg_ctype(y->dtype), y->name);
 		return;
@@ -737,10 +744,10 @@ void cg_stage_row(cg_em *E, const ir_op *op)
 		sb_printf(E->o, "\tconst mkd_tensor &C = MK_T[T_%s], &S = MK_T[T_%s];\n", c->name, sn->name);
 		sb_printf(E->o,
 			  "\tfor (i64 e = lo[0]; e < hi[0]; e++)\n"
-			  "\t\tmkd_rope((const %s *)mkd_at<MK_GPUS>(p, T_%s, X, rank, e, lo[1], lo[2]), X.local[2],\n"
+			  "\t\tmkd_rope((const %s *)mkd_at<MK_GPUS>(p, T_%s, X, rank, e, lo[1], lo[2]), X.st[1],\n"
 			  "\t\t\t(const %s *)mkd_at<MK_GPUS>(p, T_%s, C, rank, 0, lo[1], 0),\n"
-			  "\t\t\t(const %s *)mkd_at<MK_GPUS>(p, T_%s, S, rank, 0, lo[1], 0), C.local[2],\n"
-			  "\t\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, e, lo[1], lo[2]), Y.local[2],\n"
+			  "\t\t\t(const %s *)mkd_at<MK_GPUS>(p, T_%s, S, rank, 0, lo[1], 0), C.st[1],\n"
+			  "\t\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, e, lo[1], lo[2]), Y.st[1],\n"
 			  "\t\t\t(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));\n\treturn true;\n}\n\n",
 			  cg_ctype(x->dtype), x->name, cg_ctype(c->dtype), c->name,
 			  cg_ctype(sn->dtype), sn->name, cg_ctype(y->dtype), y->name);
@@ -748,8 +755,8 @@ void cg_stage_row(cg_em *E, const ir_op *op)
 	}
 	sb_printf(E->o,
 		  "\tfor (i64 e = lo[0]; e < hi[0]; e++)\n"
-		  "\t\tmkd_softmax((const %s *)mkd_at<MK_GPUS>(p, T_%s, X, rank, e, lo[1], lo[2]), X.local[2],\n"
-		  "\t\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, e, lo[1], lo[2]), Y.local[2],\n"
+		  "\t\tmkd_softmax((const %s *)mkd_at<MK_GPUS>(p, T_%s, X, rank, e, lo[1], lo[2]), X.st[1],\n"
+		  "\t\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, Y, rank, e, lo[1], lo[2]), Y.st[1],\n"
 		  "\t\t\t(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));\n\treturn true;\n}\n\n",
 		  cg_ctype(x->dtype), x->name, cg_ctype(y->dtype), y->name);
 }
@@ -806,9 +813,9 @@ void cg_stage_rdma(cg_em *E, const ir_op *op)
 		  "#else\n"
 		  "\tconst mkd_tensor &S = MK_T[s.tensor], &D = MK_T[T_%s];\n"
 		  "\tfor (i64 e = 0; e < hi[0] - lo[0]; e++)\n"
-		  "\t\tmkd_copy_2d(mkd_at<MK_GPUS>(p, T_%s, D, dst, lo[0] + e, lo[1], lo[2]), D.local[2] * %d,\n"
+		  "\t\tmkd_copy_2d(mkd_at<MK_GPUS>(p, T_%s, D, dst, lo[0] + e, lo[1], lo[2]), D.st[1] * %d,\n"
 		  "\t\t\t    mkd_at<MK_GPUS>(p, s.tensor, S, s.rank, s.lo[0] + e, s.lo[1], s.lo[2]),\n"
-		  "\t\t\t    S.local[2] * %d, hi[1] - lo[1], (hi[2] - lo[2]) * %d);\n"
+		  "\t\t\t    S.st[1] * %d, hi[1] - lo[1], (hi[2] - lo[2]) * %d);\n"
 		  "\t__syncthreads();\n"
 		  "\tif (threadIdx.x == 0) {\n"
 		  "\t\t__threadfence();\n"

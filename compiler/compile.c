@@ -86,6 +86,10 @@ int compile_run(srcset *src, int file, const compile_opts *o,
 	const char *ae = getenv("MK_ATTN_ENGINE");
 	if (ae && !strcmp(ae, "mma"))
 		opt.attn_mma = 1;
+	/* MK_NO_VIEWS=1: every layout op copies (views against copies) */
+	const char *nv = getenv("MK_NO_VIEWS");
+	if (nv && *nv && strcmp(nv, "0"))
+		opt.no_views = 1;
 	if (!a->limit)
 		a->limit = (size_t)(opt.max_mem > 0 ? opt.max_mem : COMPILE_MAX_MEM);
 

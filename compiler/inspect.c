@@ -95,7 +95,17 @@ void inspect_plans(const ir_prog *p, strbuf *out)
 			sb_printf(out, "%lld tokens a task", (long long)pl->moe.block);
 			break;
 		default:
-			sb_puts(out, "-");
+			if (pl->view) {
+				const ir_tensor *y = &p->tensors[op->out];
+				sb_printf(out, "a view of %s (no copy): offset %lld, strides",
+					  p->tensors[y->root].name, (long long)y->off);
+				for (int d = 0; d < y->ndim; d++)
+					sb_printf(out, "%s%lld", d ? " x " : " ", (long long)y->st[d]);
+			} else if (ir_op_class(op->kind) == 'L') {
+				sb_puts(out, "a copy");
+			} else {
+				sb_puts(out, "-");
+			}
 			break;
 		}
 		if (pl->smem)
@@ -234,7 +244,15 @@ void inspect_json(const ir_sched *s, strbuf *out)
 		if (x->place.kind == PL_SPLIT)
 			sb_printf(out, ", \"dim\": %d, \"group\": \"%s\"", x->place.dim,
 				  ir_group_name(x->place.group));
-		sb_printf(out, "}}%s\n", t + 1 < p->ntensors ? "," : "");
+		sb_putc(out, '}');
+		if (x->view) {
+			sb_printf(out, ", \"view\": {\"of\": \"%s\", \"offset\": %lld, \"strides\": [",
+				  p->tensors[x->root].name, (long long)x->off);
+			for (int d = 0; d < x->ndim; d++)
+				sb_printf(out, "%s%lld", d ? ", " : "", (long long)x->st[d]);
+			sb_puts(out, "]}");
+		}
+		sb_printf(out, "}%s\n", t + 1 < p->ntensors ? "," : "");
 	}
 	sb_puts(out, "  ],\n  \"roles\": [\n");
 	for (int r = 0; r < s->nroles; r++)

@@ -145,6 +145,16 @@ typedef struct ir_tensor {
 	                               expansion removed: no op reads or writes
 	                               it, and it has no storage */
 	ir_rot rot[IR_MAXDIM];
+	/* Where its elements lie (plan_view.c).  Not a view: in storage of
+	 * its own, its local piece row-major (st: those strides, off 0, root
+	 * itself).  A view -- the result of a layout op the plan makes no copy
+	 * of -- has no storage: element i of its local piece lies at element
+	 * off + sum(i[d] * st[d]) of the local piece of tensor root (never a
+	 * view itself); st of the last dimension is 1. */
+	bool view;
+	int root;
+	int64_t off;
+	int64_t st[IR_MAXDIM];
 } ir_tensor;
 
 int64_t ir_tensor_elems(const ir_tensor *t);      /* of the local piece */
@@ -249,6 +259,8 @@ typedef struct ir_plan {
 	ir_mm_plan mm;      /* OP_MATMUL */
 	ir_attn_plan attn;  /* OP_ATTENTION */
 	ir_moe_plan moe;    /* OP_DISPATCH, OP_COMBINE */
+	int view;           /* layout op: its result is a view of its input
+	                       (plan_view.c); it makes no task */
 } ir_plan;
 
 /* The most tasks one matmul makes without a `tasks` hint: past it a task

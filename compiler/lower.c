@@ -8,7 +8,8 @@
  * work is each kind's lowering (lower_compute.c, lower_xchg.c,
  * lower_moe.c).  The program is read-only here: what the lowering needs
  * from it was decided before, by the expansion (hidden tensors, rotations)
- * and the plan (tiles, engines, blocks).  The only errors left to it are a
+ * and the plan (tiles, engines, blocks, views: a layout op whose result is
+ * a view makes no task).  The only errors left to it are a
  * tile graph too large to build (more cuts of a dimension than IR_MAXCUTS,
  * or more memory than the compile's bound) and what is not lowered yet,
  * each at its op.
@@ -65,6 +66,8 @@ ir_sched *lower_run(const ir_prog *p, const compile_opts *o, diags *d, arena *a)
 	int i;
 	for (i = 0; i < p->nops; i++) {
 		const ir_op *op = &p->ops[i];
+		if (op->plan.view)
+			continue;  /* its result is a view: no task (plan_view.c) */
 		if (lower_op[op->kind]) {
 			lower_op[op->kind](&L, i);
 			lower_index_writers(&L);

@@ -1,11 +1,11 @@
 /* lower_layout.c - layout ops: heads(X, H) ([T, H*D] -> [H, T, D]) and
  * merge_heads ([H, T, D] -> [T, H*D]) here first; slice, concat,
- * transpose and reshape (lower_view) below.  The elements move in memory, so
- * these are copies (a view would need strided operands in every tile that
- * reads them): one task per head of the rank and block of about 64 KB of
- * its rows, reading exactly the columns of that head.  The rank's heads
- * are its own (sema keeps the split on the heads), so nothing crosses
- * ranks. */
+ * transpose and reshape (lower_view) below.  Where the plan made the result
+ * a view (plan_view.c) the op makes no task (lower.c) and lower_view_root
+ * maps reads of the view to its root.  A copy of heads is one task per
+ * head of the rank and block of about 64 KB of its rows, reading exactly
+ * the columns of that head.  The rank's heads are its own (sema keeps the
+ * split on the heads), so nothing crosses ranks. */
 #include "tiles.h"
 
 void lower_layout(lower *L, int oi)
@@ -70,13 +70,15 @@ static int reshape_moves_alike(const ir_prog *p, const ir_op *op)
 	return moves(p, x, k) && moves(p, y, k) && x->rot[k].group == y->rot[k].group;
 }
 
-/* The box of input k that write box w of op reads: the op's preimage of w,
- * widened to the input's whole (local) extent on a dimension that is not
- * paired one for one with the result's (ir_layout_dim) where either side
- * moves it -- then rank r's write box lies elsewhere than rank 0's, and a
- * dependency on the whole stays a superset (sema keeps such dimensions
- * unsplit, so the whole is on the rank).  Empty (hi <= lo) when w takes
- * nothing from input k (a concat's other part). */
+/* The box of input k that write box w of op reads (a copy's task, or a
+ * reader of a view): the op's preimage of w, widened to the input's whole
+ * (local) extent on a dimension that is not paired one for one with the
+ * result's (ir_layout_dim) where either side moves it -- then rank r's
+ * write box lies elsewhere than rank 0's, and a dependency on the whole
+ * stays a superset (sema keeps such dimensions unsplit, so the whole is on
+ * the rank).  heads: the columns of the box's heads (its tokens and heads
+ * move alike with the ranks).  Empty (hi <= lo) when w takes nothing from
+ * input k (a concat's other part). */
 static ir_region view_read(const ir_prog *p, const ir_op *op, int k, const ir_region *w)
 {
 	const ir_tensor *x = &p->tensors[op->in[k]], *y = &p->tensors[op->out];
@@ -97,6 +99,12 @@ static ir_region view_read(const ir_prog *p, const ir_op *op, int k, const ir_re
 			paired |= ir_layout_dim(p, op, k, dy) == dx;
 		if (!paired && moves(p, x, dx))
 			moving = 1;
+	}
+	if (op->kind == OP_HEADS) {  /* [T, H*D] -> [H, T, D]: head h's columns */
+		const int64_t D = y->shape[2];
+		r.lo[1] = w->lo[0] * D + w->lo[2];
+		r.hi[1] = (w->hi[0] - 1) * D + w->hi[2];
+		return r;
 	}
 	if (moving && !reshape_moves_alike(p, op))
 		return r;  /* the unpaired dimensions whole */
@@ -131,6 +139,16 @@ static ir_region view_read(const ir_prog *p, const ir_op *op, int k, const ir_re
 		break;
 	}
 	return r;
+}
+
+ir_region lower_view_root(const ir_prog *p, ir_region g)
+{
+	while (g.tensor >= 0 && p->tensors[g.tensor].view) {
+		const int rank = g.rank;
+		g = view_read(p, &p->ops[p->tensors[g.tensor].producer], 0, &g);
+		g.rank = rank;
+	}
+	return g;
 }
 
 /* The end of a block of dimension dy of the result that starts at lo and

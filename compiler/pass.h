@@ -49,6 +49,8 @@ typedef struct compile_opts {
 	                           and every attention on the mma.sync tile */
 	int attn_mma;           /* attention on the mma.sync tile (the driver
 	                           reads MK_ATTN_ENGINE=mma) */
+	int no_views;           /* every layout op a copy, none a view (the
+	                           driver reads MK_NO_VIEWS=1) */
 	int64_t max_mem;        /* bytes the compile's arena may hold (0: the
 	                           driver's COMPILE_MAX_MEM); past it the compile
 	                           ends with "program too large" */
@@ -62,5 +64,10 @@ ir_sched *lower_run(const ir_prog *p, const compile_opts *o, diags *d,
 		    arena *a);
 int sched_run(ir_sched *s, const compile_opts *o, diags *d, arena *a);
 int verify_run(const ir_sched *s, diags *d, arena *a);
+
+/* The box of its root that a read g of a view lies in (g itself when its
+ * tensor is not a view): where the scheduler and the verifier look for
+ * its writers (lower_layout.c, from the layout ops' maps). */
+ir_region lower_view_root(const ir_prog *p, ir_region g);
 
 #endif

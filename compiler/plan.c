@@ -874,5 +874,6 @@ int plan_run(ir_prog *p, const compile_opts *o, diags *d, arena *a)
 			p->ntmaps += 3;
 		}
 	}
+	plan_views(p, P.gpu && !P.o->no_views);
 	return P.err || a->failed ? 1 : 0;
 }

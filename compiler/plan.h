@@ -1,6 +1,6 @@
 /* plan.h - the plan pass (plan_run, declared in pass.h with the other
- * passes) and the one piece of it the lowering calls: the order of a
- * matmul's tasks.  The plans themselves are ir_plan (ir.h), on each op. */
+ * passes; plan.c, and plan_view.c for views) and the one piece of it the
+ * lowering calls: the order of a matmul's tasks.  The plans themselves are ir_plan (ir.h), on each op. */
 #ifndef MK_PLAN_H
 #define MK_PLAN_H
 
@@ -17,5 +17,11 @@
  * the number of tasks per batch entry. */
 int plan_mm_order(const ir_op *op, const int64_t *ml, int nm, int nn, int64_t lo, int64_t unit,
 		  int *order);
+
+/* Views (plan_view.c): every tensor's storage (ir_tensor.view, root, off,
+ * st), and op->plan.view on the layout ops whose result needs no copy.
+ * Last in the plan: it asks how each reader runs.  gpu: 0 for the CPU
+ * reference, which copies. */
+void plan_views(ir_prog *p, int gpu);
 
 #endif

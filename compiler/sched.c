@@ -386,8 +386,10 @@ static void build_deps(sched *S)
 	for (int i = 0; i < s->ntasks && !S->err; i++) {
 		ir_task *t = &s->tasks[i];
 		int n = 0;
-		for (int k = 0; k < t->nreads && n >= 0; k++)
-			n = find_writers(S, &t->reads[k], buf, n, MAXP);
+		for (int k = 0; k < t->nreads && n >= 0; k++) {
+			const ir_region g = lower_view_root(p, t->reads[k]);
+			n = find_writers(S, &g, buf, n, MAXP);
+		}
 		if (n < 0) {
 			diag_error(S->d, p->ops[t->op].where,
 				   "internal: task %d of '%s' depends on more than %d tasks",
@@ -414,11 +416,11 @@ static void build_deps(sched *S)
 		for (int k = 0; k < t->nreads; k++)
 			t->read_wait[k] = -1;
 		for (int k = 0; k < t->nreads && !S->err; k++) {
-			int ng = find_writers(S, &t->reads[k], grp, 0, MAXP);
+			ir_region guards = lower_view_root(p, t->reads[k]);
+			int ng = find_writers(S, &guards, grp, 0, MAXP);
 			if (ng <= 0)
 				continue;
 			qsort(grp, (size_t)ng, sizeof *grp, dep_cmp);
-			ir_region guards = t->reads[k];
 			int x = guards.rank, w = -1, nw = 0, ne = 0;
 			/* RDMA producers: each its own written flag (the image (q, r)
 			 * writes on x and signals flag rflag[q] of x); the rest: one

@@ -629,7 +629,9 @@ static int reads_covered(ver *V)
 			MIX(t->waits[b1].rank), MIX(t->waits[b1].index);
 		w1 = h1, w2 = h2;
 		for (int ri = 0; ri < t->nreads && !V->err; ri++) {
-			const ir_region *g = &t->reads[ri];
+			/* a view's writers: its root's (plan_view.c) */
+			const ir_region root = lower_view_root(p, t->reads[ri]);
+			const ir_region *g = &root;
 			const ir_tensor *x = &p->tensors[g->tensor];
 			if (x->kind == TK_IN && x->nwriters == 0)
 				continue;
@@ -743,12 +745,13 @@ static int written_flags(ver *V)
 
 /* ---- 7. every op with work has tasks --------------------------------------------- */
 
-/* Does op `op` write nothing on any rank?  An empty output, or a put stage
- * for the remote peers of a one-node mesh (it has none). */
+/* Does op `op` write nothing on any rank?  An empty output, a view (its
+ * elements are its root's), or a put stage for the remote peers of a
+ * one-node mesh (it has none). */
 static int writes_nothing(const ir_prog *p, const ir_op *op)
 {
 	const ir_tensor *y = &p->tensors[op->out];
-	return y->folded || ir_tensor_elems(y) == 0 ||
+	return y->folded || y->view || ir_tensor_elems(y) == 0 ||
 	       (op->kind == OP_PUT && op->peers == PEERS_REMOTE && p->nodes == 1);
 }
 

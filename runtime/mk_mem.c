@@ -55,9 +55,10 @@ static mk_status table_fill(mk_pipeline *p, mkd_rank_entry *t, unsigned char *h)
 	for (int r = 0; r < p->ranks; r++)
 		for (int k = 0; k < p->ntm; k++) {
 			const ir_tensor *x = &p->p->tensors[tm[k].tensor];
+			const int es = ir_dtype_size(x->dtype);
 			if (mk_tmap_encode(p->c->cu, h + ((size_t)r * p->ntm + k) * 128,
-					   p->buf[r * p->nt + tm[k].tensor], ir_dtype_size(x->dtype),
-					   tm[k].rows, tm[k].cols, tm[k].cols, tm[k].box_rows,
+					   p->buf[r * p->nt + tm[k].root] + (CUdeviceptr)(tm[k].off * es),
+					   es, tm[k].rows, tm[k].cols, tm[k].ld, tm[k].box_rows,
 					   tm[k].box_cols, err, sizeof err) != 0) {
 				free(tm);
 				return mk_fail(p->c, MK_ERR_CUDA, "tensor map of '%s': %s", x->name, err);
@@ -182,11 +183,12 @@ static int in_host_window(const mk_pipeline *p, int i)
 	return i < p->nt ? (int)(p->rl.tensors >> i & 1) : i == p->nt + 1;
 }
 
-/* Device memory of tensor i per rank: none for one the lowering removed. */
+/* Device memory of tensor i per rank: none for one the expansion removed
+ * or a view (its elements lie in its root's, compiler/plan_view.c). */
 static size_t tensor_storage(const mk_pipeline *p, int i)
 {
 	const ir_tensor *t = &p->p->tensors[i];
-	return t->folded ? 0 : (size_t)ir_tensor_bytes(t);
+	return t->folded || t->view ? 0 : (size_t)ir_tensor_bytes(t);
 }
 
 static size_t shared_bytes(const mk_pipeline *p, int i)
@@ -417,7 +419,7 @@ mk_status mk_tensor_info_get(const mk_pipeline *p, int i, mk_tensor_info *out)
 		out->local[d] = t->local[d];
 	}
 	out->bytes = (size_t)ir_tensor_bytes(t);
-	out->stored = !t->folded;
+	out->stored = !t->folded && !t->view;
 	return MK_OK;
 }
 
@@ -439,6 +441,11 @@ static mk_status lookup(const mk_pipeline *p, const char *name, int rank, int *t
 			     "removed it (a temporary fused into the op that writes its consumer, "
 			     "or the end of a collective that is the identity in a world of one "
 			     "rank); `mkc --emit=expand` lists it as folded", name);
+	if (p->p->tensors[*ti].view)
+		return mk_fail(p->c, MK_ERR_NOT_FOUND, "tensor '%s' has no storage: it is a view of "
+			     "'%s' (a layout op the plan makes no copy of; `mkc --emit=plan` lists "
+			     "it; MK_NO_VIEWS=1 makes every layout op a copy)", name,
+			     p->p->tensors[p->p->tensors[*ti].root].name);
 	return MK_OK;
 }
 

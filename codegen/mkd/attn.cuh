@@ -94,12 +94,13 @@ struct mkd_fa {
 	}
 
 	/* stage c of a block (KEYS keys from key c * KEYS; zeros past nk) */
-	static MKD_INLINE void load_stage(T *dst, const T *k, const T *v, i64 ldk, int nk, int c)
+	static MKD_INLINE void load_stage(T *dst, const T *k, const T *v, i64 ldk, i64 ldv, int nk,
+					  int c)
 	{
 		int left = nk - c * KEYS;
 		left = left < KEYS ? left : KEYS;
 		load_rows(dst, k + (i64)c * KEYS * ldk, ldk, left, KEYS);
-		load_rows(dst + KV_ELEMS, v + (i64)c * KEYS * ldk, ldk, left, KEYS);
+		load_rows(dst + KV_ELEMS, v + (i64)c * KEYS * ldv, ldv, left, KEYS);
 	}
 
 	MKD_INLINE void begin(const T *q, i64 ldq, int rows, float scale, char *smem)
@@ -227,11 +228,11 @@ struct mkd_fa {
 		}
 	}
 
-	/* One key/value block of nk rows (row stride ldk); qpos0 / kpos0: global
-	 * positions of the tile's first query and the block's first key.  Returns
-	 * with the stages free (all threads call it). */
-	MKD_INLINE void block(const T *k, const T *v, i64 ldk, int nk, int rows, bool causal,
-			      i64 qpos0, i64 kpos0)
+	/* One key/value block of nk rows (row strides ldk, ldv); qpos0 / kpos0:
+	 * global positions of the tile's first query and the block's first key.
+	 * Returns with the stages free (all threads call it). */
+	MKD_INLINE void block(const T *k, const T *v, i64 ldk, i64 ldv, int nk, int rows,
+			      bool causal, i64 qpos0, i64 kpos0)
 	{
 		if (causal && kpos0 + nk > qpos0 + rows)
 			nk = (int)(qpos0 + rows - kpos0);  /* keys after the last query: none needed */
@@ -247,14 +248,14 @@ struct mkd_fa {
 #pragma unroll
 		for (int c = 0; c < NST - 1; c++) {
 			if (c < nst)
-				load_stage(stage + c * 2 * KV_ELEMS, k, v, ldk, nk, c);
+				load_stage(stage + c * 2 * KV_ELEMS, k, v, ldk, ldv, nk, c);
 			mkd_cp_async_commit();
 		}
 		for (int c = 0; c < nst; c++) {
 			mkd_cp_async_wait<NST - 2>();
 			__syncthreads();  /* stage c for all; slot (c - 1) % NST free */
 			if (c + NST - 1 < nst)
-				load_stage(stage + ((c + NST - 1) % NST) * 2 * KV_ELEMS, k, v, ldk, nk,
+				load_stage(stage + ((c + NST - 1) % NST) * 2 * KV_ELEMS, k, v, ldk, ldv, nk,
 					   c + NST - 1);
 			mkd_cp_async_commit();
 			const int k0 = c * KEYS + grp * BN, left = nk - k0;
@@ -402,11 +403,11 @@ MKD_INLINE void mkd_attn_begin(mkd_attn_state<D> *st, const TQ *q, i64 ldq, int 
 	__syncthreads();
 }
 
-/* One key/value block of nk rows; qpos0 / kpos0: global positions of the
- * first query and key (causal masking). */
+/* One key/value block of nk rows (row strides ldk, ldv); qpos0 / kpos0:
+ * global positions of the first query and key (causal masking). */
 template <int D, typename TK>
-MKD_INLINE void mkd_attn_block(mkd_attn_state<D> *st, const TK *k, const TK *v, i64 ldk, int nk,
-			       int rows, int causal, i64 qpos0, i64 kpos0)
+MKD_INLINE void mkd_attn_block(mkd_attn_state<D> *st, const TK *k, const TK *v, i64 ldk, i64 ldv,
+			       int nk, int rows, int causal, i64 qpos0, i64 kpos0)
 {
 	enum { PER = D / 32 };
 	const int lane = threadIdx.x & 31, nw = blockDim.x >> 5;
@@ -422,7 +423,7 @@ MKD_INLINE void mkd_attn_block(mkd_attn_state<D> *st, const TK *k, const TK *v, 
 		if (causal && kpos0 + n - 1 > qpos0 + r)
 			n = (int)(qpos0 + r - kpos0 + 1);
 		for (int key = 0; key < n; key++) {
-			const TK *kr = k + (i64)key * ldk, *vr = v + (i64)key * ldk;
+			const TK *kr = k + (i64)key * ldk, *vr = v + (i64)key * ldv;
 			float s = 0.f;
 #pragma unroll
 			for (int j = 0; j < PER; j++)

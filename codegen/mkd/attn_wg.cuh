@@ -52,9 +52,11 @@
  * P V (0 * NaN would not vanish); both warpgroups write the same zeros.
  *
  * The maps (runtime/tmap.h, encoded per rank): Q with a 128 x 64 box, K and
- * V with BN x 64, each over the tensor's local rows flattened ([heads x
- * seq][D]); rows are found from the pointers the stage passes (row =
- * (ptr - base) / ld).  The plan (compiler/plan.c) picks this tile only
+ * V with BN x 64, each over the rows of the storage that holds the tensor
+ * from its origin (its own: [heads x seq][D] flattened; a view's root,
+ * whose rows hold a head's rows: compiler/plan_view.c); a tile's row and
+ * column there are found from the pointer the stage passes (element e =
+ * ptr - base: row e / ld, column e % ld, 0 for every map made today).  The plan (compiler/plan.c) picks this tile only
  * where Q, K and V are read on this rank.
  */
 #ifndef MKD_ATTN_WG_CUH
@@ -162,7 +164,7 @@ struct mkd_fa_wg {
 	const mkd_tmap *tq;  /* Q's map; K's and V's follow */
 	const char *qbase, *kbase, *vbase;
 
-	/* maps: Q, K, V of this rank; qb, kb, vb: the buffers they map */
+	/* maps: Q, K, V of this rank; qb, kb, vb: where they start (mkd_origin) */
 	MKD_INLINE mkd_fa_wg(const mkd_tmap *maps, u64 qb, u64 kb, u64 vb)
 		: tq(maps), qbase((const char *)qb), kbase((const char *)kb),
 		  vbase((const char *)vb)
@@ -202,16 +204,18 @@ struct mkd_fa_wg {
 			mkd_tma_prefetch_desc(tq);
 			mkd_tma_prefetch_desc(tq + 1);
 			mkd_tma_prefetch_desc(tq + 2);
-			const int row = (int)(((const char *)q - qbase) / (ldq * 2));
+			const i64 e = ((const char *)q - qbase) / 2;
+			const int row = (int)(e / ldq), col = (int)(e % ldq);
 			mkd_mbar_arrive_tx(q_bar(), Q_BYTES);
 #pragma unroll
 			for (int cb = 0; cb < CB; cb++)
-				mkd_tma_load_2d(qs + cb * Q_BOX, tq, 64 * cb, row, q_bar());
+				mkd_tma_load_2d(qs + cb * Q_BOX, tq, col + 64 * cb, row, q_bar());
 		}
 	}
 
-	/* thread 0: chunks it .. it + n - 1 from rows krow, vrow on */
-	MKD_INLINE void produce(int krow, int vrow, int n)
+	/* thread 0: chunks it .. it + n - 1 from rows krow, vrow on (their
+	 * first columns kcol, vcol) */
+	MKD_INLINE void produce(int krow, int kcol, int vrow, int vcol, int n)
 	{
 		asm volatile("fence.proxy.async.global;" ::: "memory");  /* after the flag acquire */
 		for (int c = 0; c < n; c++) {
@@ -221,10 +225,11 @@ struct mkd_fa_wg {
 			mkd_mbar_arrive_tx(full, STAGE_BYTES);
 #pragma unroll
 			for (int cb = 0; cb < CB; cb++)
-				mkd_tma_load_2d(dst + cb * KV_BOX, tq + 1, 64 * cb, krow + c * BN, full);
+				mkd_tma_load_2d(dst + cb * KV_BOX, tq + 1, kcol + 64 * cb, krow + c * BN, full);
 #pragma unroll
 			for (int cb = 0; cb < CB; cb++)
-				mkd_tma_load_2d(dst + (CB + cb) * KV_BOX, tq + 2, 64 * cb, vrow + c * BN, full);
+				mkd_tma_load_2d(dst + (CB + cb) * KV_BOX, tq + 2, vcol + 64 * cb, vrow + c * BN,
+						full);
 		}
 	}
 
@@ -464,8 +469,8 @@ struct mkd_fa_wg {
 			mkd_bar_sync(MKD_FAW_SCHED, 256);  /* WG2's last turn */
 	}
 
-	/* One key/value block of nk rows at k, v (row stride ldk), as mkd_fa. */
-	MKD_INLINE void block(const T *k, const T *v, i64 ldk, int nk, int rows, bool causal,
+	/* One key/value block of nk rows at k, v (row strides ldk, ldv), as mkd_fa. */
+	MKD_INLINE void block(const T *k, const T *v, i64 ldk, i64 ldv, int nk, int rows, bool causal,
 			      i64 qpos0, i64 kpos0)
 	{
 		if (causal && kpos0 + nk > qpos0 + rows)
@@ -475,9 +480,10 @@ struct mkd_fa_wg {
 		const int n = (nk + BN - 1) / BN;
 		const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x >> 7), 0);
 		if (wg == 0) {
-			if (threadIdx.x == 0)
-				produce((int)(((const char *)k - kbase) / (ldk * 2)),
-					(int)(((const char *)v - vbase) / (ldk * 2)), n);
+			if (threadIdx.x == 0) {
+				const i64 ek = ((const char *)k - kbase) / 2, ev = ((const char *)v - vbase) / 2;
+				produce((int)(ek / ldk), (int)(ek % ldk), (int)(ev / ldv), (int)(ev % ldv), n);
+			}
 			__syncwarp();
 		} else {
 			consume(wg - 1, n, nk, causal, qpos0, kpos0);

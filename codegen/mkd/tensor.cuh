@@ -1,8 +1,8 @@
 /* mkd/tensor.cuh - where a logical element of a tensor lives on a rank.
  *
  * Generated kernels describe each tensor once (mkd_tensor: element size,
- * split dimension and group, local shape, and the dimensions tied to rank
- * shards).  Shapes are normalised to 3-D ([batch, rows, cols], leading 1s).
+ * split dimension and group, local shape, the dimensions tied to rank
+ * shards, and where its elements lie: a view's in its root's storage).  Shapes are normalised to 3-D ([batch, rows, cols], leading 1s).
  */
 #ifndef MKD_TENSOR_CUH
 #define MKD_TENSOR_CUH
@@ -18,6 +18,12 @@ struct mkd_tensor {
 	i64 local[3];     /* local shape */
 	i64 rot[3];       /* shard unit of dims that move with the rank, 0 = none */
 	int rotg[3];      /* their groups */
+	int root;         /* the tensor whose storage holds it: itself, or a
+	                     view's root (compiler/plan_view.c) */
+	i64 off;          /* its element (0, 0, 0) there, in elements */
+	i64 st[3];        /* element strides (st[2] = 1); row-major local
+	                     unless a view: st[1] is the row stride every tile
+	                     takes as its leading dimension */
 };
 
 template <int GPUS>
@@ -33,16 +39,24 @@ MKD_INLINE i64 mkd_base(const mkd_tensor &t, int d, int rank)
 	return d == t.split ? (i64)mkd_shard_of_rt<GPUS>(t.group, rank) * t.local[d] : 0;
 }
 
-/* address of logical element (i0, i1, i2) of tensor ti on rank x */
+/* address of logical element (i0, i1, i2) of tensor ti (described by t) on
+ * rank x: in the storage of t.root, which is ti unless ti is a view */
 template <int GPUS>
 MKD_INLINE char *mkd_at(const mkd_params &p, int ti, const mkd_tensor &t, int x,
 			i64 i0, i64 i1, i64 i2)
 {
-	char *b = (char *)p.ranks[x].buf[ti];
+	(void)ti;
+	char *b = (char *)p.ranks[x].buf[t.root];
 	i0 -= mkd_base<GPUS>(t, 0, x);
 	i1 -= mkd_base<GPUS>(t, 1, x);
 	i2 -= mkd_base<GPUS>(t, 2, x);
-	return b + ((i0 * t.local[1] + i1) * t.local[2] + i2) * t.esize;
+	return b + (t.off + i0 * t.st[0] + i1 * t.st[1] + i2) * t.esize;
+}
+
+/* where tensor t starts on rank x: the origin of its tensor maps */
+MKD_INLINE const char *mkd_origin(const mkd_params &p, const mkd_tensor &t, int x)
+{
+	return (const char *)p.ranks[x].buf[t.root] + t.off * t.esize;
 }
 
 /* sigma_r on a box of rank 0's view; a box spanning every shard of a

@@ -45,7 +45,8 @@
 # CU-NEXT: static __device__ __forceinline__ bool stage_O(
 # CU: #ifdef MKD_HAS_WGMMA
 # CU-NEXT: mkd_fa_wg<128, mkd_bf16> fa((const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + 0,
-# CU-NEXT: p.ranks[rank].buf[T_Q], p.ranks[rank].buf[T_K__ring], p.ranks[rank].buf[T_V__ring]);
+# CU-NEXT: (u64)mkd_origin(p, MK_T[T_Q], rank), (u64)mkd_origin(p, MK_T[T_K__ring], rank),
+# CU-NEXT: (u64)mkd_origin(p, MK_T[T_V__ring], rank));
 # CU-NEXT: #else
 # CU-NEXT: mkd_fa<128, mkd_bf16> fa;
 # CU-NEXT: #endif

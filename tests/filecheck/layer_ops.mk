@@ -5,14 +5,14 @@
 # RUN: %mkc --emit=cu -D gpus=2 %s | FileCheck %s
 #
 # CHECK: // stage Y: Y = layernorm(X, W, B), whole rows
-# CHECK: mkd_layernorm((const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_X, X, rank, e, lo[1], lo[2]), X.local[2], w, b,
+# CHECK: mkd_layernorm((const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_X, X, rank, e, lo[1], lo[2]), X.st[1], w, b,
 # CHECK: // stage G: G = gelu_tanh(X), elementwise over the box
 # CHECK: mkd_ew1(mkd_gelu_tanh(),
 # CHECK: // stage R: R = rope(Q, Cs, Sn), whole rows
 # CHECK: (const float *)mkd_at<MK_GPUS>(p, T_Cs, C, rank, 0, lo[1], 0),
 # CHECK: // stage Qh: Qh = heads(R), a copy: one head, a block of tokens
 # CHECK: const mkd_box s = mkd_read_box(rank, t, 0);
-# CHECK: mkd_ew1(mkd_ident(), (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_R, X, s.rank, 0, s.lo[1], s.lo[2]), X.local[2],
+# CHECK: mkd_ew1(mkd_ident(), (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_R, X, s.rank, 0, s.lo[1], s.lo[2]), X.st[1],
 # CHECK: // stage M: Z = matmul(X, Wm)
 # CHECK-SAME: then gelu_tanh in the epilogue
 # CHECK: mkd_gelu_tanh()

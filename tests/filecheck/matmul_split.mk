@@ -26,7 +26,7 @@
 # SM: sumk   H        Y@0[0:16, 0:256] <- Y__ksplit@0[0:8, 0:16, 0:256]
 # CU: if (t.stage == W_H) {
 # CU: mkd_wgmma_tile<mkd_bf16, float, 128, 256, 64, {{[0-9]+}}, true>::run(tm, a_row, a_col, tm + 1, b_row, b_col, kn,
-# CU: c, W.local[2], rows, cols, smem, mkd_epi_none());
+# CU: c, W.st[1], rows, cols, smem, mkd_epi_none());
 # CU: mkd_sumk((const float *)
 # CU: (int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]), mkd_silu());
 # PTX: wgmma.mma_async.sync.aligned.m64n{{[0-9]+}}k16.f32.bf16.bf16

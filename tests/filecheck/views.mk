@@ -1,8 +1,11 @@
-# The views' CUDA (issue 20): slice, concat, transpose and reshape are
-# copies of the task's box (mkd_copy_box) from where the op puts its
-# elements: a slice's start added on its dimension, a concat's two parts
-# on either side of the seam, a transpose's strides permuted, a reshape's
-# [T, A * B] row read at a * B + b.  And their reads: where sigma_r moves
+# The layout ops' CUDA (issue 20) where they copy: slice, concat,
+# transpose and reshape are copies of the task's box (mkd_copy_box) from
+# where the op puts its elements: a slice's start added on its dimension,
+# a concat's two parts on either side of the seam, a transpose's strides
+# permuted, a reshape's [T, A * B] row read at a * B + b.  Here S is an
+# output, C a concat and Tr a transpose of the last dimension: copies; R3
+# is read by a layout op only, so the plan makes it a view of X
+# (views_nocopy.mk) and R2 copies from X through R3's strides.  And their reads: where sigma_r moves
 # a dimension the op does not pair one for one (here the concat's rows,
 # rotated by the allreduce after the matmul), each task reads that
 # dimension of its inputs whole.
@@ -21,12 +24,12 @@
 # CHECK: s[1] -= seam;
 # CHECK: // stage Tr: Tr = transpose(X), a copy of a box
 # CHECK: mkd_at<MK_GPUS>(p, T_X, X, sr, lo[0], lo[2], lo[1]),
-# CHECK-NEXT: X.local[1] * X.local[2], 1, X.local[2], n[0], n[1], n[2]);
-# CHECK: // stage R3: R3 = reshape(X), a copy of a box
-# CHECK: mkd_at<MK_GPUS>(p, T_X, X, sr, 0, lo[0], lo[1] * B + lo[2]),
-# CHECK-NEXT: X.local[2], B, 1, n[0], n[1], n[2]);
+# CHECK-NEXT: X.st[0], 1, X.st[1], n[0], n[1], n[2]);
+# CHECK: // stage R3: no tasks: R3 is a view of X (no copy)
 # CHECK: // stage R2: R2 = reshape(R3), a copy of a box
 # CHECK: n[0] = hi[1] - lo[1], n[1] = (hi[2] - lo[2]) / B, n[2] = B;
+# CHECK: mkd_at<MK_GPUS>(p, T_R3, X, sr, lo[1], lo[2] / B, 0),
+# CHECK-NEXT: X.st[0], X.st[1], 1, n[0], n[1], n[2]);
 #
 # SCHED: ew     C C@0[0:64, 0:64] <- A@0[0:64, 0:64], B@0[0:64, 0:64]
 # SCHED: ew     C C@0[64:128, 0:64] <- A@0[0:64, 0:64], B@0[0:64, 0:64]

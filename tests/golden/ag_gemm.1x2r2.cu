@@ -30,13 +30,13 @@ enum { T_A = 0, T_B = 1, T_C = 2, T_Ag = 3 };
 
 __constant__ const mkd_tensor MK_T[] = {
 	// A: in bf16 [256, 128] split
-	{2, 1, MKD_GRP_WORLD, {1, 128, 128}, {0, 128, 0}, {0, MKD_GRP_WORLD, 0}},
+	{2, 1, MKD_GRP_WORLD, {1, 128, 128}, {0, 128, 0}, {0, MKD_GRP_WORLD, 0}, T_A, 0, {16384, 128, 1}},
 	// B: in bf16 [128, 256] local
-	{2, -1, MKD_GRP_WORLD, {1, 128, 256}, {0, 0, 0}, {0, 0, 0}},
+	{2, -1, MKD_GRP_WORLD, {1, 128, 256}, {0, 0, 0}, {0, 0, 0}, T_B, 0, {32768, 256, 1}},
 	// C: out bf16 [256, 256] local
-	{2, -1, MKD_GRP_WORLD, {1, 256, 256}, {0, 128, 0}, {0, MKD_GRP_WORLD, 0}},
+	{2, -1, MKD_GRP_WORLD, {1, 256, 256}, {0, 128, 0}, {0, MKD_GRP_WORLD, 0}, T_C, 0, {65536, 256, 1}},
 	// Ag: temp bf16 [256, 128] local
-	{2, -1, MKD_GRP_WORLD, {1, 256, 128}, {0, 128, 0}, {0, MKD_GRP_WORLD, 0}},
+	{2, -1, MKD_GRP_WORLD, {1, 256, 128}, {0, 128, 0}, {0, MKD_GRP_WORLD, 0}, T_Ag, 0, {32768, 128, 1}},
 };
 
 // ---- stages: one per op
@@ -95,14 +95,14 @@ static __device__ __noinline__ bool stage_Ag(const mkd_params &p, int rank, int 
 	const mkd_box s = mkd_read_box(rank, t, 0);
 	const mkd_tensor &S = MK_T[s.tensor], &D = MK_T[T_Ag];
 	const i64 rb = (hi[2] - lo[2]) * 2;  // bytes of one row of the box
-	const bool whole = rb == D.local[2] * 2 && rb == S.local[2] * 2;
+	const bool whole = rb == D.st[1] * 2 && rb == S.st[1] * 2;
 	for (i64 e = 0; e < hi[0] - lo[0]; e++) {
 		char *d = mkd_at<MK_GPUS>(p, T_Ag, D, rank, lo[0] + e, lo[1], lo[2]);
 		const char *f = mkd_at<MK_GPUS>(p, s.tensor, S, s.rank, s.lo[0] + e, s.lo[1], s.lo[2]);
 		if (whole && MK_SMEM > 0)
-			mkd_copy_bulk_2d(d, D.local[2] * 2, f, S.local[2] * 2, hi[1] - lo[1], rb, smem, MK_SMEM);
+			mkd_copy_bulk_2d(d, D.st[1] * 2, f, S.st[1] * 2, hi[1] - lo[1], rb, smem, MK_SMEM);
 		else
-			mkd_copy_2d(d, D.local[2] * 2, f, S.local[2] * 2, hi[1] - lo[1], rb);
+			mkd_copy_2d(d, D.st[1] * 2, f, S.st[1] * 2, hi[1] - lo[1], rb);
 	}
 	return true;
 }
@@ -124,11 +124,11 @@ static __device__ __forceinline__ bool stage_C(const mkd_params &p, int rank, in
 	const int b_row = (int)(0 * B.local[1]);
 	const int b_col = (int)(lo[2] - mkd_base<MK_GPUS>(B, 2, rank));
 	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 256, 64, 4>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,
-		c, C.local[2], rows, cols, smem, mkd_epi_none());
+		c, C.st[1], rows, cols, smem, mkd_epi_none());
 #else
 	const mkd_bf16 *a = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_Ag, A, rank, lo[0], lo[1], k0);
 	const mkd_bf16 *b = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_B, B, rank, 0, k0, lo[2]);
-	mkd_mma_tile<mkd_bf16, mkd_bf16, 128, 256, 64, 4>::run(a, A.local[2], b, B.local[2], c, C.local[2],
+	mkd_mma_tile<mkd_bf16, mkd_bf16, 128, 256, 64, 4>::run(a, A.st[1], b, B.st[1], c, C.st[1],
 		rows, cols, (int)K, 0, 0, smem, mkd_epi_none());
 #endif
 	return true;

@@ -30,13 +30,13 @@ enum { T_X = 0, T_W = 1, T_Y = 2, T_H = 3 };
 
 __constant__ const mkd_tensor MK_T[] = {
 	// X: in bf16 [256, 128] local
-	{2, -1, MKD_GRP_WORLD, {1, 256, 128}, {0, 0, 0}, {0, 0, 0}},
+	{2, -1, MKD_GRP_WORLD, {1, 256, 128}, {0, 0, 0}, {0, 0, 0}, T_X, 0, {32768, 128, 1}},
 	// W: in bf16 [128, 256] local
-	{2, -1, MKD_GRP_WORLD, {1, 128, 256}, {0, 0, 0}, {0, 0, 0}},
+	{2, -1, MKD_GRP_WORLD, {1, 128, 256}, {0, 0, 0}, {0, 0, 0}, T_W, 0, {32768, 256, 1}},
 	// Y: out bf16 [256, 256] local
-	{2, -1, MKD_GRP_WORLD, {1, 256, 256}, {0, 0, 0}, {0, 0, 0}},
+	{2, -1, MKD_GRP_WORLD, {1, 256, 256}, {0, 0, 0}, {0, 0, 0}, T_Y, 0, {65536, 256, 1}},
 	// H: temp bf16 [256, 256] local
-	{2, -1, MKD_GRP_WORLD, {1, 256, 256}, {0, 0, 0}, {0, 0, 0}},
+	{2, -1, MKD_GRP_WORLD, {1, 256, 256}, {0, 0, 0}, {0, 0, 0}, T_H, 0, {65536, 256, 1}},
 };
 
 // ---- stages: one per op
@@ -101,11 +101,11 @@ static __device__ __forceinline__ bool stage_H(const mkd_params &p, int rank, in
 	const int b_row = (int)(0 * B.local[1]);
 	const int b_col = (int)(lo[2] - mkd_base<MK_GPUS>(B, 2, rank));
 	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 256, 64, 4>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,
-		c, C.local[2], rows, cols, smem, mkd_relu());
+		c, C.st[1], rows, cols, smem, mkd_relu());
 #else
 	const mkd_bf16 *a = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_X, A, rank, lo[0], lo[1], k0);
 	const mkd_bf16 *b = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_W, B, rank, 0, k0, lo[2]);
-	mkd_mma_tile<mkd_bf16, mkd_bf16, 128, 256, 64, 4>::run(a, A.local[2], b, B.local[2], c, C.local[2],
+	mkd_mma_tile<mkd_bf16, mkd_bf16, 128, 256, 64, 4>::run(a, A.st[1], b, B.st[1], c, C.st[1],
 		rows, cols, (int)K, 0, 0, smem, mkd_relu());
 #endif
 	return true;

@@ -31,59 +31,59 @@ enum { T_X = 0, T_g1 = 1, T_g2 = 2, T_W1 = 3, T_W2 = 4, T_W3 = 5, T_W4 = 6, T_b1
 
 __constant__ const mkd_tensor MK_T[] = {
 	// X: in bf16 [128, 128] local
-	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}},
+	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}, T_X, 0, {16384, 128, 1}},
 	// g1: in bf16 [128] local
-	{2, -1, MKD_GRP_WORLD, {1, 1, 128}, {0, 0, 0}, {0, 0, 0}},
+	{2, -1, MKD_GRP_WORLD, {1, 1, 128}, {0, 0, 0}, {0, 0, 0}, T_g1, 0, {128, 128, 1}},
 	// g2: in bf16 [128] local
-	{2, -1, MKD_GRP_WORLD, {1, 1, 128}, {0, 0, 0}, {0, 0, 0}},
+	{2, -1, MKD_GRP_WORLD, {1, 1, 128}, {0, 0, 0}, {0, 0, 0}, T_g2, 0, {128, 128, 1}},
 	// W1: in bf16 [128, 128] local
-	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}},
+	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}, T_W1, 0, {16384, 128, 1}},
 	// W2: in bf16 [128, 128] local
-	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}},
+	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}, T_W2, 0, {16384, 128, 1}},
 	// W3: in bf16 [128, 128] local
-	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}},
+	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}, T_W3, 0, {16384, 128, 1}},
 	// W4: in bf16 [128, 128] local
-	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}},
+	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}, T_W4, 0, {16384, 128, 1}},
 	// b1: in bf16 [128] local
-	{2, -1, MKD_GRP_WORLD, {1, 1, 128}, {0, 0, 0}, {0, 0, 0}},
+	{2, -1, MKD_GRP_WORLD, {1, 1, 128}, {0, 0, 0}, {0, 0, 0}, T_b1, 0, {128, 128, 1}},
 	// b3: in bf16 [128] local
-	{2, -1, MKD_GRP_WORLD, {1, 1, 128}, {0, 0, 0}, {0, 0, 0}},
+	{2, -1, MKD_GRP_WORLD, {1, 1, 128}, {0, 0, 0}, {0, 0, 0}, T_b3, 0, {128, 128, 1}},
 	// Wo: in bf16 [128, 128] local
-	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}},
+	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}, T_Wo, 0, {16384, 128, 1}},
 	// Y: out bf16 [128, 128] local
-	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}},
+	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}, T_Y, 0, {16384, 128, 1}},
 	// N1: temp bf16 [128, 128] local
-	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}},
+	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}, T_N1, 0, {16384, 128, 1}},
 	// H1: temp bf16 [128, 128] local
-	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}},
+	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}, T_H1, 0, {16384, 128, 1}},
 	// B1: temp bf16 [128, 128] local
-	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}},
+	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}, T_B1, 0, {16384, 128, 1}},
 	// A1: temp bf16 [128, 128] local
-	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}},
+	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}, T_A1, 0, {16384, 128, 1}},
 	// M1: temp bf16 [128, 128] local
-	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}},
+	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}, T_M1, 0, {16384, 128, 1}},
 	// S1: temp bf16 [128, 128] local
-	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}},
+	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}, T_S1, 0, {16384, 128, 1}},
 	// R1: temp bf16 [128, 128] local
-	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}},
+	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}, T_R1, 0, {16384, 128, 1}},
 	// N2: temp bf16 [128, 128] local
-	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}},
+	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}, T_N2, 0, {16384, 128, 1}},
 	// H2: temp bf16 [128, 128] local
-	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}},
+	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}, T_H2, 0, {16384, 128, 1}},
 	// B2: temp bf16 [128, 128] local
-	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}},
+	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}, T_B2, 0, {16384, 128, 1}},
 	// A2: temp bf16 [128, 128] local
-	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}},
+	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}, T_A2, 0, {16384, 128, 1}},
 	// G2: temp bf16 [128, 128] local
-	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}},
+	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}, T_G2, 0, {16384, 128, 1}},
 	// M2: temp bf16 [128, 128] local
-	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}},
+	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}, T_M2, 0, {16384, 128, 1}},
 	// S2: temp bf16 [128, 128] local
-	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}},
+	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}, T_S2, 0, {16384, 128, 1}},
 	// R2: temp bf16 [128, 128] local
-	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}},
+	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}, T_R2, 0, {16384, 128, 1}},
 	// N3: temp bf16 [128, 128] local
-	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}},
+	{2, -1, MKD_GRP_WORLD, {1, 128, 128}, {0, 0, 0}, {0, 0, 0}, T_N3, 0, {16384, 128, 1}},
 };
 
 // ---- stages: one per op
@@ -204,8 +204,8 @@ static __device__ __noinline__ bool stage_N1(const mkd_params &p, int rank, int 
 	const mkd_tensor &X = MK_T[T_X], &Y = MK_T[T_N1];
 	const mkd_bf16 *w = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_g1, MK_T[T_g1], rank, 0, 0, 0);
 	for (i64 e = lo[0]; e < hi[0]; e++)
-		mkd_rmsnorm((const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_X, X, rank, e, lo[1], lo[2]), X.local[2], w,
-			(mkd_bf16 *)mkd_at<MK_GPUS>(p, T_N1, Y, rank, e, lo[1], lo[2]), Y.local[2],
+		mkd_rmsnorm((const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_X, X, rank, e, lo[1], lo[2]), X.st[1], w,
+			(mkd_bf16 *)mkd_at<MK_GPUS>(p, T_N1, Y, rank, e, lo[1], lo[2]), Y.st[1],
 			(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));
 	return true;
 }
@@ -227,11 +227,11 @@ static __device__ __forceinline__ bool stage_H1(const mkd_params &p, int rank, i
 	const int b_row = (int)(0 * B.local[1]);
 	const int b_col = (int)(lo[2] - mkd_base<MK_GPUS>(B, 2, rank));
 	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,
-		c, C.local[2], rows, cols, smem, mkd_epi_none());
+		c, C.st[1], rows, cols, smem, mkd_epi_none());
 #else
 	const mkd_bf16 *a = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_N1, A, rank, lo[0], lo[1], k0);
 	const mkd_bf16 *b = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_W1, B, rank, 0, k0, lo[2]);
-	mkd_mma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 4>::run(a, A.local[2], b, B.local[2], c, C.local[2],
+	mkd_mma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 4>::run(a, A.st[1], b, B.st[1], c, C.st[1],
 		rows, cols, (int)K, 0, 0, smem, mkd_epi_none());
 #endif
 	return true;
@@ -246,9 +246,9 @@ static __device__ __noinline__ bool stage_B1(const mkd_params &p, int rank, int 
 	const mkd_tensor &X = MK_T[T_H1], &Y = MK_T[T_B1];
 	const mkd_tensor &Z = MK_T[T_b1];
 	for (i64 e = lo[0]; e < hi[0]; e++)
-		mkd_ew2(mkd_add(), (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_H1, X, rank, e, lo[1], lo[2]), X.local[2],
-			(const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_b1, Z, rank, 0, 0, lo[2]), Z.local[2], true,
-			(mkd_bf16 *)mkd_at<MK_GPUS>(p, T_B1, Y, rank, e, lo[1], lo[2]), Y.local[2],
+		mkd_ew2(mkd_add(), (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_H1, X, rank, e, lo[1], lo[2]), X.st[1],
+			(const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_b1, Z, rank, 0, 0, lo[2]), Z.st[1], true,
+			(mkd_bf16 *)mkd_at<MK_GPUS>(p, T_B1, Y, rank, e, lo[1], lo[2]), Y.st[1],
 			(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));
 	return true;
 }
@@ -261,8 +261,8 @@ static __device__ __noinline__ bool stage_A1(const mkd_params &p, int rank, int 
 	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_A1], rank, t.lo, t.hi, lo, hi);
 	const mkd_tensor &X = MK_T[T_B1], &Y = MK_T[T_A1];
 	for (i64 e = lo[0]; e < hi[0]; e++)
-		mkd_ew1(mkd_gelu(), (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_B1, X, rank, e, lo[1], lo[2]), X.local[2],
-			(mkd_bf16 *)mkd_at<MK_GPUS>(p, T_A1, Y, rank, e, lo[1], lo[2]), Y.local[2],
+		mkd_ew1(mkd_gelu(), (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_B1, X, rank, e, lo[1], lo[2]), X.st[1],
+			(mkd_bf16 *)mkd_at<MK_GPUS>(p, T_A1, Y, rank, e, lo[1], lo[2]), Y.st[1],
 			(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));
 	return true;
 }
@@ -284,11 +284,11 @@ static __device__ __forceinline__ bool stage_M1(const mkd_params &p, int rank, i
 	const int b_row = (int)(0 * B.local[1]);
 	const int b_col = (int)(lo[2] - mkd_base<MK_GPUS>(B, 2, rank));
 	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,
-		c, C.local[2], rows, cols, smem, mkd_scale{0.5f});
+		c, C.st[1], rows, cols, smem, mkd_scale{0.5f});
 #else
 	const mkd_bf16 *a = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_A1, A, rank, lo[0], lo[1], k0);
 	const mkd_bf16 *b = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_W2, B, rank, 0, k0, lo[2]);
-	mkd_mma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 4>::run(a, A.local[2], b, B.local[2], c, C.local[2],
+	mkd_mma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 4>::run(a, A.st[1], b, B.st[1], c, C.st[1],
 		rows, cols, (int)K, 0, 0, smem, mkd_scale{0.5f});
 #endif
 	return true;
@@ -303,9 +303,9 @@ static __device__ __noinline__ bool stage_R1(const mkd_params &p, int rank, int 
 	const mkd_tensor &X = MK_T[T_X], &Y = MK_T[T_R1];
 	const mkd_tensor &Z = MK_T[T_S1];
 	for (i64 e = lo[0]; e < hi[0]; e++)
-		mkd_ew2(mkd_add(), (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_X, X, rank, e, lo[1], lo[2]), X.local[2],
-			(const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_S1, Z, rank, e, lo[1], lo[2]), Z.local[2], false,
-			(mkd_bf16 *)mkd_at<MK_GPUS>(p, T_R1, Y, rank, e, lo[1], lo[2]), Y.local[2],
+		mkd_ew2(mkd_add(), (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_X, X, rank, e, lo[1], lo[2]), X.st[1],
+			(const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_S1, Z, rank, e, lo[1], lo[2]), Z.st[1], false,
+			(mkd_bf16 *)mkd_at<MK_GPUS>(p, T_R1, Y, rank, e, lo[1], lo[2]), Y.st[1],
 			(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));
 	return true;
 }
@@ -319,8 +319,8 @@ static __device__ __noinline__ bool stage_N2(const mkd_params &p, int rank, int 
 	const mkd_tensor &X = MK_T[T_R1], &Y = MK_T[T_N2];
 	const mkd_bf16 *w = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_g2, MK_T[T_g2], rank, 0, 0, 0);
 	for (i64 e = lo[0]; e < hi[0]; e++)
-		mkd_rmsnorm((const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_R1, X, rank, e, lo[1], lo[2]), X.local[2], w,
-			(mkd_bf16 *)mkd_at<MK_GPUS>(p, T_N2, Y, rank, e, lo[1], lo[2]), Y.local[2],
+		mkd_rmsnorm((const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_R1, X, rank, e, lo[1], lo[2]), X.st[1], w,
+			(mkd_bf16 *)mkd_at<MK_GPUS>(p, T_N2, Y, rank, e, lo[1], lo[2]), Y.st[1],
 			(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));
 	return true;
 }
@@ -342,11 +342,11 @@ static __device__ __forceinline__ bool stage_H2(const mkd_params &p, int rank, i
 	const int b_row = (int)(0 * B.local[1]);
 	const int b_col = (int)(lo[2] - mkd_base<MK_GPUS>(B, 2, rank));
 	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,
-		c, C.local[2], rows, cols, smem, mkd_epi_none());
+		c, C.st[1], rows, cols, smem, mkd_epi_none());
 #else
 	const mkd_bf16 *a = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_N2, A, rank, lo[0], lo[1], k0);
 	const mkd_bf16 *b = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_W3, B, rank, 0, k0, lo[2]);
-	mkd_mma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 4>::run(a, A.local[2], b, B.local[2], c, C.local[2],
+	mkd_mma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 4>::run(a, A.st[1], b, B.st[1], c, C.st[1],
 		rows, cols, (int)K, 0, 0, smem, mkd_epi_none());
 #endif
 	return true;
@@ -361,9 +361,9 @@ static __device__ __noinline__ bool stage_B2(const mkd_params &p, int rank, int 
 	const mkd_tensor &X = MK_T[T_H2], &Y = MK_T[T_B2];
 	const mkd_tensor &Z = MK_T[T_b3];
 	for (i64 e = lo[0]; e < hi[0]; e++)
-		mkd_ew2(mkd_add(), (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_H2, X, rank, e, lo[1], lo[2]), X.local[2],
-			(const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_b3, Z, rank, 0, 0, lo[2]), Z.local[2], true,
-			(mkd_bf16 *)mkd_at<MK_GPUS>(p, T_B2, Y, rank, e, lo[1], lo[2]), Y.local[2],
+		mkd_ew2(mkd_add(), (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_H2, X, rank, e, lo[1], lo[2]), X.st[1],
+			(const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_b3, Z, rank, 0, 0, lo[2]), Z.st[1], true,
+			(mkd_bf16 *)mkd_at<MK_GPUS>(p, T_B2, Y, rank, e, lo[1], lo[2]), Y.st[1],
 			(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));
 	return true;
 }
@@ -376,8 +376,8 @@ static __device__ __noinline__ bool stage_A2(const mkd_params &p, int rank, int 
 	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_A2], rank, t.lo, t.hi, lo, hi);
 	const mkd_tensor &X = MK_T[T_B2], &Y = MK_T[T_A2];
 	for (i64 e = lo[0]; e < hi[0]; e++)
-		mkd_ew1(mkd_relu(), (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_B2, X, rank, e, lo[1], lo[2]), X.local[2],
-			(mkd_bf16 *)mkd_at<MK_GPUS>(p, T_A2, Y, rank, e, lo[1], lo[2]), Y.local[2],
+		mkd_ew1(mkd_relu(), (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_B2, X, rank, e, lo[1], lo[2]), X.st[1],
+			(mkd_bf16 *)mkd_at<MK_GPUS>(p, T_A2, Y, rank, e, lo[1], lo[2]), Y.st[1],
 			(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));
 	return true;
 }
@@ -391,9 +391,9 @@ static __device__ __noinline__ bool stage_G2(const mkd_params &p, int rank, int 
 	const mkd_tensor &X = MK_T[T_A2], &Y = MK_T[T_G2];
 	const mkd_tensor &Z = MK_T[T_B2];
 	for (i64 e = lo[0]; e < hi[0]; e++)
-		mkd_ew2(mkd_mul(), (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_A2, X, rank, e, lo[1], lo[2]), X.local[2],
-			(const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_B2, Z, rank, e, lo[1], lo[2]), Z.local[2], false,
-			(mkd_bf16 *)mkd_at<MK_GPUS>(p, T_G2, Y, rank, e, lo[1], lo[2]), Y.local[2],
+		mkd_ew2(mkd_mul(), (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_A2, X, rank, e, lo[1], lo[2]), X.st[1],
+			(const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_B2, Z, rank, e, lo[1], lo[2]), Z.st[1], false,
+			(mkd_bf16 *)mkd_at<MK_GPUS>(p, T_G2, Y, rank, e, lo[1], lo[2]), Y.st[1],
 			(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));
 	return true;
 }
@@ -415,11 +415,11 @@ static __device__ __forceinline__ bool stage_M2(const mkd_params &p, int rank, i
 	const int b_row = (int)(0 * B.local[1]);
 	const int b_col = (int)(lo[2] - mkd_base<MK_GPUS>(B, 2, rank));
 	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,
-		c, C.local[2], rows, cols, smem, mkd_scale{0.5f});
+		c, C.st[1], rows, cols, smem, mkd_scale{0.5f});
 #else
 	const mkd_bf16 *a = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_G2, A, rank, lo[0], lo[1], k0);
 	const mkd_bf16 *b = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_W4, B, rank, 0, k0, lo[2]);
-	mkd_mma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 4>::run(a, A.local[2], b, B.local[2], c, C.local[2],
+	mkd_mma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 4>::run(a, A.st[1], b, B.st[1], c, C.st[1],
 		rows, cols, (int)K, 0, 0, smem, mkd_scale{0.5f});
 #endif
 	return true;
@@ -434,9 +434,9 @@ static __device__ __noinline__ bool stage_R2(const mkd_params &p, int rank, int 
 	const mkd_tensor &X = MK_T[T_R1], &Y = MK_T[T_R2];
 	const mkd_tensor &Z = MK_T[T_S2];
 	for (i64 e = lo[0]; e < hi[0]; e++)
-		mkd_ew2(mkd_add(), (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_R1, X, rank, e, lo[1], lo[2]), X.local[2],
-			(const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_S2, Z, rank, e, lo[1], lo[2]), Z.local[2], false,
-			(mkd_bf16 *)mkd_at<MK_GPUS>(p, T_R2, Y, rank, e, lo[1], lo[2]), Y.local[2],
+		mkd_ew2(mkd_add(), (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_R1, X, rank, e, lo[1], lo[2]), X.st[1],
+			(const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_S2, Z, rank, e, lo[1], lo[2]), Z.st[1], false,
+			(mkd_bf16 *)mkd_at<MK_GPUS>(p, T_R2, Y, rank, e, lo[1], lo[2]), Y.st[1],
 			(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));
 	return true;
 }
@@ -450,8 +450,8 @@ static __device__ __noinline__ bool stage_N3(const mkd_params &p, int rank, int 
 	const mkd_tensor &X = MK_T[T_R2], &Y = MK_T[T_N3];
 	const float *w = 0;
 	for (i64 e = lo[0]; e < hi[0]; e++)
-		mkd_rmsnorm((const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_R2, X, rank, e, lo[1], lo[2]), X.local[2], w,
-			(mkd_bf16 *)mkd_at<MK_GPUS>(p, T_N3, Y, rank, e, lo[1], lo[2]), Y.local[2],
+		mkd_rmsnorm((const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_R2, X, rank, e, lo[1], lo[2]), X.st[1], w,
+			(mkd_bf16 *)mkd_at<MK_GPUS>(p, T_N3, Y, rank, e, lo[1], lo[2]), Y.st[1],
 			(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));
 	return true;
 }
@@ -473,11 +473,11 @@ static __device__ __forceinline__ bool stage_Y(const mkd_params &p, int rank, in
 	const int b_row = (int)(0 * B.local[1]);
 	const int b_col = (int)(lo[2] - mkd_base<MK_GPUS>(B, 2, rank));
 	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,
-		c, C.local[2], rows, cols, smem, mkd_epi_none());
+		c, C.st[1], rows, cols, smem, mkd_epi_none());
 #else
 	const mkd_bf16 *a = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_N3, A, rank, lo[0], lo[1], k0);
 	const mkd_bf16 *b = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_Wo, B, rank, 0, k0, lo[2]);
-	mkd_mma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 4>::run(a, A.local[2], b, B.local[2], c, C.local[2],
+	mkd_mma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 4>::run(a, A.st[1], b, B.st[1], c, C.st[1],
 		rows, cols, (int)K, 0, 0, smem, mkd_epi_none());
 #endif
 	return true;

@@ -31,27 +31,27 @@ enum { T_X = 0, T_idx = 1, T_gate = 2, T_W1 = 3, T_W2 = 4, T_Y = 5, T_Xe = 6, T_
 
 __constant__ const mkd_tensor MK_T[] = {
 	// X: in bf16 [64, 64] split
-	{2, 1, MKD_GRP_WORLD, {1, 32, 64}, {0, 32, 0}, {0, MKD_GRP_WORLD, 0}},
+	{2, 1, MKD_GRP_WORLD, {1, 32, 64}, {0, 32, 0}, {0, MKD_GRP_WORLD, 0}, T_X, 0, {2048, 64, 1}},
 	// idx: in i32 [64, 2] split
-	{4, 1, MKD_GRP_WORLD, {1, 32, 2}, {0, 32, 0}, {0, MKD_GRP_WORLD, 0}},
+	{4, 1, MKD_GRP_WORLD, {1, 32, 2}, {0, 32, 0}, {0, MKD_GRP_WORLD, 0}, T_idx, 0, {64, 2, 1}},
 	// gate: in f32 [64, 2] split
-	{4, 1, MKD_GRP_WORLD, {1, 32, 2}, {0, 32, 0}, {0, MKD_GRP_WORLD, 0}},
+	{4, 1, MKD_GRP_WORLD, {1, 32, 2}, {0, 32, 0}, {0, MKD_GRP_WORLD, 0}, T_gate, 0, {64, 2, 1}},
 	// W1: in bf16 [4, 64, 64] split
-	{2, 0, MKD_GRP_WORLD, {2, 64, 64}, {2, 0, 0}, {MKD_GRP_WORLD, 0, 0}},
+	{2, 0, MKD_GRP_WORLD, {2, 64, 64}, {2, 0, 0}, {MKD_GRP_WORLD, 0, 0}, T_W1, 0, {4096, 64, 1}},
 	// W2: in bf16 [4, 64, 64] split
-	{2, 0, MKD_GRP_WORLD, {2, 64, 64}, {2, 0, 0}, {MKD_GRP_WORLD, 0, 0}},
+	{2, 0, MKD_GRP_WORLD, {2, 64, 64}, {2, 0, 0}, {MKD_GRP_WORLD, 0, 0}, T_W2, 0, {4096, 64, 1}},
 	// Y: out bf16 [64, 64] split
-	{2, 1, MKD_GRP_WORLD, {1, 32, 64}, {0, 32, 0}, {0, MKD_GRP_WORLD, 0}},
+	{2, 1, MKD_GRP_WORLD, {1, 32, 64}, {0, 32, 0}, {0, MKD_GRP_WORLD, 0}, T_Y, 0, {2048, 64, 1}},
 	// Xe: temp bf16 [4, 64, 64] split
-	{2, 0, MKD_GRP_WORLD, {2, 64, 64}, {2, 0, 0}, {MKD_GRP_WORLD, 0, 0}},
+	{2, 0, MKD_GRP_WORLD, {2, 64, 64}, {2, 0, 0}, {MKD_GRP_WORLD, 0, 0}, T_Xe, 0, {4096, 64, 1}},
 	// He: temp bf16 [4, 64, 64] split
-	{2, 0, MKD_GRP_WORLD, {2, 64, 64}, {2, 0, 0}, {MKD_GRP_WORLD, 0, 0}},
+	{2, 0, MKD_GRP_WORLD, {2, 64, 64}, {2, 0, 0}, {MKD_GRP_WORLD, 0, 0}, T_He, 0, {4096, 64, 1}},
 	// Ae: temp bf16 [4, 64, 64] split
-	{2, 0, MKD_GRP_WORLD, {2, 64, 64}, {2, 0, 0}, {MKD_GRP_WORLD, 0, 0}},
+	{2, 0, MKD_GRP_WORLD, {2, 64, 64}, {2, 0, 0}, {MKD_GRP_WORLD, 0, 0}, T_Ae, 0, {4096, 64, 1}},
 	// Ye: temp bf16 [4, 64, 64] split
-	{2, 0, MKD_GRP_WORLD, {2, 64, 64}, {2, 0, 0}, {MKD_GRP_WORLD, 0, 0}},
+	{2, 0, MKD_GRP_WORLD, {2, 64, 64}, {2, 0, 0}, {MKD_GRP_WORLD, 0, 0}, T_Ye, 0, {4096, 64, 1}},
 	// idx__route: temp i32 [133] local
-	{4, -1, MKD_GRP_WORLD, {1, 1, 133}, {0, 0, 0}, {0, 0, 0}},
+	{4, -1, MKD_GRP_WORLD, {1, 1, 133}, {0, 0, 0}, {0, 0, 0}, T_idx__route, 0, {133, 133, 1}},
 };
 
 // ---- stages: one per op
@@ -178,7 +178,7 @@ static __device__ __forceinline__ bool stage_He(const mkd_params &p, int rank, i
 	mkd_bf16 *c = (mkd_bf16 *)mkd_at<MK_GPUS>(p, T_Ae, C, rank, lo[0], lo[1], lo[2]);
 	const int rows = (int)(hi[1] - lo[1]), cols = (int)(hi[2] - lo[2]);
 	if (lo[1] >= mkd_bucket_rows(p, T_idx__route, MK_WORLD, (int)lo[0])) {  // no tokens here
-		mkd_zero_tile(c, C.local[2], rows, cols);
+		mkd_zero_tile(c, C.st[1], rows, cols);
 		return true;
 	}
 #ifdef MKD_HAS_WGMMA
@@ -188,11 +188,11 @@ static __device__ __forceinline__ bool stage_He(const mkd_params &p, int rank, i
 	const int b_row = (int)((lo[0] - mkd_base<MK_GPUS>(B, 0, rank)) * B.local[1]);
 	const int b_col = (int)(lo[2] - mkd_base<MK_GPUS>(B, 2, rank));
 	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 64, 64, 8>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,
-		c, C.local[2], rows, cols, smem, mkd_silu());
+		c, C.st[1], rows, cols, smem, mkd_silu());
 #else
 	const mkd_bf16 *a = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_Xe, A, rank, lo[0], lo[1], k0);
 	const mkd_bf16 *b = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_W1, B, rank, lo[0], k0, lo[2]);
-	mkd_mma_tile<mkd_bf16, mkd_bf16, 128, 64, 64, 4>::run(a, A.local[2], b, B.local[2], c, C.local[2],
+	mkd_mma_tile<mkd_bf16, mkd_bf16, 128, 64, 64, 4>::run(a, A.st[1], b, B.st[1], c, C.st[1],
 		rows, cols, (int)K, 0, 0, smem, mkd_silu());
 #endif
 	return true;
@@ -209,7 +209,7 @@ static __device__ __forceinline__ bool stage_Ye(const mkd_params &p, int rank, i
 	mkd_bf16 *c = (mkd_bf16 *)mkd_at<MK_GPUS>(p, T_Ye, C, rank, lo[0], lo[1], lo[2]);
 	const int rows = (int)(hi[1] - lo[1]), cols = (int)(hi[2] - lo[2]);
 	if (lo[1] >= mkd_bucket_rows(p, T_idx__route, MK_WORLD, (int)lo[0])) {  // no tokens here
-		mkd_zero_tile(c, C.local[2], rows, cols);
+		mkd_zero_tile(c, C.st[1], rows, cols);
 		return true;
 	}
 #ifdef MKD_HAS_WGMMA
@@ -219,11 +219,11 @@ static __device__ __forceinline__ bool stage_Ye(const mkd_params &p, int rank, i
 	const int b_row = (int)((lo[0] - mkd_base<MK_GPUS>(B, 0, rank)) * B.local[1]);
 	const int b_col = (int)(lo[2] - mkd_base<MK_GPUS>(B, 2, rank));
 	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 64, 64, 8>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,
-		c, C.local[2], rows, cols, smem, mkd_epi_none());
+		c, C.st[1], rows, cols, smem, mkd_epi_none());
 #else
 	const mkd_bf16 *a = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_Ae, A, rank, lo[0], lo[1], k0);
 	const mkd_bf16 *b = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_W2, B, rank, lo[0], k0, lo[2]);
-	mkd_mma_tile<mkd_bf16, mkd_bf16, 128, 64, 64, 4>::run(a, A.local[2], b, B.local[2], c, C.local[2],
+	mkd_mma_tile<mkd_bf16, mkd_bf16, 128, 64, 64, 4>::run(a, A.st[1], b, B.st[1], c, C.st[1],
 		rows, cols, (int)K, 0, 0, smem, mkd_epi_none());
 #endif
 	return true;
@@ -246,7 +246,7 @@ static __device__ __noinline__ bool stage_Y(const mkd_params &p, int rank, int c
 	mkd_combine<mkd_bf16, mkd_bf16>(rank, 4, 2, 64, 64, 2, 64, route, ye,
 		(const int *)p.ranks[rank].buf[T_idx], (const float *)p.ranks[rank].buf[T_gate],
 		(int)t0, (int)(t0 + hi[1] - lo[1]),
-		(mkd_bf16 *)mkd_at<MK_GPUS>(p, T_Y, MK_T[T_Y], rank, lo[0], lo[1], lo[2]), MK_T[T_Y].local[2], smem);
+		(mkd_bf16 *)mkd_at<MK_GPUS>(p, T_Y, MK_T[T_Y], rank, lo[0], lo[1], lo[2]), MK_T[T_Y].st[1], smem);
 	return true;
 }
 

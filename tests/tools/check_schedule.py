@@ -7,7 +7,7 @@ own verifier (compiler/verify.c):
 
   format     every field present, of the right type, ids in range
   tensors    local shape = logical shape / group size along a split dim,
-             the logical shape elsewhere; every region inside the tensor and
+             the logical shape elsewhere; a view's strides inside its root; every region inside the tensor and
              inside the storage of the rank it names
   roles      role ranges disjoint, inside the rank's CTAs; every task on a
              CTA of its role, and of a role that may run its kind
@@ -19,7 +19,8 @@ own verifier (compiler/verify.c):
   deadlock   the graph of per-CTA program order + signal -> flag -> wait is
              acyclic (then the in-order CTA loops finish under any timing)
   coverage   writes to one tensor on one rank never overlap; every read of a
-             non-input tensor is fully covered by writes; every rank's
+             non-input tensor is fully covered by writes (a read of a view:
+             the elements of its root that its strides name); every rank's
              storage of an `out` tensor is fully written
   ordering   every write that overlaps a read has a path writer -> reader
   dataflow   a task reads what its kind needs for the box it writes (so reads
@@ -228,7 +229,87 @@ class Checker:
             lo[d], hi[d] = s * loc, (s + 1) * loc
         return lo, hi
 
+    def check_views(self):
+        """A view names a root that is no view, strides of its rank, the
+        last 1, and every element inside the root's local piece."""
+        for name, t in self.tensors.items():
+            v = t.get("view")
+            if v is None:
+                continue
+            r = self.tensors.get(v.get("of")) if isinstance(v, dict) else None
+            st, off = (v.get("strides"), v.get("offset")) if isinstance(v, dict) else (None, None)
+            if r is None or "view" in r or type(off) is not int or type(st) is not list or \
+                    len(st) != len(t["local"]) or not all(type(x) is int for x in st) or \
+                    st[-1] != 1 or t["kind"] != "temp":
+                self.err("tensors", "%s: view %r" % (name, v))
+                t["view"] = None
+                continue
+            last = off + sum((n - 1) * s for n, s in zip(t["local"], st))
+            size = 1
+            for n in r["local"]:
+                size *= n
+            if off < 0 or min(st) < 0 or last >= size:
+                self.err("tensors", "%s: view of %s reaches element %d of %d" % (
+                    name, v["of"], last, size))
+                t["view"] = None
+
+    def resolve(self, g):
+        """The regions of storage a read g touches: g itself, or for a view
+        the boxes of its root (on the same rank) its elements lie in, one
+        per run of the last dimension, runs one row below the other merged."""
+        t = self.tensors[g["tensor"]]
+        v = t.get("view")
+        if not v:
+            return [g]
+        name = v["of"]
+        root = self.tensors[name]
+        st, off, rl = v["strides"], v["offset"], root["local"]
+        slo, _ = self.storage(g["tensor"], g["rank"])
+        rlo, _ = self.storage(name, g["rank"])
+        lo = [a - b for a, b in zip(g["lo"], slo)]
+        hi = [a - b for a, b in zip(g["hi"], slo)]
+        n = len(lo)
+        if any(a >= b for a, b in zip(lo, hi)):
+            return []
+        rs = [1] * len(rl)  # the root's row-major strides
+        for d in range(len(rl) - 2, -1, -1):
+            rs[d] = rs[d + 1] * rl[d + 1]
+        boxes = []
+        idx = list(lo[:-1])
+        while True:
+            f = off + sum(i * s for i, s in zip(idx, st)) + lo[-1]
+            left = hi[-1] - lo[-1]
+            while left > 0:  # a run, cut at the root's row ends
+                c, r = [], f
+                for s in rs:
+                    c.append(r // s)
+                    r %= s
+                k = min(left, rl[-1] - c[-1])
+                b = {"tensor": name, "rank": g["rank"],
+                     "lo": [x + y for x, y in zip(c, rlo)],
+                     "hi": [x + y + 1 for x, y in zip(c, rlo)]}
+                b["hi"][-1] = b["lo"][-1] + k
+                p = boxes[-1] if boxes else None
+                if p and len(rl) > 1 and p["hi"][-2] == b["lo"][-2] and \
+                        p["lo"][:-2] == b["lo"][:-2] and p["lo"][-1] == b["lo"][-1] and \
+                        p["hi"][-1] == b["hi"][-1]:
+                    p["hi"][-2] = b["hi"][-2]
+                else:
+                    boxes.append(b)
+                f += k
+                left -= k
+            d = n - 2
+            while d >= 0:
+                idx[d] += 1
+                if idx[d] < hi[d]:
+                    break
+                idx[d] = lo[d]
+                d -= 1
+            if d < 0:
+                return boxes
+
     def check_tensors(self):
+        self.check_views()
         for name, t in self.tensors.items():
             shape, local, pl = t["shape"], t["local"], t["placement"]
             if t["kind"] not in TENSOR_KINDS:
@@ -515,7 +596,7 @@ class Checker:
         for i, t in enumerate(self.tasks):
             if not self.valid_regions[i]:
                 continue
-            for g in t["reads"]:
+            for g in [h for r in t["reads"] for h in self.resolve(r)]:
                 x = self.tensors[g["tensor"]]
                 over = self.overlapping(g)
                 if x["kind"] != "in" or g["tensor"] in self.written:
@@ -565,7 +646,7 @@ class Checker:
             if not self.valid_regions[i]:
                 continue
             waits = set(t["waits"])
-            for g in t["reads"]:
+            for g in [h for r in t["reads"] for h in self.resolve(r)]:
                 for j, h, _ in self.overlapping(g):
                     if j == i:
                         continue
