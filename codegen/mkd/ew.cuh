@@ -211,6 +211,8 @@ struct mkd_row_vec<TX, TY, TW, true> {
 	{
 		if (w && (!mkd_is16<TW>::value || ((u64)w & 15)))
 			return false;
+		if ((cols & 7) == 0 && mkd_al16(x, ldx) && mkd_al16(y, ldy) && rows * 2 <= (int)(blockDim.x >> 5))
+			return few_rows(x, ldx, w, y, ldy, rows, cols);
 		if (!ok(x, ldx, y, ldy, cols))
 			return (cols & 7) == 0 && mkd_al16(x, ldx) && mkd_al16(y, ldy) &&
 			       long_rows(x, ldx, w, y, ldy, rows, cols);
@@ -251,6 +253,54 @@ struct mkd_row_vec<TX, TY, TW, true> {
 				*(uint4 *)(y + (i64)r * ldy + 8 * c) = mkd_vec8<TY>::pack(f);
 			}
 		}
+		return true;
+	}
+	/* rows fewer than half the CTA's warps (decode: a token or two): g =
+	 * warps / rows warps a row, each over every g-th group of 32 vectors,
+	 * their sums of squares through shared memory.  One warp a row read a
+	 * Llama row (4096) in 10 us, which every later stage waited for.  All
+	 * threads of the CTA call it (two CTA barriers). */
+	static __device__ __noinline__ bool few_rows(const TX *x, i64 ldx, const TW *w, TY *y, i64 ldy, int rows,
+					int cols)
+	{
+		__shared__ float part[32];
+		const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nv = cols >> 3;
+		const int g = (int)(blockDim.x >> 5) / rows, r = wid / g, j = wid - r * g;
+		const bool on = r < rows;
+		const TX *xr = x + (i64)(on ? r : 0) * ldx;
+		float ss = 0.f;
+		if (on) {
+#pragma unroll 2
+			for (int c = lane + 32 * j; c < nv; c += 32 * g) {
+				float f[8];
+				mkd_vec8<TX>::get(f, *(const uint4 *)(xr + 8 * c));
+#pragma unroll
+				for (int k = 0; k < 8; k++)
+					ss += f[k] * f[k];
+			}
+		}
+		ss = mkd_warp_sum(ss);
+		if (lane == 0)
+			part[wid] = ss;
+		__syncthreads();
+		if (on) {
+			float tot = 0.f;
+			for (int k = 0; k < g; k++)
+				tot += part[r * g + k];
+			const float inv = rsqrtf(tot / cols + 1e-6f);
+#pragma unroll 1
+			for (int c = lane + 32 * j; c < nv; c += 32 * g) {
+				float f[8], gw[8] = {1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f};
+				mkd_vec8<TX>::get(f, *(const uint4 *)(xr + 8 * c));
+				if (w)
+					mkd_row_w<TW>::get(gw, w + 8 * c);
+#pragma unroll
+				for (int k = 0; k < 8; k++)
+					f[k] *= inv * gw[k];
+				*(uint4 *)(y + (i64)r * ldy + 8 * c) = mkd_vec8<TY>::pack(f);
+			}
+		}
+		__syncthreads();  /* part[] free for the next call */
 		return true;
 	}
 	/* rows longer than a warp's registers (Llama: 4096): 16-byte loads,
