@@ -33,14 +33,15 @@ row() {		# mlp T | attn T S
 	[ -n "$line" ] || return
 	if [ -z "$hdr" ]; then
 		echo "decode, W=1: fused = $B/mkrun, eager / graph = PyTorch, floor = bytes / measured read rate; medians of $ITERS runs (us)"
-		printf "%-30s %9s %9s %9s %9s %11s %11s %s\n" shape fused eager graph floor "floor/fused" "graph/fused" check
+		printf "%-30s %9s %9s %9s %9s %11s %11s %9s %10s %s\n" shape fused eager graph floor "floor/fused" "graph/fused" predicted "pred/fused" check
 		hdr=1
 	fi
-	echo "$line" | sed -n 's/^decode: \(.*\): fused \([0-9.-]*\) us, eager \([0-9.]*\) us, graph \([0-9.]*\) us, floor \([0-9.]*\) us.*: \([A-Z]*[a-z]*\)$/\1|\2|\3|\4|\5|\6/p' |
+	echo "$line" | sed -n 's/^decode: \(.*\): fused \([0-9.-]*\) us, eager \([0-9.]*\) us, graph \([0-9.]*\) us, floor \([0-9.]*\) us, predicted \([0-9.-]*\) us.*: \([A-Z]*[a-z]*\)$/\1|\2|\3|\4|\5|\6|\7/p' |
 	awk -F'|' '{
 		fr = $2 != "-" ? sprintf("%.2f", $5 / $2) : "-"
 		gr = $2 != "-" ? sprintf("%.2f", $4 / $2) : "-"
-		printf "%-30s %9s %9s %9s %9s %11s %11s %s\n", $1, $2, $3, $4, $5, fr, gr, $6
+		pr = $2 != "-" && $6 != "-" ? sprintf("%.2f", $6 / $2) : "-"
+		printf "%-30s %9s %9s %9s %9s %11s %11s %9s %10s %s\n", $1, $2, $3, $4, $5, fr, gr, $6, pr, $7
 	}'
 }
 for t in 1 16 128 1024; do row mlp $t; done

@@ -72,11 +72,12 @@ def run_mkrun(args, sample, defines, d):
         cmd += ["-D", "%s=%d" % (k, v)]
     p = subprocess.run(cmd, capture_output=True, text=True)
     m = re.search(r"median ([0-9.]+) us", p.stdout + p.stderr)
+    pr = re.search(r"predicted ([0-9.]+) us", p.stdout + p.stderr)
     if p.returncode != 0 or not m:
         sys.stderr.write("decode_baseline: %s failed (exit %d):\n%s%s" % (
             " ".join(cmd), p.returncode, p.stdout[-2000:], p.stderr[-2000:]))
-        return None, None
-    return float(m.group(1)), out
+        return None, None, None
+    return float(m.group(1)), out, float(pr.group(1)) if pr else None
 
 
 def mlp(args, d):
@@ -152,7 +153,7 @@ def main():
         replay = graphed(block, args.warmup)
         graph_t = timed(replay, args.warmup, args.iters)
         graph_out = block()
-        fused_t, outdir = run_mkrun(args, sample, defines, d)
+        fused_t, outdir, predicted = run_mkrun(args, sample, defines, d)
         errs, ok = {}, True
         # bf16 outputs, and for the MLP a bf16 activation between the two
         # GEMMs summed over F: PyTorch itself lands 0.022 off at T = 1024
@@ -168,9 +169,10 @@ def main():
             ok = False
         floor = floor_bytes / (rate * 1e9) * 1e6
         f = "%.1f" % fused_t if fused_t else "-"
-        print("decode: %s: fused %s us, eager %.1f us, graph %.1f us, floor %.1f us "
+        pf = "%.1f" % predicted if predicted else "-"
+        print("decode: %s: fused %s us, eager %.1f us, graph %.1f us, floor %.1f us, predicted %s us "
               "(%.0f MB at %.0f GB/s); errors fused %s eager %.2g graph %.2g: %s" % (
-                  shape, f, median(eager_t), median(graph_t), floor, floor_bytes / 1e6, rate,
+                  shape, f, median(eager_t), median(graph_t), floor, pf, floor_bytes / 1e6, rate,
                   "%.2g" % errs["fused"] if "fused" in errs else "-", errs["eager"],
                   errs["graph"], "ok" if ok else "MISMATCH"))
         return 0 if ok else 1
