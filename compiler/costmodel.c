@@ -23,6 +23,9 @@ ir_device costmodel_h200(void)
 		.nic_lat_us = 5.0,
 		.flag_lat_us = 0.8,     /* 1.55 us round trip measured here */
 		.launch_us = 3.3,       /* eager launch measured here */
+		.run_us = 5.0,          /* empty kernel, event to event: 5.0-5.5 */
+		.task_us = 1.8,         /* smallest tasks of a trace: 1.5-2.5 */
+		.fill_us = 4.5,         /* fitted to decode traces (docs/costmodel.md) */
 		.copy_cta_gbps = 45.0,  /* bench_copy: one CTA 35-51 (ld/st), 50-56 (bulk) */
 		.stream_cta_gbps = 50.0, /* a GEMM tile's TMA ring, one CTA (docs/costmodel.md) */
 		.mma_eff = 0.9,         /* wgmma engine 128x256: 780 of 833 (cuBLAS) measured */
@@ -90,26 +93,35 @@ double cost_compute_us(const ir_device *d, double flops, int tensor_core)
 {
 	double per_sm = tensor_core ? d->bf16_tflops * d->mma_eff : d->f32_tflops;
 	per_sm = per_sm * 1e12 / d->sms;
-	return flops / per_sm * 1e6 + 1.5;  /* + ring fill, epilogue, flag hop */
+	return flops / per_sm * 1e6 + d->task_us;
 }
 
 double cost_stream_us(const ir_device *d, double bytes)
 {
 	double bw = d->copy_cta_gbps;
-	return bytes / (bw * 1e9) * 1e6 + 0.3;
+	return bytes / (bw * 1e9) * 1e6 + d->task_us;
+}
+
+double cost_store_us(const ir_device *d, double bytes)
+{
+	return bytes / (d->copy_cta_gbps * 1e9) * 1e6;
 }
 
 double cost_tile_us(const ir_device *d, double flops, double hbm, int ctas, int ranks_per_gpu)
 {
-	double c = cost_compute_us(d, flops, 1);
-	if (hbm <= 0)
-		return c;
-	double bw = d->stream_cta_gbps;
-	double share = d->mem_gbps / (ranks_per_gpu > 0 ? ranks_per_gpu : 1) / (ctas > 0 ? ctas : 1);
-	if (share < bw)
-		bw = share;
-	double m = hbm / (bw * 1e9) * 1e6 + 1.5;  /* + ring fill, epilogue, flag hop */
-	return c > m ? c : m;
+	double c = cost_compute_us(d, flops, 1) - d->task_us;
+	double m = 0;
+	if (hbm > 0) {
+		double bw = d->stream_cta_gbps;
+		double share = d->mem_gbps / (ranks_per_gpu > 0 ? ranks_per_gpu : 1) /
+			       (ctas > 0 ? ctas : 1);
+		if (share < bw)
+			bw = share;
+		m = hbm / (bw * 1e9) * 1e6;
+	}
+	/* + the ring's fill before the first step and its drain, the epilogue
+	 * and the flags after the last */
+	return (c > m ? c : m) + d->fill_us;
 }
 
 double cost_copy_us(const ir_device *d, double bytes, ir_transport tr,
@@ -126,6 +138,6 @@ double cost_copy_us(const ir_device *d, double bytes, ir_transport tr,
 	double bw = d->copy_cta_gbps;
 	if (ctas > 0 && link / ctas < bw)
 		bw = link / ctas;
-	double lat = tr == TR_RDMA ? d->nic_lat_us : tr == TR_NVLINK ? d->nvlink_lat_us : 0.2;
-	return bytes / (bw * 1e9) * 1e6 + lat;
+	double lat = tr == TR_RDMA ? d->nic_lat_us : tr == TR_NVLINK ? d->nvlink_lat_us : 0.0;
+	return bytes / (bw * 1e9) * 1e6 + lat + d->task_us;
 }

@@ -25,6 +25,9 @@
 	X(nic_lat_us, DBL)                                             \
 	X(flag_lat_us, DBL)                                            \
 	X(launch_us, DBL)                                              \
+	X(run_us, DBL)                                                 \
+	X(task_us, DBL)                                                \
+	X(fill_us, DBL)                                                \
 	X(copy_cta_gbps, DBL)                                          \
 	X(stream_cta_gbps, DBL)                                        \
 	X(mma_eff, DBL)
@@ -36,6 +39,9 @@ int costmodel_load(const char *path, ir_device *d, char *why, size_t n);
 /* Per-task costs in microseconds on one CTA (one SM). */
 double cost_compute_us(const ir_device *d, double flops, int tensor_core);
 double cost_stream_us(const ir_device *d, double bytes);
+/* A tile's epilogue storing `bytes` from registers (no fixed part: the
+ * tile's fill_us has it). */
+double cost_store_us(const ir_device *d, double bytes);
 /* A compute tile: the longer of its arithmetic and its share of device
  * memory, streamed by one of `ctas` CTAs of a rank (the rank's share of
  * the bandwidth split among them, at most what one CTA's ring streams). */

@@ -500,6 +500,9 @@ typedef struct ir_device {
 	double nic_lat_us;
 	double flag_lat_us;        /* signal to seen, same device */
 	double launch_us;
+	double run_us;             /* fixed cost of a run: launch to end, events */
+	double task_us;            /* fixed cost of every task on its CTA */
+	double fill_us;            /* a streaming tile's ring fill and drain */
 	double copy_cta_gbps;      /* what one CTA of 16-byte copies moves */
 	double stream_cta_gbps;    /* what one CTA streams through a tile's
 	                              load ring (TMA or cp.async) */

@@ -488,8 +488,15 @@ static double task_cost(const ir_sched *s, const ir_task *t, int role_ctas)
 	case TASK_MATMUL:
 	case TASK_MMPART:
 	case TASK_ATTN:
-	case TASK_ATTNPART:
-		return cost_tile_us(&s->dev, t->flops, t->hbm, s->ctas, s->ranks_per_gpu);
+	case TASK_ATTNPART: {
+		/* and the epilogue's stores of the tile */
+		const ir_tensor *w = &s->prog->tensors[t->write.tensor];
+		double out = 1;
+		for (int d = 0; d < w->ndim; d++)
+			out *= (double)(t->write.hi[d] - t->write.lo[d]);
+		return cost_tile_us(&s->dev, t->flops, t->hbm, s->ctas, s->ranks_per_gpu) +
+		       cost_store_us(&s->dev, out * ir_dtype_size(w->dtype));
+	}
 	default:
 		return cost_stream_us(&s->dev, t->bytes);
 	}
@@ -733,7 +740,7 @@ static void list_schedule(sched *S)
 		S->err = 1;
 		return;
 	}
-	s->predicted_us = end;
+	s->predicted_us = end + s->dev.run_us;
 
 	/* tasks in (cta, order); ids follow.  Sort indices, then move each
 	 * task once: the tasks are large. */

@@ -2,13 +2,16 @@
 # (the plan's choice, or the `split` hint), partial tiles into an fp32
 # workspace and a sum per tile that applies the fused epilogue.
 #   PLAN the plan names the split and the workspace; a few rows: the
-#        engine's two consumer warpgroups split the columns (COLS)
+#        engine's two consumer warpgroups split the columns (COLS), and the
+#        cost model takes 128-wide tiles (8 of them, twice as many as
+#        256-wide ones would make: plan.c, decode_bn)
 #   SM   mmpart tasks write slices of the workspace over one K range each;
 #        one sumk per tile reads every slice of its box and writes the tile
 #   CU   the W_ stage runs the engine with fp32 out and no epilogue over its
 #        K range; the S_ stage sums the slices with the epilogue (silu)
 #   PTX  it compiles for sm_90a with wgmma
 #   HINT split 3 sets the count: 3 slices of 704 (the plan alone takes 8 x 256)
+#        on the default 256-wide tiles
 #   OFF  split 1: one matmul task per tile, no workspace
 #
 # RUN: %mkc --emit=plan %s | FileCheck %s --check-prefix=PLAN
@@ -21,16 +24,16 @@
 # RUN: sed -e 's/matmul(X, W)$/matmul(X, W)  split 1/' %s > %t.off.mk
 # RUN: %mkc --emit=schedule %t.off.mk | FileCheck %s --check-prefix=OFF --implicit-check-not=mmpart
 #
-# PLAN: H matmul tile 128 x 256 x 64, wgmma{{.*}}, 64 rows: the warpgroups split the columns, split-K 8 x 256 into Y__ksplit, silu in the epilogue
-# SM: mmpart H        Y__ksplit@0[0:1, 0:16, 0:256] <- X@0[0:16, 0:256], W@0[0:256, 0:256]
-# SM: sumk   H        Y@0[0:16, 0:256] <- Y__ksplit@0[0:8, 0:16, 0:256]
+# PLAN: H matmul tile 128 x 128 x 64, wgmma{{.*}}, 64 rows: the warpgroups split the columns, split-K 8 x 256 into Y__ksplit, silu in the epilogue
+# SM: mmpart H        Y__ksplit@0[0:1, 0:16, 0:128] <- X@0[0:16, 0:256], W@0[0:256, 0:128]
+# SM: sumk   H        Y@0[0:16, 0:128] <- Y__ksplit@0[0:8, 0:16, 0:128]
 # CU: if (t.stage == W_H) {
-# CU: mkd_wgmma_tile<mkd_bf16, float, 128, 256, 64, {{[0-9]+}}, true>::run(tm, a_row, a_col, tm + 1, b_row, b_col, kn,
+# CU: mkd_wgmma_tile<mkd_bf16, float, 128, 128, 64, {{[0-9]+}}, true>::run(tm, a_row, a_col, tm + 1, b_row, b_col, kn,
 # CU: c, W.st[1], rows, cols, smem, mkd_epi_none());
 # CU: mkd_sumk((const float *)
 # CU: (int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]), mkd_silu());
 # PTX: wgmma.mma_async.sync.aligned.m64n{{[0-9]+}}k16.f32.bf16.bf16
-# HINT: split-K 3 x 704 into Y__ksplit
+# HINT: tile 128 x 256 x 64{{.*}}split-K 3 x 704 into Y__ksplit
 # OFF: matmul H        Y@0[0:16, 0:256]
 pipeline matmul_split {
   param T = 16, K = 2048, N = 1024
