@@ -113,10 +113,16 @@ static __device__ __forceinline__ void mkd_kernel(const mkd_params &p)
 	extern __shared__ __align__(128) char smem[];
 	__shared__ int ok;
 	__shared__ u64 epoch_s;
+	// resident: the epoch already done and the runs of this launch, which
+	// only thread 0 uses: in shared memory, not in registers every stage
+	// would keep (they were spilled)
+	__shared__ u64 last, runs;
 	const int rank = p.rank_base + blockIdx.x / MK_CTAS;
 	const int cta = blockIdx.x % MK_CTAS;
-	u64 last = p.epoch;  // resident: the epoch already done
-	u64 runs = 0;        // resident: runs of this launch
+	if (threadIdx.x == 0) {
+		last = p.epoch;
+		runs = 0;
+	}
 	for (;;) {
 		if (threadIdx.x == 0) {
 			u64 e = p.epoch;
@@ -153,7 +159,10 @@ static __device__ __forceinline__ void mkd_kernel(const mkd_params &p)
 			mkd_rdma_start(p, rank, cta, epoch);
 #endif
 #endif
-		for (int i = MK_CTA_FIRST[cta]; i < MK_CTA_FIRST[cta + 1] && !aborted; i++)
+		// the end as a value: a pointer to it kept across the stages took a
+		// 64-bit register that a gelu epilogue needed (a spill)
+		const int end = MK_CTA_FIRST[cta + 1];
+		for (int i = MK_CTA_FIRST[cta]; i < end && !aborted; i++)
 			aborted = !mkd_run_task(p, rank, cta, i, epoch, smem, &ok);
 #if MK_MULTIPROC
 		// leave the run only when every rank of the node is done with it
@@ -180,9 +189,9 @@ static __device__ __forceinline__ void mkd_kernel(const mkd_params &p)
 #endif
 		if (!p.control || aborted)
 			break;
-		last = epoch;
-		runs++;
 		if (threadIdx.x == 0) {  // resident: this CTA is done with the epoch
+			last = epoch;
+			runs++;
 			mkd_red_release(&p.gate[1], 1);
 			if (blockIdx.x == 0) {  // all of them: tell the host
 				while (mkd_ld_acquire(&p.gate[1]) < runs * gridDim.x &&
