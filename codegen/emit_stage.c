@@ -360,13 +360,66 @@ static const char *functor(cg_em *E, const ir_op *op, char *buf, size_t n)
 	}
 }
 
+/* The epilogue functor of matmul op (the ops compiler/expand.c fused into
+ * it; mma.cuh), as an expression.  With an add or mul, its operand's
+ * pointer at the tile (lo[0], R, N; a bias: column N, row stride 0) is
+ * declared first, as `epi`, and the expression is that name. */
+static const char *epilogue(cg_em *E, const ir_op *op, const char *R, const char *N,
+			    char *buf, size_t n)
+{
+	char fb[64], f[80];
+	const char *fn = "mkd_ident()";
+	if (op->epi) {
+		ir_op u = {0};
+		u.kind = (ir_opkind)(op->epi - 1);
+		u.scalar = op->epi_scalar;
+		fn = functor(E, &u, fb, sizeof fb);
+	}
+	/* the functor's type: its constructor up to the brace or parenthesis */
+	snprintf(f, sizeof f, "%.*s", (int)strcspn(fn, "({"), fn);
+	if (!op->epi2) {
+		if (op->epi)
+			snprintf(buf, n, "mkd_epi1<%s>{%s}", f, fn);
+		else
+			snprintf(buf, n, "mkd_epi_none()");
+		return buf;
+	}
+	const ir_tensor *x = &E->p->tensors[op->in[2]];
+	const int bias = x->ndim == 1;  /* over the columns */
+	ir_op b = {0}, g = {0};
+	b.kind = (ir_opkind)(op->epi2 - 1);
+	g.kind = op->epi3 ? (ir_opkind)(op->epi3 - 1) : OP_CAST;  /* mkd_ident() */
+	g.scalar = op->epi3_scalar;
+	char bb[64], gb[64];
+	const char *bf = functor(E, &b, bb, sizeof bb), *gf = functor(E, &g, gb, sizeof gb);
+	sb_printf(E->o,
+		  "\tconst mkd_tensor &X2 = MK_T[T_%s];  // %s's other operand, read in the epilogue\n"
+		  "\tconst mkd_epi2<%s, %.*s, %s, %.*s> epi{%s,\n"
+		  "\t\t(const %s *)mkd_at<MK_GPUS>(p, T_%s, X2, rank, %s, %s, %s), %s, %s};\n",
+		  x->name, ir_op_name(b.kind), f, (int)strcspn(bf, "({"), bf, cg_ctype(x->dtype),
+		  (int)strcspn(gf, "({"), gf, fn, cg_ctype(x->dtype), x->name, bias ? "0" : "lo[0]",
+		  bias ? "0" : R, N, bias ? "0 /* a bias: every row the same */" : "(int)X2.st[1]", gf);
+	snprintf(buf, n, "epi");
+	return buf;
+}
+
+/* What the epilogue does, for the stage's comment. */
+static void epilogue_what(const cg_em *E, const ir_op *op, char *what, size_t nw)
+{
+	char eb[160];
+	size_t n = strlen(what);
+	if (op->epi || op->epi2)
+		snprintf(what + n, nw - n, "; then %s in the epilogue",
+			 ir_epilogue_text(E->p, op, eb, sizeof eb));
+}
+
 /* A split-K matmul (plan.c): W_ tasks compute a partial tile over one K
  * range into slice s of the fp32 workspace (the engine with fp32 out, no
  * epilogue); S_ tasks add a tile's slices, apply the epilogue and store
  * (mkd_sumk, split.cuh).  Boxes come from the reads: A's rows and K range
  * (read 0), B's K range and columns (read 1); a sum's workspace box is
  * its read 0. */
-static void stage_matmul_split(cg_em *E, const ir_op *op, const char *epi, char *what, size_t nw)
+static void stage_matmul_split(cg_em *E, const ir_op *op, char *what, size_t nw)
 {
 	const ir_prog *p = E->p;
 	const ir_tensor *A = &p->tensors[op->in[0]], *B = &p->tensors[op->in[1]],
@@ -416,13 +469,16 @@ static void stage_matmul_split(cg_em *E, const ir_op *op, const char *epi, char 
 	sb_printf(E->o,
 		  "\t// the sum of the tile's %d partials\n"
 		  "\tconst mkd_box wb = mkd_read_box(rank, t, 0);\n"
-		  "\tconst mkd_tensor &C = MK_T[T_%s];\n"
+		  "\tconst mkd_tensor &C = MK_T[T_%s];\n", mp.ksplit, C->name);
+	char eb[192];
+	const char *epi = epilogue(E, op, "lo[1]", "lo[2]", eb, sizeof eb);
+	sb_printf(E->o,
 		  "\tmkd_sumk((const float *)mkd_at<MK_GPUS>(p, T_%s, W, rank, 0, wb.lo[1], wb.lo[2]),\n"
 		  "\t\tW.st[0], %d, W.st[1],\n"
 		  "\t\t(%s *)mkd_at<MK_GPUS>(p, T_%s, C, rank, lo[0], lo[1], lo[2]), C.st[1],\n"
 		  "\t\t(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]), %s);\n"
 		  "\treturn true;\n}\n\n",
-		  mp.ksplit, C->name, W->name, mp.ksplit, cg_ctype(C->dtype), C->name, epi);
+		  W->name, mp.ksplit, cg_ctype(C->dtype), C->name, epi);
 }
 
 void cg_stage_matmul(cg_em *E, const ir_op *op)
@@ -431,7 +487,7 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 	const ir_tensor *A = &p->tensors[op->in[0]], *B = &p->tensors[op->in[1]],
 			*C = &p->tensors[op->out];
 	const ir_mm_plan mp = op->plan.mm;  /* plan.c */
-	char what[160];
+	char what[256];
 	if (mp.wgmma)
 		snprintf(what, sizeof what, "tile %d x %d x 64: TMA + wgmma, %d-stage ring on sm_90a%s; "
 			 "mma.sync elsewhere", mp.bm, mp.bn, mp.wg_stages,
@@ -439,16 +495,7 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 	else
 		snprintf(what, sizeof what, "tile %d x %d x %d, %d-stage ring (mma.sync)", mp.bm, mp.bn,
 			 mp.bk, mp.stages);
-	char epi[96] = "mkd_epi_none()";
-	if (op->epi) {  /* an elementwise op fused into the epilogue */
-		ir_op u = {0};
-		u.kind = (ir_opkind)(op->epi - 1);
-		u.scalar = op->epi_scalar;
-		char fb[64];
-		snprintf(epi, sizeof epi, "%s", functor(E, &u, fb, sizeof fb));
-		size_t n = strlen(what);
-		snprintf(what + n, sizeof what - n, "; then %s in the epilogue", ir_op_name(u.kind));
-	}
+	epilogue_what(E, op, what, sizeof what);
 	/* a task of several tiles walks them row tile by row tile, column
 	 * tile by column tile (lower.c: the `tasks` bound) */
 	const int walk = mp.tiles_m * mp.tiles_n > 1;
@@ -458,7 +505,7 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 			 mp.tiles_n);
 	}
 	if (mp.ksplit > 1) {
-		stage_matmul_split(E, op, epi, what, sizeof what);
+		stage_matmul_split(E, op, what, sizeof what);
 		return;
 	}
 	const char *R = walk ? "r0" : "lo[1]", *N = walk ? "n0" : "lo[2]";
@@ -511,6 +558,8 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 			  "\t\tmkd_zero_tile(c, C.st[1], rows, cols);\n"
 			  "\t\treturn true;\n"
 			  "\t}\n", rows_of);
+	char eb[192];
+	const char *epi = epilogue(E, op, R, N, eb, sizeof eb);
 	if (mp.wgmma)
 		sb_printf(E->o,
 			  "#ifdef MKD_HAS_WGMMA\n"

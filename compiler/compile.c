@@ -90,6 +90,10 @@ int compile_run(srcset *src, int file, const compile_opts *o,
 	const char *nv = getenv("MK_NO_VIEWS");
 	if (nv && *nv && strcmp(nv, "0"))
 		opt.no_views = 1;
+	/* MK_NO_EPI2=1: add and mul stay stages of their own (fused against not) */
+	const char *ne = getenv("MK_NO_EPI2");
+	if (ne && *ne && strcmp(ne, "0"))
+		opt.no_epi2 = 1;
 	if (!a->limit)
 		a->limit = (size_t)(opt.max_mem > 0 ? opt.max_mem : COMPILE_MAX_MEM);
 

@@ -322,6 +322,9 @@ static int par_rows(ctx *c, int64_t rows, double work, size_t scratch,
 typedef struct mm_job {
 	const ctx *c;
 	const ir_op *epi;        /* the fused elementwise op, or NULL */
+	const ir_op *epi2;       /* the fused add or mul, or NULL */
+	const ir_op *epi3;       /* the fused elementwise op after it, or NULL */
+	view x;                  /* its other operand, lined up with the result */
 	const ir_tensor *ot;
 	const float *a, *b;
 	float *o;
@@ -346,8 +349,20 @@ static void mm_rows(void *arg, int64_t lo, int64_t hi, double *acc)
 			for (int64_t n = 0; n < j->N; n++)
 				acc[n] += x * bk[n];
 		}
-		for (int64_t n = 0; n < j->N; n++)
-			j->o[row * j->N + n] = cr_st(j->c, j->ot, j->epi ? ew_value(j->epi, acc[n], 0) : acc[n]);
+		for (int64_t n = 0; n < j->N; n++) {
+			double v = j->epi ? ew_value(j->epi, acc[n], 0) : acc[n];
+			if (j->epi2) {  /* (row, n), or (batch, row, n) */
+				const int64_t at[3] = {row / j->M, row % j->M, n};
+				const int64_t *ix = j->ot->ndim == 3 ? at : at + 1;
+				int64_t k = 0;
+				for (int d = 0; d < j->ot->ndim; d++)
+					k += (ix[d] + j->x.off[d]) * j->x.stride[d];
+				v = ew_value(j->epi2, v, j->x.p[k]);
+			}
+			if (j->epi3)
+				v = ew_value(j->epi3, v, 0);
+			j->o[row * j->N + n] = cr_st(j->c, j->ot, v);
+		}
 	}
 }
 
@@ -366,12 +381,27 @@ static int op_matmul(ctx *c, const ir_op *op, int r)
 	if (!ok)
 		return cr_fail(c, "local shapes do not multiply: '%s' x '%s' -> '%s'",
 			    a->name, b->name, o->name);
-	ir_op epi = {0};
+	ir_op epi = {0}, epi2 = {0}, epi3 = {0};
+	if (op->epi3) {
+		epi3.kind = (ir_opkind)(op->epi3 - 1);
+		epi3.scalar = op->epi3_scalar;
+	}
 	if (op->epi) {
 		epi.kind = (ir_opkind)(op->epi - 1);
 		epi.scalar = op->epi_scalar;
 	}
-	mm_job j = {c, op->epi ? &epi : NULL, o, cr_piece(c, op->in[0], r), cr_piece(c, op->in[1], r),
+	view x = {0};
+	if (op->epi2) {  /* the result's shape, or a bias over its columns */
+		if (op->nin != 3 || align(c, &x, op->in[2], r, o))
+			return op->nin != 3 ? cr_fail(c, "matmul '%s' fuses an op without its operand",
+						      o->name) : -1;
+		epi2.kind = (ir_opkind)(op->epi2 - 1);
+	} else if (op->nin != 2) {
+		return cr_fail(c, "matmul '%s' has %d operands", o->name, op->nin);
+	}
+	mm_job j = {c, op->epi ? &epi : NULL, op->epi2 ? &epi2 : NULL,
+		    op->epi2 && op->epi3 ? &epi3 : NULL, x, o,
+		    cr_piece(c, op->in[0], r), cr_piece(c, op->in[1], r),
 		    cr_outp(c, r), M, N, K, b->ndim == 2};
 	return par_rows(c, E * M, (double)E * M * N * K, (size_t)N, mm_rows, &j);
 }
@@ -739,7 +769,7 @@ static const struct {
 	op_fn fn;
 	int min_in, max_in;      /* tensor operands */
 } ops[OP_COUNT] = {
-	[OP_MATMUL] = {op_matmul, 2, 2},
+	[OP_MATMUL] = {op_matmul, 2, 3},  /* 3: a fused add or mul's operand */
 	[OP_ADD] = {op_ew, 2, 2},
 	[OP_MUL] = {op_ew, 2, 2},
 	[OP_SCALE] = {op_ew, 1, 1},

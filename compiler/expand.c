@@ -96,29 +96,97 @@ static void fold_identity_collectives(expand *X)
 /* ---- 2. epilogues ----------------------------------------------------------
  * relu, silu, gelu or scale of a matmul's result that nothing else reads
  * runs in the matmul's epilogue, on the fp32 accumulator: one pass over
- * memory fewer, and the tile's output is stored once. */
-static void fuse_epilogues(expand *X)
+ * memory fewer, and the tile's output is stored once.  So does an add or
+ * a mul of that result (after such an op, if fused) with a tensor of its
+ * shape and placement (a residual, silu(gate) * up) or a bias over its
+ * columns, and a unary op after that: the matmul reads the
+ * other operand's box of each tile it stores (after a split-K, the sums
+ * do), and one stage, its pass over memory and its flag hop go. */
+
+/* Matmul t's result (held in temp t, read once, by op i) fused into. */
+static ir_op *fusable_matmul(ir_prog *p, int i, int ti)
+{
+	const ir_op *u = &p->ops[i];
+	const ir_tensor *t = &p->tensors[ti], *y = &p->tensors[u->out];
+	if (t->kind != TK_TEMP || t->nwriters != 1 || t->nuses != 1 || t->producer < 0 ||
+	    t->producer >= i || y->nwriters != 1 || t->dtype != y->dtype ||
+	    t->place.kind != y->place.kind || t->ndim != y->ndim)
+		return NULL;
+	ir_op *m = &p->ops[t->producer];
+	return m->kind == OP_MATMUL ? m : NULL;
+}
+
+/* The other operand x of a binary op fused into matmul m (at mi): an
+ * element type the epilogue loads, produced before m (or an input), and
+ * either the result's shape, placement and storage split, or a bias: 1-D
+ * over the result's last dimension, whole on every rank. */
+static int epi2_operand_ok(const ir_prog *p, int x, const ir_tensor *y, int mi)
+{
+	const ir_tensor *t = &p->tensors[x];
+	if (t->place.kind == PL_PARTIAL || t->folded || t->nwriters > 1 ||
+	    (t->dtype != DT_BF16 && t->dtype != DT_F16 && t->dtype != DT_F32) ||
+	    (t->producer >= mi && t->kind != TK_IN))
+		return 0;
+	const int last = y->ndim - 1;
+	if (t->ndim == 1 && y->ndim > 1)  /* whole on every rank, as check wants */
+		return t->shape[0] == y->shape[last] && t->place.kind == PL_LOCAL;
+	if (t->ndim != y->ndim || t->place.kind != y->place.kind ||
+	    t->place.dim != y->place.dim || t->place.group != y->place.group)
+		return 0;
+	for (int d = 0; d < y->ndim; d++)
+		if (t->shape[d] != y->shape[d] || t->local[d] != y->local[d])
+			return 0;
+	return 1;
+}
+
+static void fuse_epilogues(expand *X, int binary)
 {
 	ir_prog *p = X->p;
 	for (int i = 0; i < p->nops; i++) {
 		const ir_op *u = &p->ops[i];
-		if (u->kind != OP_RELU && u->kind != OP_SILU && u->kind != OP_GELU &&
-		    u->kind != OP_GELU_TANH && u->kind != OP_SCALE)
+		ir_tensor *y = &p->tensors[u->out];
+		if (u->kind == OP_RELU || u->kind == OP_SILU || u->kind == OP_GELU ||
+		    u->kind == OP_GELU_TANH || u->kind == OP_SCALE) {
+			int ti = u->in[0];
+			ir_op *m = fusable_matmul(p, i, ti);
+			if (!m || (m->epi2 ? m->epi3 : m->epi))
+				continue;
+			m->out = u->out;
+			if (m->epi2) {  /* after the add or mul: gelu(x W + b) */
+				m->epi3 = 1 + (int)u->kind;
+				m->epi3_scalar = u->scalar;
+			} else {
+				m->epi = 1 + (int)u->kind;
+				m->epi_scalar = u->scalar;
+			}
+			y->producer = (int)(m - p->ops);
+			ir_fold_tensor(&p->tensors[ti]);
+		} else if (binary && (u->kind == OP_ADD || u->kind == OP_MUL) && u->nin == 2 &&
+			   y->place.kind != PL_PARTIAL) {
+			/* the matmul result produced last, so that the other
+			 * operand is there before it (both commute) */
+			ir_op *m = NULL;
+			int ti = -1, x = -1;
+			for (int k = 0; k < 2; k++) {
+				ir_op *c = fusable_matmul(p, i, u->in[k]);
+				if (c && !c->epi2 && epi2_operand_ok(p, u->in[1 - k], y, (int)(c - p->ops)) &&
+				    (!m || c > m)) {
+					m = c;
+					ti = u->in[k];
+					x = u->in[1 - k];
+				}
+			}
+			if (!m)
+				continue;
+			m->out = u->out;
+			m->epi2 = 1 + (int)u->kind;
+			m->in[2] = x;
+			m->nin = 3;
+			y->producer = (int)(m - p->ops);
+			ir_fold_tensor(&p->tensors[ti]);
+		} else {
 			continue;
-		int ti = u->in[0];
-		ir_tensor *t = &p->tensors[ti], *y = &p->tensors[u->out];
-		if (t->kind != TK_TEMP || t->nwriters != 1 || t->nuses != 1 || t->producer < 0 ||
-		    t->producer >= i || y->nwriters != 1 || t->dtype != y->dtype ||
-		    t->place.kind != y->place.kind || t->ndim != y->ndim)
-			continue;
-		ir_op *m = &p->ops[t->producer];
-		if (m->kind != OP_MATMUL || m->epi)
-			continue;
-		m->out = u->out;
-		m->epi = 1 + (int)u->kind;
-		m->epi_scalar = u->scalar;
-		y->producer = t->producer;
-		ir_fold_tensor(t);
+		}
 		ir_remove_op(p, i);
 		i--;
 	}
@@ -379,10 +447,9 @@ static void hidden_tensors(expand *X)
 
 int expand_run(ir_prog *p, const compile_opts *o, diags *d, arena *a)
 {
-	(void)o;
 	expand X = {.p = p, .d = d, .a = a};
 	fold_identity_collectives(&X);
-	fuse_epilogues(&X);
+	fuse_epilogues(&X, !o || !o->no_epi2);
 	expand_collectives(&X);
 	if (!X.err)
 		hidden_tensors(&X);

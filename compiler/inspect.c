@@ -69,8 +69,10 @@ void inspect_plans(const ir_prog *p, strbuf *out)
 			if (pl->mm.ksplit > 1)
 				sb_printf(out, ", split-K %d x %lld into %s", pl->mm.ksplit,
 					  (long long)pl->mm.kstep, p->tensors[pl->mm.work].name);
-			if (op->epi)
-				sb_printf(out, ", %s in the epilogue", ir_op_name((ir_opkind)(op->epi - 1)));
+			if (op->epi || op->epi2) {
+				char eb[160];
+				sb_printf(out, ", %s in the epilogue", ir_epilogue_text(p, op, eb, sizeof eb));
+			}
 			if (pl->mm.bucket >= 0)
 				sb_printf(out, ", rows bounded by %s's buckets", p->ops[pl->mm.bucket].stage);
 			break;
@@ -299,9 +301,9 @@ void inspect_json(const ir_sched *s, strbuf *out)
 			sb_printf(out, "    {\"id\": %d, \"rank\": %d, \"expected\": %d}%s\n",
 				  r * s->nflags + f, r, s->flags[f].expected,
 				  r + 1 < p->world || f + 1 < s->nflags ? "," : "");
-	sb_printf(out, "  ],\n  \"predicted_us\": %.3f,\n  \"bound_us\": %.3f,\n"
+	sb_printf(out, "  ],\n  \"predicted_us\": %.3f,\n  \"run_us\": %.3f,\n  \"bound_us\": %.3f,\n"
 		  "  \"compute_us\": %.3f,\n  \"comm_us\": %.3f\n}\n",
-		  s->predicted_us, s->bound_us, s->compute_us, s->comm_us);
+		  s->predicted_us, s->dev.run_us, s->bound_us, s->compute_us, s->comm_us);
 }
 
 static const char *role_color[ROLE_COUNT] = {"#4c78a8", "#f58518", "#e45756", "#54a24b"};
@@ -534,8 +536,10 @@ void inspect_program(const ir_prog *p, strbuf *out)
 			sb_printf(x, "  split %lld", (long long)op->hints.split);
 		if (op->kind == OP_ATTENTION)
 			sb_printf(x, "  (scale %.6g)", op->scalar);
-		if (op->epi)  /* fused by the expansion */
-			sb_printf(x, "  then %s in the epilogue", ir_op_name((ir_opkind)(op->epi - 1)));
+		if (op->epi || op->epi2) {  /* fused by the expansion */
+			char eb[160];
+			sb_printf(x, "  then %s in the epilogue", ir_epilogue_text(p, op, eb, sizeof eb));
+		}
 		table_row(&to);
 	}
 	table_print(&to, out);

@@ -39,6 +39,17 @@ static const struct { const char *name; char cls; } ops[] = {
 };
 
 const char *ir_op_name(ir_opkind k) { return ops[k].name; }
+
+const char *ir_epilogue_text(const ir_prog *p, const ir_op *op, char *buf, int n)
+{
+	snprintf(buf, (size_t)n, "%s%s%s%s%s%s%s",
+		 op->epi ? ir_op_name((ir_opkind)(op->epi - 1)) : "",
+		 op->epi && op->epi2 ? " then " : "",
+		 op->epi2 ? ir_op_name((ir_opkind)(op->epi2 - 1)) : "",
+		 op->epi2 ? " " : "", op->epi2 ? p->tensors[op->in[2]].name : "",
+		 op->epi3 ? " then " : "", op->epi3 ? ir_op_name((ir_opkind)(op->epi3 - 1)) : "");
+	return buf;
+}
 char ir_op_class(ir_opkind k) { return ops[k].cls; }
 
 int ir_op_lookup(const char *name, int len)

@@ -307,6 +307,14 @@ typedef struct ir_op {
 	                           applied to the accumulator before the store
 	                           (fused), 0 none */
 	double epi_scalar;      /* its scale factor (epi = 1 + OP_SCALE) */
+	int epi2;               /* matmul: 1 + OP_ADD or OP_MUL of the result
+	                           (after epi) with in[2], a tensor of the
+	                           result's shape and placement, element by
+	                           element, or a bias over its columns (fused:
+	                           a residual, a gate); nin is 3 then; 0 none */
+	int epi3;               /* matmul with epi2: 1 + the kind of a unary op
+	                           applied after it (gelu(x W + b)), 0 none */
+	double epi3_scalar;     /* its scale factor */
 	ir_transport transport; /* explicit stages; TR_AUTO otherwise */
 	ir_peers peers;         /* explicit stages: `for p in node|remote|world` */
 	ir_hints hints;
@@ -361,6 +369,10 @@ typedef struct ir_prog {
 	int smem;               /* dynamic shared memory of every CTA, bytes */
 	int ntmaps;             /* TMA tensor maps of the wgmma matmuls */
 } ir_prog;
+
+/* What a matmul's epilogue applies (the ops the expansion fused into it),
+ * in order, as "silu", "scale then add X then gelu"; "" none.  Into buf. */
+const char *ir_epilogue_text(const ir_prog *p, const ir_op *op, char *buf, int n);
 
 int ir_find_tensor(const ir_prog *p, const char *name);
 int ir_group_size(const ir_prog *p, ir_group g);   /* ranks in one group */

@@ -17,6 +17,22 @@ static ir_region ksplit_slice(ir_region c, int work, int s)
 	return w;
 }
 
+/* What a tile c of a matmul reads of its epilogue's operand x (an add or
+ * mul fused into it): c's box of x, or of a bias (1-D) c's columns. */
+static ir_region epi2_box(const ir_prog *p, int x, ir_region c)
+{
+	const ir_tensor *t = &p->tensors[x], *y = &p->tensors[c.tensor];
+	ir_region g = c;
+	g.tensor = x;
+	if (t->ndim == 1) {
+		g.lo[0] = c.lo[y->ndim - 1];
+		g.hi[0] = c.hi[y->ndim - 1];
+		for (int d = 1; d < IR_MAXDIM; d++)
+			g.lo[d] = g.hi[d] = 0;
+	}
+	return g;
+}
+
 /* matmul: C[m0:m1, n0:n1] = A[m0:m1, :] @ B[:, n0:n1], batched over dim 0
  * when the operands are 3-D; a task walks the plan's tiles_m x tiles_n
  * tiles, in the plan's order. */
@@ -53,9 +69,11 @@ void lower_matmul(lower *L, int oi)
 	const int es = ir_dtype_size(p->tensors[op->in[0]].dtype);
 	/* device memory: A, B and C once (L2 serves the tiles that share a
 	 * band of A or a slab of B), the workspace written and read back */
+	const int xi = op->nin > 2 ? op->in[2] : -1;  /* the epilogue's operand */
 	const double hbm = ((double)ir_tensor_bytes(&p->tensors[op->in[0]]) +
 			    (double)ir_tensor_bytes(&p->tensors[op->in[1]]) +
 			    (double)ir_tensor_bytes(C) +
+			    (xi >= 0 ? (double)ir_tensor_bytes(&p->tensors[xi]) : 0) +
 			    (S > 1 ? 2.0 * (double)ir_tensor_bytes(&p->tensors[mp->work]) : 0)) /
 			   ((double)nb * ntask * S);
 	/* split-K: every tile's partials first (slice s of the workspace), then
@@ -82,8 +100,11 @@ void lower_matmul(lower *L, int oi)
 				ir_region all = ksplit_slice(c, mp->work, 0);
 				all.hi[0] = S;  /* every slice: one wait for the S partials */
 				lower_read(L, t, all);
+				if (xi >= 0)  /* the epilogue's operand, the tile's box */
+					lower_read(L, t, epi2_box(p, xi, c));
 				t->write = c;
-				t->bytes = rows * cols * (4.0 * S + ir_dtype_size(C->dtype));
+				t->bytes = rows * cols * (4.0 * S + ir_dtype_size(C->dtype) +
+							  (xi >= 0 ? ir_dtype_size(p->tensors[xi].dtype) : 0));
 				t->flops = rows * cols * S;
 				continue;
 			}
@@ -101,6 +122,8 @@ void lower_matmul(lower *L, int oi)
 				}
 				lower_read(L, t, as);
 				lower_read(L, t, bs);
+				if (xi >= 0 && S == 1)  /* the epilogue's operand */
+					lower_read(L, t, epi2_box(p, xi, c));
 				t->write = S > 1 ? ksplit_slice(c, mp->work, s) : c;
 				const double kk = S > 1 ? (double)(k1 - k0) : (double)K;
 				t->flops = 2.0 * rows * cols * kk;

@@ -144,8 +144,31 @@ template <> struct mkd_store2<float> {
 	}
 };
 
-/* Epilogue functor applied to each fp32 result before the store. */
-struct mkd_epi_none { MKD_INLINE float operator()(float x) const { return x; } };
+/* Epilogues.  An engine calls epi(v, r, c) on each fp32 result v before
+ * its store, r and c its row and column in the tile it was given (from
+ * the C pointer it was passed). */
+struct mkd_epi_none {
+	MKD_INLINE float operator()(float v, int, int) const { return v; }
+};
+/* a unary functor of ew.cuh (relu, silu, gelu, scale) */
+template <typename F> struct mkd_epi1 {
+	F f;
+	MKD_INLINE float operator()(float v, int, int) const { return f(v); }
+};
+/* F (mkd_ident: none), then Op (mkd_add, mkd_mul) with x[r][c], then G:
+ * x has the result's shape, points at the tile's first element, rows ldx
+ * apart (a residual, the gate of a gated MLP), or is a bias, ldx 0
+ * (compiler/expand.c fuses them) */
+template <typename F, typename Op, typename TX, typename G> struct mkd_epi2 {
+	F f;
+	const TX *x;
+	int ldx;  /* (an i64 here spilled mlp_chain on 8 ranks) */
+	G g;
+	MKD_INLINE float operator()(float v, int r, int c) const
+	{
+		return g(Op()(f(v), mkd_elem<TX>::ld(x + (i64)r * ldx + c)));
+	}
+};
 
 template <typename T, typename TC, int BM, int BN, int BK, int STAGES>
 struct mkd_mma_tile {
@@ -267,8 +290,9 @@ struct mkd_mma_tile {
 					int c = n0 + wn * WN + j * 8 + tq * 2;
 					if (r < M && c < N)
 						mkd_store2<TC>::st(C + (i64)r * ldc + c,
-								   epi(acc[i][j][2 * h]),
-								   epi(acc[i][j][2 * h + 1]), c + 1 < N);
+								   epi(acc[i][j][2 * h], r, c),
+								   c + 1 < N ? epi(acc[i][j][2 * h + 1], r, c + 1) : 0.f,
+								   c + 1 < N);
 				}
 	}
 };

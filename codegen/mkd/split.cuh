@@ -16,7 +16,7 @@
 #include "base.cuh"
 #include "mma.cuh"
 
-/* c[rows][cols] (row stride ldc) = epi(sum over s < S of p[s * slice + r * ldp + col]) */
+/* c[rows][cols] (row stride ldc) = epi(sum over s < S of p[s * slice + r * ldp + col], r, col) */
 template <typename TO, typename Epi>
 MKD_INLINE void mkd_sumk(const float *p, i64 slice, int S, i64 ldp, TO *c, i64 ldc, int rows,
 			 int cols, Epi epi)
@@ -35,8 +35,8 @@ MKD_INLINE void mkd_sumk(const float *p, i64 slice, int S, i64 ldp, TO *c, i64 l
 				a.w += b.w;
 			}
 			TO *y = c + (i64)r * ldc + col;
-			mkd_store2<TO>::st(y, epi(a.x), epi(a.y), true);
-			mkd_store2<TO>::st(y + 2, epi(a.z), epi(a.w), true);
+			mkd_store2<TO>::st(y, epi(a.x, r, col), epi(a.y, r, col + 1), true);
+			mkd_store2<TO>::st(y + 2, epi(a.z, r, col + 2), epi(a.w, r, col + 3), true);
 		}
 		return;
 	}
@@ -46,7 +46,7 @@ MKD_INLINE void mkd_sumk(const float *p, i64 slice, int S, i64 ldp, TO *c, i64 l
 		float a = 0.f;
 		for (int s = 0; s < S; s++)
 			a += x[(i64)s * slice];
-		mkd_store2<TO>::st(c + (i64)r * ldc + col, epi(a), 0.f, false);
+		mkd_store2<TO>::st(c + (i64)r * ldc + col, epi(a, r, col), 0.f, false);
 	}
 }
 

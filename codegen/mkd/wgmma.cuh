@@ -279,10 +279,12 @@ struct mkd_wgmma_tile {
 
 	/* One consumer warpgroup: a CN-column slab of the tile's accumulators,
 	 * wgmma m64nCNk16 over rows 64*arow.. of A and B boxes box0.. of each
-	 * stage; results go to C (the slab's first element) clipped to M x N. */
+	 * stage; results go to C (the slab's first element) clipped to M x N.
+	 * The slab starts at row r_off, column c_off of the tile (epi's
+	 * coordinates). */
 	template <int CN, typename Epi>
 	static MKD_INLINE void consume(int arow, int box0, int nk, u32 ring, u32 bars, TC *C,
-				       i64 ldc, int M, int N, Epi &epi)
+				       i64 ldc, int M, int N, int r_off, int c_off, Epi &epi)
 	{
 		enum { CACC = CN / 2 };
 		const int t = threadIdx.x & 127, lane = threadIdx.x & 31;
@@ -328,16 +330,22 @@ struct mkd_wgmma_tile {
 		const int r0 = (t >> 5) * 16 + (lane >> 2), c0 = (lane & 3) * 2;
 		TC *p0 = C + (i64)r0 * ldc + c0, *p1 = p0 + 8 * ldc;
 		const bool ok0 = r0 < M, ok1 = r0 + 8 < M;
+		/* columns compared as 8j against what is left of the row from c0:
+		 * with c0 + 8j compared, the compiler kept every c0 + 8j (+ 1) in
+		 * a register of its own through the whole kernel */
+		const int er = r_off + r0, ec = c_off + c0, left = N - c0;
 #pragma unroll
 		for (int j = 0; j < CN / 8; j++) {
-			const int c = c0 + 8 * j;
-			if (c < N) {
+			if (8 * j < left) {
+				const bool two = 8 * j + 1 < left;
 				if (ok0)
-					mkd_wg_store2<TC>::st(p0 + 8 * j, epi(d[4 * j]), epi(d[4 * j + 1]),
-							      c + 1 < N);
+					mkd_wg_store2<TC>::st(p0 + 8 * j, epi(d[4 * j], er, ec + 8 * j),
+							      two ? epi(d[4 * j + 1], er, ec + 8 * j + 1) : 0.f,
+							      two);
 				if (ok1)
-					mkd_wg_store2<TC>::st(p1 + 8 * j, epi(d[4 * j + 2]),
-							      epi(d[4 * j + 3]), c + 1 < N);
+					mkd_wg_store2<TC>::st(p1 + 8 * j, epi(d[4 * j + 2], er + 8, ec + 8 * j),
+							      two ? epi(d[4 * j + 3], er + 8, ec + 8 * j + 1) : 0.f,
+							      two);
 			}
 		}
 	}
@@ -352,10 +360,12 @@ struct mkd_wgmma_tile {
 	{
 		if (COLS) {
 			enum { H = BN >= 128 ? BN / 2 : 64 };
-			consume<H>(0, w * (H / 64), nk, ring, bars, C + w * H, ldc, M, N - w * H, epi);
+			consume<H>(0, w * (H / 64), nk, ring, bars, C + w * H, ldc, M, N - w * H, 0, w * H,
+				   epi);
 		} else {
 			const int m = M - 64 * w;
-			consume<BN>(w, 0, nk, ring, bars, C + (i64)(64 * w) * ldc, ldc, m, N, epi);
+			consume<BN>(w, 0, nk, ring, bars, C + (i64)(64 * w) * ldc, ldc, m, N, 64 * w, 0,
+				    epi);
 		}
 	}
 

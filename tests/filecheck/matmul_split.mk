@@ -31,7 +31,7 @@
 # CU: mkd_wgmma_tile<mkd_bf16, float, 128, 128, 64, {{[0-9]+}}, true>::run(tm, a_row, a_col, tm + 1, b_row, b_col, kn,
 # CU: c, W.st[1], rows, cols, smem, mkd_epi_none());
 # CU: mkd_sumk((const float *)
-# CU: (int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]), mkd_silu());
+# CU: (int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]), mkd_epi1<mkd_silu>{mkd_silu()});
 # PTX: wgmma.mma_async.sync.aligned.m64n{{[0-9]+}}k16.f32.bf16.bf16
 # HINT: tile 128 x 256 x 64{{.*}}split-K 3 x 704 into Y__ksplit
 # OFF: matmul H        Y@0[0:16, 0:256]

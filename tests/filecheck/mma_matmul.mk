@@ -23,7 +23,7 @@
 #
 # CU: // stage H: Y = matmul(X, W), tile 128 x 128 x 32{{.*}}; then relu in the epilogue
 # CU-NOT: stage Y
-# CU: smem, mkd_relu());
+# CU: smem, mkd_epi1<mkd_relu>{mkd_relu()});
 # MM: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 # WG: .target sm_90a
 # WG-DAG: mbarrier.init.shared{{(::cta)?}}.b64

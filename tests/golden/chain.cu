@@ -101,12 +101,12 @@ static __device__ __forceinline__ bool stage_H(const mkd_params &p, int rank, in
 	const int b_row = (int)(0 * B.local[1]);
 	const int b_col = (int)(lo[2] - mkd_base<MK_GPUS>(B, 2, rank));
 	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 256, 64, 4>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,
-		c, C.st[1], rows, cols, smem, mkd_relu());
+		c, C.st[1], rows, cols, smem, mkd_epi1<mkd_relu>{mkd_relu()});
 #else
 	const mkd_bf16 *a = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_X, A, rank, lo[0], lo[1], k0);
 	const mkd_bf16 *b = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_W, B, rank, 0, k0, lo[2]);
 	mkd_mma_tile<mkd_bf16, mkd_bf16, 128, 256, 64, 4>::run(a, A.st[1], b, B.st[1], c, C.st[1],
-		rows, cols, (int)K, 0, 0, smem, mkd_relu());
+		rows, cols, (int)K, 0, 0, smem, mkd_epi1<mkd_relu>{mkd_relu()});
 #endif
 	return true;
 }

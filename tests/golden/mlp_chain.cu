@@ -3,7 +3,7 @@
 // 230512 bytes of shared memory per CTA.  Tables describe rank 0; rank r runs
 // their image under sigma_r (mkd/mesh.cuh).
 // roles: compute CTAs 0-131
-// predicted 92.2 us, floor 0.6 us
+// predicted 71.0 us, floor 0.5 us
 
 #define MKD_SYS_SCOPE 0
 #define MKD_WG_TRADE 0  // several engine instances: no register trading
@@ -18,8 +18,8 @@
 #define MK_WORLD 1
 #define MK_CTAS 132
 #define MK_THREADS 384
-#define MK_NTASKS 18
-#define MK_NFLAGS 14
+#define MK_NTASKS 13
+#define MK_NFLAGS 9
 #define MK_SMEM 230512  // dynamic shared memory of every CTA, bytes
 #define MK_NTMAPS 10
 #define MK_MULTIPROC 0  // ranks are separate processes: READY/DONE protocol
@@ -87,7 +87,7 @@ __constant__ const mkd_tensor MK_T[] = {
 };
 
 // ---- stages: one per op
-enum { S_N1 = 0, S_H1 = 1, S_B1 = 2, S_A1 = 3, S_M1 = 4, S_R1 = 5, S_N2 = 6, S_H2 = 7, S_B2 = 8, S_A2 = 9, S_G2 = 10, S_M2 = 11, S_R2 = 12, S_N3 = 13, S_Y = 14 };
+enum { S_N1 = 0, S_H1 = 1, S_M1 = 2, S_N2 = 3, S_H2 = 4, S_A2 = 5, S_G2 = 6, S_M2 = 7, S_N3 = 8, S_Y = 9 };
 
 __device__ const mkd_task MK_TASKS[MK_NTASKS + 1] = {
 	// CTA 0 (compute)
@@ -95,100 +95,83 @@ __device__ const mkd_task MK_TASKS[MK_NTASKS + 1] = {
 	// CTA 1 (compute)
 	{S_N1, 2, 0, 1, 2, 0, 1, {0, 64, 0}, {1, 128, 128}}, // t1 row N1@0[64:128, 0:128]
 	// CTA 2 (compute)
-	{S_H1, 2, 1, 1, 4, 0, 2, {0, 0, 0}, {1, 128, 128}}, // t2 matmul H1@0[0:128, 0:128]
+	{S_H1, 3, 1, 1, 4, 0, 2, {0, 0, 0}, {1, 128, 128}}, // t2 matmul A1@0[0:128, 0:128]
 	// CTA 3 (compute)
-	{S_B1, 2, 1, 1, 6, 1, 3, {0, 0, 0}, {1, 128, 128}}, // t3 ew B1@0[0:128, 0:128]
+	{S_M1, 3, 1, 1, 7, 1, 3, {0, 0, 0}, {1, 128, 128}}, // t3 matmul R1@0[0:128, 0:128]
 	// CTA 4 (compute)
-	{S_A1, 1, 1, 1, 8, 2, 4, {0, 0, 0}, {1, 128, 128}}, // t4 ew A1@0[0:128, 0:128]
+	{S_N2, 2, 1, 1, 10, 2, 4, {0, 0, 0}, {1, 64, 128}}, // t4 row N2@0[0:64, 0:128]
 	// CTA 5 (compute)
-	{S_M1, 2, 1, 1, 9, 3, 5, {0, 0, 0}, {1, 128, 128}}, // t5 matmul S1@0[0:128, 0:128]
+	{S_N2, 2, 1, 1, 12, 3, 5, {0, 64, 0}, {1, 128, 128}}, // t5 row N2@0[64:128, 0:128]
 	// CTA 6 (compute)
-	{S_R1, 2, 1, 1, 11, 4, 6, {0, 0, 0}, {1, 128, 128}}, // t6 ew R1@0[0:128, 0:128]
+	{S_H2, 3, 1, 1, 14, 4, 6, {0, 0, 0}, {1, 128, 128}}, // t6 matmul B2@0[0:128, 0:128]
 	// CTA 7 (compute)
-	{S_N2, 2, 1, 1, 13, 5, 7, {0, 0, 0}, {1, 64, 128}}, // t7 row N2@0[0:64, 0:128]
+	{S_A2, 1, 1, 1, 17, 5, 7, {0, 0, 0}, {1, 128, 128}}, // t7 ew A2@0[0:128, 0:128]
 	// CTA 8 (compute)
-	{S_N2, 2, 1, 1, 15, 6, 8, {0, 64, 0}, {1, 128, 128}}, // t8 row N2@0[64:128, 0:128]
+	{S_G2, 2, 2, 1, 18, 6, 8, {0, 0, 0}, {1, 128, 128}}, // t8 ew G2@0[0:128, 0:128]
 	// CTA 9 (compute)
-	{S_H2, 2, 1, 1, 17, 7, 9, {0, 0, 0}, {1, 128, 128}}, // t9 matmul H2@0[0:128, 0:128]
+	{S_M2, 3, 2, 1, 20, 8, 9, {0, 0, 0}, {1, 128, 128}}, // t9 matmul R2@0[0:128, 0:128]
 	// CTA 10 (compute)
-	{S_B2, 2, 1, 1, 19, 8, 10, {0, 0, 0}, {1, 128, 128}}, // t10 ew B2@0[0:128, 0:128]
+	{S_N3, 1, 1, 1, 23, 10, 10, {0, 0, 0}, {1, 64, 128}}, // t10 row N3@0[0:64, 0:128]
 	// CTA 11 (compute)
-	{S_A2, 1, 1, 1, 21, 9, 11, {0, 0, 0}, {1, 128, 128}}, // t11 ew A2@0[0:128, 0:128]
+	{S_N3, 1, 1, 1, 24, 11, 11, {0, 64, 0}, {1, 128, 128}}, // t11 row N3@0[64:128, 0:128]
 	// CTA 12 (compute)
-	{S_G2, 2, 2, 1, 22, 10, 12, {0, 0, 0}, {1, 128, 128}}, // t12 ew G2@0[0:128, 0:128]
-	// CTA 13 (compute)
-	{S_M2, 2, 1, 1, 24, 12, 13, {0, 0, 0}, {1, 128, 128}}, // t13 matmul S2@0[0:128, 0:128]
-	// CTA 14 (compute)
-	{S_R2, 2, 2, 1, 26, 13, 14, {0, 0, 0}, {1, 128, 128}}, // t14 ew R2@0[0:128, 0:128]
-	// CTA 15 (compute)
-	{S_N3, 1, 1, 1, 28, 15, 15, {0, 0, 0}, {1, 64, 128}}, // t15 row N3@0[0:64, 0:128]
-	// CTA 16 (compute)
-	{S_N3, 1, 1, 1, 29, 16, 16, {0, 64, 0}, {1, 128, 128}}, // t16 row N3@0[64:128, 0:128]
-	// CTA 17 (compute)
-	{S_Y, 2, 1, 0, 30, 17, 17, {0, 0, 0}, {1, 128, 128}}, // t17 matmul Y@0[0:128, 0:128]
+	{S_Y, 2, 1, 0, 25, 12, 12, {0, 0, 0}, {1, 128, 128}}, // t12 matmul Y@0[0:128, 0:128]
 	{0, 0, 0, 0, 0, 0, 0, {0, 0, 0}, {0, 0, 0}}  // end
 };
 
 __device__ const int MK_CTA_FIRST[MK_CTAS + 1] = {
-	0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
-	16, 17, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18,
-	18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18,
-	18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18,
-	18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18,
-	18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18,
-	18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18,
-	18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18,
-	18, 18, 18, 18, 18
+	0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 13, 13,
+	13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13,
+	13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13,
+	13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13,
+	13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13,
+	13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13,
+	13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13,
+	13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13,
+	13, 13, 13, 13, 13
 };
 
-__device__ const mkd_read MK_READS[33] = {
+__device__ const mkd_read MK_READS[28] = {
 	{T_X, 0, -1, {0, 0, 0}, {1, 64, 128}},
 	{T_g1, 0, -1, {0, 0, 0}, {1, 1, 128}},
 	{T_X, 0, -1, {0, 64, 0}, {1, 128, 128}},
 	{T_g1, 0, -1, {0, 0, 0}, {1, 1, 128}},
 	{T_N1, 0, 0, {0, 0, 0}, {1, 128, 128}},
 	{T_W1, 0, -1, {0, 0, 0}, {1, 128, 128}},
-	{T_H1, 0, 0, {0, 0, 0}, {1, 128, 128}},
 	{T_b1, 0, -1, {0, 0, 0}, {1, 1, 128}},
-	{T_B1, 0, 0, {0, 0, 0}, {1, 128, 128}},
 	{T_A1, 0, 0, {0, 0, 0}, {1, 128, 128}},
 	{T_W2, 0, -1, {0, 0, 0}, {1, 128, 128}},
 	{T_X, 0, -1, {0, 0, 0}, {1, 128, 128}},
-	{T_S1, 0, 0, {0, 0, 0}, {1, 128, 128}},
 	{T_R1, 0, 0, {0, 0, 0}, {1, 64, 128}},
 	{T_g2, 0, -1, {0, 0, 0}, {1, 1, 128}},
 	{T_R1, 0, 0, {0, 64, 0}, {1, 128, 128}},
 	{T_g2, 0, -1, {0, 0, 0}, {1, 1, 128}},
 	{T_N2, 0, 0, {0, 0, 0}, {1, 128, 128}},
 	{T_W3, 0, -1, {0, 0, 0}, {1, 128, 128}},
-	{T_H2, 0, 0, {0, 0, 0}, {1, 128, 128}},
 	{T_b3, 0, -1, {0, 0, 0}, {1, 1, 128}},
 	{T_B2, 0, 0, {0, 0, 0}, {1, 128, 128}},
 	{T_A2, 0, 0, {0, 0, 0}, {1, 128, 128}},
 	{T_B2, 0, 1, {0, 0, 0}, {1, 128, 128}},
 	{T_G2, 0, 0, {0, 0, 0}, {1, 128, 128}},
 	{T_W4, 0, -1, {0, 0, 0}, {1, 128, 128}},
-	{T_R1, 0, 0, {0, 0, 0}, {1, 128, 128}},
-	{T_S2, 0, 1, {0, 0, 0}, {1, 128, 128}},
+	{T_R1, 0, 1, {0, 0, 0}, {1, 128, 128}},
 	{T_R2, 0, 0, {0, 0, 0}, {1, 64, 128}},
 	{T_R2, 0, 0, {0, 64, 0}, {1, 128, 128}},
 	{T_N3, 0, 0, {0, 0, 0}, {1, 128, 128}},
 	{T_Wo, 0, -1, {0, 0, 0}, {1, 128, 128}},
 	{0, 0, -1, {0, 0, 0}, {0, 0, 0}}
 };
-__device__ const mkd_fref MK_WAITS[19] = {
-	{0, 0}, {0, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 5}, {0, 5}, {0, 6},
-	{0, 7}, {0, 8}, {0, 9}, {0, 8}, {0, 10}, {0, 5}, {0, 11}, {0, 12},
-	{0, 12}, {0, 13}, {0, 0}
+__device__ const mkd_fref MK_WAITS[14] = {
+	{0, 0}, {0, 1}, {0, 2}, {0, 2}, {0, 3}, {0, 4}, {0, 5}, {0, 4},
+	{0, 6}, {0, 2}, {0, 7}, {0, 7}, {0, 8}, {0, 0}
 };
-__device__ const mkd_fref MK_SIGNALS[18] = {
-	{0, 0}, {0, 0}, {0, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 5}, {0, 6},
-	{0, 6}, {0, 7}, {0, 8}, {0, 9}, {0, 10}, {0, 11}, {0, 12}, {0, 13},
-	{0, 13}, {0, 0}
+__device__ const mkd_fref MK_SIGNALS[13] = {
+	{0, 0}, {0, 0}, {0, 1}, {0, 2}, {0, 3}, {0, 3}, {0, 4}, {0, 5},
+	{0, 6}, {0, 7}, {0, 8}, {0, 8}, {0, 0}
 };
 // signals each flag expects per run
-__device__ const unsigned MK_EXPECTED[15] = {
-	2, 1, 1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 2, 0
+__device__ const unsigned MK_EXPECTED[10] = {
+	2, 1, 1, 2, 1, 1, 1, 1, 2, 0
 };
 
 #include "mkd/task.cuh"  // a task's waits and boxes: mkd_task_wait, mkd_read_box
@@ -210,16 +193,19 @@ static __device__ __noinline__ bool stage_N1(const mkd_params &p, int rank, int 
 	return true;
 }
 
-// stage H1: H1 = matmul(N1, W1), tile 128 x 128 x 64: TMA + wgmma, 7-stage ring on sm_90a; mma.sync elsewhere
+// stage H1: A1 = matmul(N1, W1, b1), tile 128 x 128 x 64: TMA + wgmma, 7-stage ring on sm_90a; mma.sync elsewhere; then add b1 then gelu in the epilogue
 static __device__ __forceinline__ bool stage_H1(const mkd_params &p, int rank, int cta, int i, u64 epoch, char *smem)
 {
 	const mkd_task &t = MK_TASKS[i];
-	i64 lo[3], hi[3];  // the box of H1 this rank writes
-	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_H1], rank, t.lo, t.hi, lo, hi);
-	const mkd_tensor &A = MK_T[T_N1], &B = MK_T[T_W1], &C = MK_T[T_H1];
+	i64 lo[3], hi[3];  // the box of A1 this rank writes
+	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_A1], rank, t.lo, t.hi, lo, hi);
+	const mkd_tensor &A = MK_T[T_N1], &B = MK_T[T_W1], &C = MK_T[T_A1];
 	const i64 k0 = mkd_base<MK_GPUS>(A, 2, rank), K = A.local[2];
-	mkd_bf16 *c = (mkd_bf16 *)mkd_at<MK_GPUS>(p, T_H1, C, rank, lo[0], lo[1], lo[2]);
+	mkd_bf16 *c = (mkd_bf16 *)mkd_at<MK_GPUS>(p, T_A1, C, rank, lo[0], lo[1], lo[2]);
 	const int rows = (int)(hi[1] - lo[1]), cols = (int)(hi[2] - lo[2]);
+	const mkd_tensor &X2 = MK_T[T_b1];  // add's other operand, read in the epilogue
+	const mkd_epi2<mkd_ident, mkd_add, mkd_bf16, mkd_gelu> epi{mkd_ident(),
+		(const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_b1, X2, rank, 0, 0, lo[2]), 0 /* a bias: every row the same */, mkd_gelu()};
 #ifdef MKD_HAS_WGMMA
 	const mkd_tmap *tm = (const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + 0;
 	const int a_row = (int)((lo[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] +
@@ -227,56 +213,29 @@ static __device__ __forceinline__ bool stage_H1(const mkd_params &p, int rank, i
 	const int b_row = (int)(0 * B.local[1]);
 	const int b_col = (int)(lo[2] - mkd_base<MK_GPUS>(B, 2, rank));
 	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,
-		c, C.st[1], rows, cols, smem, mkd_epi_none());
+		c, C.st[1], rows, cols, smem, epi);
 #else
 	const mkd_bf16 *a = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_N1, A, rank, lo[0], lo[1], k0);
 	const mkd_bf16 *b = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_W1, B, rank, 0, k0, lo[2]);
 	mkd_mma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 4>::run(a, A.st[1], b, B.st[1], c, C.st[1],
-		rows, cols, (int)K, 0, 0, smem, mkd_epi_none());
+		rows, cols, (int)K, 0, 0, smem, epi);
 #endif
 	return true;
 }
 
-// stage B1: B1 = add(H1, b1), elementwise over the box
-static __device__ __noinline__ bool stage_B1(const mkd_params &p, int rank, int cta, int i, u64 epoch, char *smem)
-{
-	const mkd_task &t = MK_TASKS[i];
-	i64 lo[3], hi[3];  // the box of B1 this rank writes
-	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_B1], rank, t.lo, t.hi, lo, hi);
-	const mkd_tensor &X = MK_T[T_H1], &Y = MK_T[T_B1];
-	const mkd_tensor &Z = MK_T[T_b1];
-	for (i64 e = lo[0]; e < hi[0]; e++)
-		mkd_ew2(mkd_add(), (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_H1, X, rank, e, lo[1], lo[2]), X.st[1],
-			(const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_b1, Z, rank, 0, 0, lo[2]), Z.st[1], true,
-			(mkd_bf16 *)mkd_at<MK_GPUS>(p, T_B1, Y, rank, e, lo[1], lo[2]), Y.st[1],
-			(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));
-	return true;
-}
-
-// stage A1: A1 = gelu(B1), elementwise over the box
-static __device__ __noinline__ bool stage_A1(const mkd_params &p, int rank, int cta, int i, u64 epoch, char *smem)
-{
-	const mkd_task &t = MK_TASKS[i];
-	i64 lo[3], hi[3];  // the box of A1 this rank writes
-	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_A1], rank, t.lo, t.hi, lo, hi);
-	const mkd_tensor &X = MK_T[T_B1], &Y = MK_T[T_A1];
-	for (i64 e = lo[0]; e < hi[0]; e++)
-		mkd_ew1(mkd_gelu(), (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_B1, X, rank, e, lo[1], lo[2]), X.st[1],
-			(mkd_bf16 *)mkd_at<MK_GPUS>(p, T_A1, Y, rank, e, lo[1], lo[2]), Y.st[1],
-			(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));
-	return true;
-}
-
-// stage M1: S1 = matmul(A1, W2), tile 128 x 128 x 64: TMA + wgmma, 7-stage ring on sm_90a; mma.sync elsewhere; then scale in the epilogue
+// stage M1: R1 = matmul(A1, W2, X), tile 128 x 128 x 64: TMA + wgmma, 7-stage ring on sm_90a; mma.sync elsewhere; then scale then add X in the epilogue
 static __device__ __forceinline__ bool stage_M1(const mkd_params &p, int rank, int cta, int i, u64 epoch, char *smem)
 {
 	const mkd_task &t = MK_TASKS[i];
-	i64 lo[3], hi[3];  // the box of S1 this rank writes
-	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_S1], rank, t.lo, t.hi, lo, hi);
-	const mkd_tensor &A = MK_T[T_A1], &B = MK_T[T_W2], &C = MK_T[T_S1];
+	i64 lo[3], hi[3];  // the box of R1 this rank writes
+	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_R1], rank, t.lo, t.hi, lo, hi);
+	const mkd_tensor &A = MK_T[T_A1], &B = MK_T[T_W2], &C = MK_T[T_R1];
 	const i64 k0 = mkd_base<MK_GPUS>(A, 2, rank), K = A.local[2];
-	mkd_bf16 *c = (mkd_bf16 *)mkd_at<MK_GPUS>(p, T_S1, C, rank, lo[0], lo[1], lo[2]);
+	mkd_bf16 *c = (mkd_bf16 *)mkd_at<MK_GPUS>(p, T_R1, C, rank, lo[0], lo[1], lo[2]);
 	const int rows = (int)(hi[1] - lo[1]), cols = (int)(hi[2] - lo[2]);
+	const mkd_tensor &X2 = MK_T[T_X];  // add's other operand, read in the epilogue
+	const mkd_epi2<mkd_scale, mkd_add, mkd_bf16, mkd_ident> epi{mkd_scale{0.5f},
+		(const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_X, X2, rank, lo[0], lo[1], lo[2]), (int)X2.st[1], mkd_ident()};
 #ifdef MKD_HAS_WGMMA
 	const mkd_tmap *tm = (const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + 2;
 	const int a_row = (int)((lo[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] +
@@ -284,29 +243,13 @@ static __device__ __forceinline__ bool stage_M1(const mkd_params &p, int rank, i
 	const int b_row = (int)(0 * B.local[1]);
 	const int b_col = (int)(lo[2] - mkd_base<MK_GPUS>(B, 2, rank));
 	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,
-		c, C.st[1], rows, cols, smem, mkd_scale{0.5f});
+		c, C.st[1], rows, cols, smem, epi);
 #else
 	const mkd_bf16 *a = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_A1, A, rank, lo[0], lo[1], k0);
 	const mkd_bf16 *b = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_W2, B, rank, 0, k0, lo[2]);
 	mkd_mma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 4>::run(a, A.st[1], b, B.st[1], c, C.st[1],
-		rows, cols, (int)K, 0, 0, smem, mkd_scale{0.5f});
+		rows, cols, (int)K, 0, 0, smem, epi);
 #endif
-	return true;
-}
-
-// stage R1: R1 = add(X, S1), elementwise over the box
-static __device__ __noinline__ bool stage_R1(const mkd_params &p, int rank, int cta, int i, u64 epoch, char *smem)
-{
-	const mkd_task &t = MK_TASKS[i];
-	i64 lo[3], hi[3];  // the box of R1 this rank writes
-	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_R1], rank, t.lo, t.hi, lo, hi);
-	const mkd_tensor &X = MK_T[T_X], &Y = MK_T[T_R1];
-	const mkd_tensor &Z = MK_T[T_S1];
-	for (i64 e = lo[0]; e < hi[0]; e++)
-		mkd_ew2(mkd_add(), (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_X, X, rank, e, lo[1], lo[2]), X.st[1],
-			(const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_S1, Z, rank, e, lo[1], lo[2]), Z.st[1], false,
-			(mkd_bf16 *)mkd_at<MK_GPUS>(p, T_R1, Y, rank, e, lo[1], lo[2]), Y.st[1],
-			(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));
 	return true;
 }
 
@@ -325,16 +268,19 @@ static __device__ __noinline__ bool stage_N2(const mkd_params &p, int rank, int 
 	return true;
 }
 
-// stage H2: H2 = matmul(N2, W3), tile 128 x 128 x 64: TMA + wgmma, 7-stage ring on sm_90a; mma.sync elsewhere
+// stage H2: B2 = matmul(N2, W3, b3), tile 128 x 128 x 64: TMA + wgmma, 7-stage ring on sm_90a; mma.sync elsewhere; then add b3 in the epilogue
 static __device__ __forceinline__ bool stage_H2(const mkd_params &p, int rank, int cta, int i, u64 epoch, char *smem)
 {
 	const mkd_task &t = MK_TASKS[i];
-	i64 lo[3], hi[3];  // the box of H2 this rank writes
-	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_H2], rank, t.lo, t.hi, lo, hi);
-	const mkd_tensor &A = MK_T[T_N2], &B = MK_T[T_W3], &C = MK_T[T_H2];
+	i64 lo[3], hi[3];  // the box of B2 this rank writes
+	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_B2], rank, t.lo, t.hi, lo, hi);
+	const mkd_tensor &A = MK_T[T_N2], &B = MK_T[T_W3], &C = MK_T[T_B2];
 	const i64 k0 = mkd_base<MK_GPUS>(A, 2, rank), K = A.local[2];
-	mkd_bf16 *c = (mkd_bf16 *)mkd_at<MK_GPUS>(p, T_H2, C, rank, lo[0], lo[1], lo[2]);
+	mkd_bf16 *c = (mkd_bf16 *)mkd_at<MK_GPUS>(p, T_B2, C, rank, lo[0], lo[1], lo[2]);
 	const int rows = (int)(hi[1] - lo[1]), cols = (int)(hi[2] - lo[2]);
+	const mkd_tensor &X2 = MK_T[T_b3];  // add's other operand, read in the epilogue
+	const mkd_epi2<mkd_ident, mkd_add, mkd_bf16, mkd_ident> epi{mkd_ident(),
+		(const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_b3, X2, rank, 0, 0, lo[2]), 0 /* a bias: every row the same */, mkd_ident()};
 #ifdef MKD_HAS_WGMMA
 	const mkd_tmap *tm = (const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + 4;
 	const int a_row = (int)((lo[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] +
@@ -342,29 +288,13 @@ static __device__ __forceinline__ bool stage_H2(const mkd_params &p, int rank, i
 	const int b_row = (int)(0 * B.local[1]);
 	const int b_col = (int)(lo[2] - mkd_base<MK_GPUS>(B, 2, rank));
 	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,
-		c, C.st[1], rows, cols, smem, mkd_epi_none());
+		c, C.st[1], rows, cols, smem, epi);
 #else
 	const mkd_bf16 *a = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_N2, A, rank, lo[0], lo[1], k0);
 	const mkd_bf16 *b = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_W3, B, rank, 0, k0, lo[2]);
 	mkd_mma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 4>::run(a, A.st[1], b, B.st[1], c, C.st[1],
-		rows, cols, (int)K, 0, 0, smem, mkd_epi_none());
+		rows, cols, (int)K, 0, 0, smem, epi);
 #endif
-	return true;
-}
-
-// stage B2: B2 = add(H2, b3), elementwise over the box
-static __device__ __noinline__ bool stage_B2(const mkd_params &p, int rank, int cta, int i, u64 epoch, char *smem)
-{
-	const mkd_task &t = MK_TASKS[i];
-	i64 lo[3], hi[3];  // the box of B2 this rank writes
-	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_B2], rank, t.lo, t.hi, lo, hi);
-	const mkd_tensor &X = MK_T[T_H2], &Y = MK_T[T_B2];
-	const mkd_tensor &Z = MK_T[T_b3];
-	for (i64 e = lo[0]; e < hi[0]; e++)
-		mkd_ew2(mkd_add(), (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_H2, X, rank, e, lo[1], lo[2]), X.st[1],
-			(const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_b3, Z, rank, 0, 0, lo[2]), Z.st[1], true,
-			(mkd_bf16 *)mkd_at<MK_GPUS>(p, T_B2, Y, rank, e, lo[1], lo[2]), Y.st[1],
-			(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));
 	return true;
 }
 
@@ -398,16 +328,19 @@ static __device__ __noinline__ bool stage_G2(const mkd_params &p, int rank, int 
 	return true;
 }
 
-// stage M2: S2 = matmul(G2, W4), tile 128 x 128 x 64: TMA + wgmma, 7-stage ring on sm_90a; mma.sync elsewhere; then scale in the epilogue
+// stage M2: R2 = matmul(G2, W4, R1), tile 128 x 128 x 64: TMA + wgmma, 7-stage ring on sm_90a; mma.sync elsewhere; then scale then add R1 in the epilogue
 static __device__ __forceinline__ bool stage_M2(const mkd_params &p, int rank, int cta, int i, u64 epoch, char *smem)
 {
 	const mkd_task &t = MK_TASKS[i];
-	i64 lo[3], hi[3];  // the box of S2 this rank writes
-	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_S2], rank, t.lo, t.hi, lo, hi);
-	const mkd_tensor &A = MK_T[T_G2], &B = MK_T[T_W4], &C = MK_T[T_S2];
+	i64 lo[3], hi[3];  // the box of R2 this rank writes
+	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_R2], rank, t.lo, t.hi, lo, hi);
+	const mkd_tensor &A = MK_T[T_G2], &B = MK_T[T_W4], &C = MK_T[T_R2];
 	const i64 k0 = mkd_base<MK_GPUS>(A, 2, rank), K = A.local[2];
-	mkd_bf16 *c = (mkd_bf16 *)mkd_at<MK_GPUS>(p, T_S2, C, rank, lo[0], lo[1], lo[2]);
+	mkd_bf16 *c = (mkd_bf16 *)mkd_at<MK_GPUS>(p, T_R2, C, rank, lo[0], lo[1], lo[2]);
 	const int rows = (int)(hi[1] - lo[1]), cols = (int)(hi[2] - lo[2]);
+	const mkd_tensor &X2 = MK_T[T_R1];  // add's other operand, read in the epilogue
+	const mkd_epi2<mkd_scale, mkd_add, mkd_bf16, mkd_ident> epi{mkd_scale{0.5f},
+		(const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_R1, X2, rank, lo[0], lo[1], lo[2]), (int)X2.st[1], mkd_ident()};
 #ifdef MKD_HAS_WGMMA
 	const mkd_tmap *tm = (const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + 6;
 	const int a_row = (int)((lo[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] +
@@ -415,29 +348,13 @@ static __device__ __forceinline__ bool stage_M2(const mkd_params &p, int rank, i
 	const int b_row = (int)(0 * B.local[1]);
 	const int b_col = (int)(lo[2] - mkd_base<MK_GPUS>(B, 2, rank));
 	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,
-		c, C.st[1], rows, cols, smem, mkd_scale{0.5f});
+		c, C.st[1], rows, cols, smem, epi);
 #else
 	const mkd_bf16 *a = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_G2, A, rank, lo[0], lo[1], k0);
 	const mkd_bf16 *b = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_W4, B, rank, 0, k0, lo[2]);
 	mkd_mma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 4>::run(a, A.st[1], b, B.st[1], c, C.st[1],
-		rows, cols, (int)K, 0, 0, smem, mkd_scale{0.5f});
+		rows, cols, (int)K, 0, 0, smem, epi);
 #endif
-	return true;
-}
-
-// stage R2: R2 = add(R1, S2), elementwise over the box
-static __device__ __noinline__ bool stage_R2(const mkd_params &p, int rank, int cta, int i, u64 epoch, char *smem)
-{
-	const mkd_task &t = MK_TASKS[i];
-	i64 lo[3], hi[3];  // the box of R2 this rank writes
-	mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_R2], rank, t.lo, t.hi, lo, hi);
-	const mkd_tensor &X = MK_T[T_R1], &Y = MK_T[T_R2];
-	const mkd_tensor &Z = MK_T[T_S2];
-	for (i64 e = lo[0]; e < hi[0]; e++)
-		mkd_ew2(mkd_add(), (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_R1, X, rank, e, lo[1], lo[2]), X.st[1],
-			(const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_S2, Z, rank, e, lo[1], lo[2]), Z.st[1], false,
-			(mkd_bf16 *)mkd_at<MK_GPUS>(p, T_R2, Y, rank, e, lo[1], lo[2]), Y.st[1],
-			(int)(hi[1] - lo[1]), (int)(hi[2] - lo[2]));
 	return true;
 }
 
@@ -484,7 +401,7 @@ static __device__ __forceinline__ bool stage_Y(const mkd_params &p, int rank, in
 }
 
 // stages that wait for each read themselves
-__device__ const bool MK_PROGRESSIVE[] = {false, false, false, false, false, false, false, false, false, false, false, false, false, false, false};
+__device__ const bool MK_PROGRESSIVE[] = {false, false, false, false, false, false, false, false, false, false};
 
 // Task i's stage function, by its stage (all threads of the CTA; false when
 // the run is aborted).
@@ -494,17 +411,12 @@ static __device__ __forceinline__ bool mk_stage(int stage, const mkd_params &p, 
 	switch (stage) {
 	case S_N1: return stage_N1(p, rank, cta, i, epoch, smem);
 	case S_H1: return stage_H1(p, rank, cta, i, epoch, smem);
-	case S_B1: return stage_B1(p, rank, cta, i, epoch, smem);
-	case S_A1: return stage_A1(p, rank, cta, i, epoch, smem);
 	case S_M1: return stage_M1(p, rank, cta, i, epoch, smem);
-	case S_R1: return stage_R1(p, rank, cta, i, epoch, smem);
 	case S_N2: return stage_N2(p, rank, cta, i, epoch, smem);
 	case S_H2: return stage_H2(p, rank, cta, i, epoch, smem);
-	case S_B2: return stage_B2(p, rank, cta, i, epoch, smem);
 	case S_A2: return stage_A2(p, rank, cta, i, epoch, smem);
 	case S_G2: return stage_G2(p, rank, cta, i, epoch, smem);
 	case S_M2: return stage_M2(p, rank, cta, i, epoch, smem);
-	case S_R2: return stage_R2(p, rank, cta, i, epoch, smem);
 	case S_N3: return stage_N3(p, rank, cta, i, epoch, smem);
 	case S_Y: return stage_Y(p, rank, cta, i, epoch, smem);
 	}

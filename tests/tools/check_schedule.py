@@ -32,7 +32,8 @@ own verifier (compiler/verify.c):
              the same whole reduction range of both; a split-K partial
              (mmpart) the same K range of both into one slice of its
              workspace, and a sumk every slice of its box, each partial
-             summed exactly once; a split-KV partial (attnpart) its query
+             summed exactly once; a matmul's or a sumk's fused add or mul
+             reads its operand's box, the box it writes; a split-KV partial (attnpart) its query
              rows and one key range of K and V (the same for both) into one
              slice of its workspace, and an attnsum every slice of its rows
   transport  compute tasks touch only their rank's memory; copies stay inside
@@ -701,10 +702,31 @@ class Checker:
             return "writes %s: not whole rows (0:%d)" % (self.rdesc(w), full)
         return self.check_df_ew(t, w)
 
+    def check_df_epilogue(self, g, w):
+        """The operand of an add or mul fused into a matmul's epilogue
+        (compiler/expand.c): the write's box of a tensor of its shape, or
+        of a bias (1-D) the write's columns."""
+        xs, ws = self.tensors[g["tensor"]]["shape"], self.tensors[w["tensor"]]["shape"]
+        if len(xs) == 1 and len(ws) > 1:
+            if xs[0] != ws[-1] or g["rank"] != w["rank"] or \
+                    [g["lo"][0], g["hi"][0]] != [w["lo"][-1], w["hi"][-1]]:
+                return "reads %s as the bias of %s: not its columns" % (
+                    self.rdesc(g), self.rdesc(w))
+            return None
+        if xs != ws or \
+                g["rank"] != w["rank"] or list(g["lo"]) != list(w["lo"]) or \
+                list(g["hi"]) != list(w["hi"]):
+            return "reads %s in the epilogue for %s: not its box" % (self.rdesc(g), self.rdesc(w))
+        return None
+
     def check_df_matmul(self, t, w):
-        if len(t["reads"]) != 2 or len(w["lo"]) < 2:
+        if len(t["reads"]) == 3 and len(w["lo"]) >= 2:
+            e = self.check_df_epilogue(t["reads"][2], w)
+            if e:
+                return e
+        elif len(t["reads"]) != 2 or len(w["lo"]) < 2:
             return None  # another layout of operands: not checked
-        a, b = t["reads"]
+        a, b = t["reads"][:2]
         if len(a["lo"]) != len(w["lo"]) or len(b["lo"]) != len(w["lo"]):
             return None
         if not self.within([w["lo"][-2]], [w["hi"][-2]], [a["lo"][-2]], [a["hi"][-2]]):
@@ -747,9 +769,14 @@ class Checker:
         return None
 
     def check_df_sumk(self, t, w):
-        """A split-K sum reads every slice of its box of the workspace."""
-        if len(t["reads"]) != 1:
+        """A split-K sum reads every slice of its box of the workspace (and
+        the box of its epilogue's operand)."""
+        if len(t["reads"]) not in (1, 2):
             return "a split-K sum reads %d regions" % len(t["reads"])
+        if len(t["reads"]) == 2:
+            e = self.check_df_epilogue(t["reads"][1], w)
+            if e:
+                return e
         g = t["reads"][0]
         full = self.tensors[g["tensor"]]["shape"][0]
         if len(g["lo"]) != 3 or [g["lo"][0], g["hi"][0]] != [0, full] or \
@@ -795,7 +822,7 @@ class Checker:
     def check_summed_once(self, part, total):
         sums = defaultdict(list)
         for i, t in enumerate(self.tasks):
-            if t["kind"] == total and self.valid_regions[i] and len(t["reads"]) == 1:
+            if t["kind"] == total and self.valid_regions[i] and len(t["reads"]) >= 1:
                 g = t["reads"][0]
                 sums[(g["tensor"], g["rank"])].append((i, g))
         for key, lst in sums.items():
@@ -882,9 +909,10 @@ class Checker:
                     self.err("timeline", "%s predicted to start at %.3f, before flag %d's last "
                              "signal at %.3f" % (self.tdesc(w), self.tasks[w]["predicted_us"][0],
                                                  fid, last))
-        if abs(end - d["predicted_us"]) > EPS and self.tasks:
-            self.err("timeline", "predicted_us %.3f, but the last task ends at %.3f" % (
-                d["predicted_us"], end))
+        run = d.get("run_us", 0.0)
+        if abs(end + run - d["predicted_us"]) > EPS and self.tasks:
+            self.err("timeline", "predicted_us %.3f, but the last task ends at %.3f (+ run_us %.3f)" % (
+                d["predicted_us"], end, run))
         if abs(d["bound_us"] - max(d["compute_us"], d["comm_us"])) > EPS:
             self.err("timeline", "bound_us %.3f != max(compute_us %.3f, comm_us %.3f)" % (
                 d["bound_us"], d["compute_us"], d["comm_us"]))

@@ -40,6 +40,7 @@ i32 input idx in [0, 8), skewed towards 0).
 The long run (docs/testing: `make test-random`) is the same with a larger
 MK_RANDPROG_SECONDS.
 """
+import copy
 import os
 import random
 import re
@@ -597,7 +598,28 @@ def run_file(mkc, mkrun, path, nodes, gpus, defs):
         if rc != 0:
             return "mkrun --cpu --ranks 1: exit %d\n%s" % (rc, out)
         bad = compare_outputs(P, outs, s1, sw)
-        return "%d x %d against one rank: %s" % (nodes, gpus, bad) if bad else None
+        if bad:
+            return "%d x %d against one rank: %s" % (nodes, gpus, bad)
+        # "# ENV-SAME: NAME=VALUE ...": one rank under that environment (a
+        # rewrite turned off) gives the same outputs
+        for line in re.findall(r"^# ENV-SAME: *(.*)$", src, re.M):
+            env = dict(os.environ, **dict(a.split("=", 1) for a in line.split()))
+            se = os.path.join(d, "se")
+            shutil.rmtree(se, ignore_errors=True)
+            os.mkdir(se)
+            p = subprocess.run([mkrun, path, "--cpu", "--quiet", "--ranks", "1", "--inputs", in1,
+                                "--save", se, "-D", "nodes=1", "-D", "gpus=1"] + dd,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                               timeout=300)
+            if p.returncode != 0:
+                return "mkrun --cpu under %s: exit %d\n%s" % (
+                    line, p.returncode, p.stdout.decode(errors="replace"))
+            one = copy.copy(P)
+            one.nodes, one.gpus, one.world = 1, 1, 1
+            bad = compare_outputs(one, outs, s1, se)
+            if bad:
+                return "one rank under %s against one rank: %s" % (line, bad)
+        return None
     finally:
         shutil.rmtree(d, ignore_errors=True)
 

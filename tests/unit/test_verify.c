@@ -276,15 +276,16 @@ static void planted(const char *name, ir_sched *s)
 	}
 }
 
-/* mlp_chain: R2 = add(R1, S2) without its wait on R1's flag is still
- * ordered (R1 -> N2 -> ... -> S2 -> R2): the path search proves it. */
+/* mlp_chain: R2 = add(R1, S2) (fused into the matmul M2's epilogue, which
+ * reads R1) without its wait on R1's flag is still ordered (R1 -> N2 ->
+ * ... -> G2 -> M2): the path search proves it. */
 static void transitive(const char *name, ir_sched *s)
 {
 	const ir_prog *p = s->prog;
-	int R1 = ir_find_tensor(p, "R1"), found = 0;
+	int R1 = ir_find_tensor(p, "R1"), R2 = ir_find_tensor(p, "R2"), found = 0;
 	for (int i = 0; i < s->ntasks && !found; i++) {
 		ir_task *t = &s->tasks[i];
-		if (strcmp(p->ops[t->op].stage, "R2"))
+		if (p->ops[t->op].out != R2)
 			continue;
 		for (int k = 0; k < t->nreads && !found; k++) {
 			int w = t->read_wait[k];
