@@ -26,12 +26,31 @@ if grep -q '^FAIL' "$OUT/gpu-test.txt"; then
 		$B/mkrun samples/ag_gemm.mk --ranks 2 -D M=1024 -D N=256 -D K=512 --iters 3 --quiet;
 		$B/mkrun samples/gemm_rs.mk --ranks 2 -D M=1024 -D N=512 -D K=1024 --iters 3 --quiet"
 fi
+# AB="NAME=VALUE": each of AB_CASES ("sample.mk:-D T=1 ...;...") with and
+# without that environment, alternating, twice, medians of mkrun (no
+# check: gpu-test checks the outputs): a rewrite's worth
+if [ -n "${AB:-}" ]; then
+	AB_CASES=${AB_CASES:-"decode_mlp.mk:-D T=1;decode_mlp.mk:-D T=16;decode_mlp.mk:-D T=128;decode_mlp.mk:-D T=1024;mlp_chain.mk:-D T=4096 -D D=1024;tp_mlp.mk:"}
+	step ab 240 sh -c '
+		IFS=";"; for c in $AB_CASES; do
+			f=${c%%:*}; d=${c#*:}; unset IFS
+			for it in 1 2; do
+				for e in "" "$AB"; do
+					# shellcheck disable=SC2086
+					o=$(env $e '"$B"'/mkrun samples/$f $d --iters 30 --quiet --no-check 2>&1 | tail -1)
+					echo "$f $d [${e:-default}] run $it: $o"
+				done
+			done
+			IFS=";"
+		done'
+fi
 [ -x "$B/tests/gpu_gemm" ] && step gpu_gemm 120 "$B/tests/gpu_gemm"
 [ -x "$B/tests/bench_copy" ] && step bench_copy 150 "$B/tests/bench_copy"
 [ -x "$B/tests/bench_runtime" ] && step bench_runtime 90 "$B/tests/bench_runtime"
 echo "==== steps"; cat "$OUT/steps.txt"
 echo "==== gpu-test"; grep -E '^(FAIL|ok   [a-z_]+\.(r2|n2)|[0-9]+ passed)' "$OUT/gpu-test.txt" | cut -c1-150 | tail -30
 [ -f "$OUT/nowgmma.txt" ] && { echo "==== nowgmma"; tail -5 "$OUT/nowgmma.txt"; }
+[ -f "$OUT/ab.txt" ] && { echo "==== ab ($AB)"; cut -c1-160 "$OUT/ab.txt"; }
 for f in gpu_gemm bench_copy bench_runtime; do
 	[ -f "$OUT/$f.txt" ] && { echo "==== $f"; tail -22 "$OUT/$f.txt"; }
 done
