@@ -323,7 +323,9 @@ int cg_tmaps(const ir_sched *s, cg_tmap *out, int max)
 		const int n = op->plan.mm.tmap;  /* plan.c numbers them */
 		if (op->kind != OP_MATMUL || !op->plan.mm.wgmma || !out || n + 2 > max)
 			continue;
-		out[n] = tmap_of(p, op->in[0], op->plan.mm.bm, 64);
+		/* A's box: the tile's rows, or 64 when the warpgroups split the
+		 * columns (mkd_wgmma_tile's A_ROWS) */
+		out[n] = tmap_of(p, op->in[0], op->plan.mm.wg_cols ? 64 : op->plan.mm.bm, 64);
 		out[n + 1] = tmap_of(p, op->in[1], 64, 64);
 	}
 	/* the Hopper attention tile's Q, K and V (mkd/attn_wg.cuh) */

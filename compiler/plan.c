@@ -49,10 +49,11 @@ static int64_t mma_smem(int64_t bm, int64_t bn, int64_t bk, int stages)
 }
 
 /* mkd_wgmma_tile::SMEM: 1 KB of alignment slack, per stage an A box of
- * BM x 64 and BN/64 B boxes of 64 x 64 (16-bit), two mbarriers */
-static int64_t wg_smem(int64_t bm, int64_t bn, int stages)
+ * a_rows x 64 (BM, or 64 when the warpgroups split the columns) and BN/64
+ * B boxes of 64 x 64 (16-bit), two mbarriers */
+static int64_t wg_smem(int64_t a_rows, int64_t bn, int stages)
 {
-	return 1024 + stages * (bm * 64 * 2 + (bn / 64) * 64 * 64 * 2) + 2 * stages * 8;
+	return 1024 + stages * (a_rows * 64 * 2 + (bn / 64) * 64 * 64 * 2) + 2 * stages * 8;
 }
 
 /* Whether the Hopper engine can take op: 16-bit operands, 16-byte rows for
@@ -451,23 +452,28 @@ static void plan_matmul(planner *P, ir_op *op, int wide)
 	m->stages = stages;
 	if (m->wgmma && m->bn != 64 && m->bn != 128 && m->bn != 256)
 		m->wgmma = 0;
+	m->bucket = C->ndim == 3 ? bucket_dispatch(p, op->in[0]) : -1;
+	/* a few rows (decode): 128-row tiles would have one warpgroup multiply
+	 * the zeros TMA fills the missing rows with; the two split the columns
+	 * and load A in 64-row boxes, and the room that frees holds more
+	 * stages of B (up to 12): the weights such tiles stream are the
+	 * bytes in flight */
+	m->wg_cols = m->wgmma && m->bn >= 128 && m->bucket < 0 && C->local[C->ndim - 2] <= 64;
+	const int64_t a_rows = m->wg_cols ? 64 : m->bm;
 	m->wg_stages = 0;
 	if (m->wgmma) {
-		for (m->wg_stages = 8; m->wg_stages > 2 && wg_smem(m->bm, m->bn, m->wg_stages) > limit;
-		     m->wg_stages--)
+		for (m->wg_stages = m->wg_cols ? 12 : 8;
+		     m->wg_stages > 2 && wg_smem(a_rows, m->bn, m->wg_stages) > limit; m->wg_stages--)
 			;
-		if (wg_smem(m->bm, m->bn, m->wg_stages) > limit)
+		if (wg_smem(a_rows, m->bn, m->wg_stages) > limit)
 			m->wgmma = 0;
 	}
-	if (m->wgmma && wg_smem(m->bm, m->bn, m->wg_stages) > smem)
-		smem = wg_smem(m->bm, m->bn, m->wg_stages);
+	m->wg_cols = m->wg_cols && m->wgmma;
+	if (m->wgmma && wg_smem(a_rows, m->bn, m->wg_stages) > smem)
+		smem = wg_smem(a_rows, m->bn, m->wg_stages);
 	op->plan.smem = (int)smem;
 	op->plan.threads = m->wgmma ? 384 : 256;  /* producer + two consumer warpgroups */
 	m->tmap = -1;
-	m->bucket = C->ndim == 3 ? bucket_dispatch(p, op->in[0]) : -1;
-	/* a few rows (decode): 128-row tiles would have one warpgroup multiply
-	 * the zeros TMA fills the missing rows with */
-	m->wg_cols = m->wgmma && m->bn >= 128 && m->bucket < 0 && C->local[C->ndim - 2] <= 64;
 	const int before = P->err;
 	P->err = 0;
 	mm_grid(P, op);

@@ -28,7 +28,9 @@
  *      sigma_r (the same shard unit and group, or neither moves).  Checks
  *      1-7 hold of a schedule whose rank r pairs the wrong elements (the
  *      coverage is the same); this one does not, from the task boxes and
- *      the op's meaning alone, not from rotate.c's table it checks.
+ *      the op's meaning alone, not from rotate.c's table it checks;
+ *   9. no RDMA write reads or writes a view (its commands name byte
+ *      offsets of a tensor's row-major piece).
  * It does not expand the ranks: it checks the template, and the images of
  * its writes on one rank, which is enough by the symmetry below; the cost
  * is that of the template, not ranks x template.  A failure is the
@@ -872,6 +874,17 @@ int verify_run(const ir_sched *s, diags *d, arena *a)
 		    t->cta >= s->roles[t->role].first_cta + s->roles[t->role].ctas) {
 			fail(&V, t, NULL, "task outside its role's CTAs");
 			return 1;
+		}
+		/* 9. an RDMA write names byte offsets of row-major pieces
+		 * (mkd/proxy.cuh, mkd_offset): never a view's (plan_view.c keeps
+		 * what an exchange reads a copy) */
+		if (t->kind == TASK_RDMA) {
+			const ir_region *g = t->nreads ? &t->reads[0] : NULL;
+			if (p->tensors[t->write.tensor].view || (g && p->tensors[g->tensor].view)) {
+				fail(&V, t, p->tensors[t->write.tensor].view ? &t->write : g,
+				     "an RDMA write of a view (its bytes are not a row-major piece)");
+				return 1;
+			}
 		}
 	}
 

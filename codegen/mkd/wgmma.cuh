@@ -12,9 +12,9 @@
  *         first BN/2 columns, WG2 the rest (m64n(BN/2)k16), so no
  *         warpgroup multiplies the zeros TMA fills the missing rows with.
  *
- * Ring and barriers.  Stage s holds A[128][64] (16 KB, one TMA box) and
- * B[64][BN] (BN/64 TMA boxes of 64 x 64, 8 KB each), every piece 1024-byte
- * aligned.  full[s] (count 1) completes when the producer has arrived with
+ * Ring and barriers.  Stage s holds A[128][64] (16 KB, one TMA box; with
+ * COLS A[64][64], 8 KB) and B[64][BN] (BN/64 TMA boxes of 64 x 64, 8 KB
+ * each), every piece 1024-byte aligned.  full[s] (count 1) completes when the producer has arrived with
  * expect_tx(stage bytes) and the TMA engine has written those bytes;
  * empty[s] (count 8: lane 0 of each consumer warp) completes when both
  * consumer warpgroups are done reading stage s.  Load kt uses stage
@@ -232,7 +232,10 @@ template <typename T, typename TC, int BM, int BN, int BK, int STAGES, bool COLS
 struct mkd_wgmma_tile {
 	enum {
 		THREADS = 384,
-		A_BYTES = BM * BK * 2,              /* one TMA box, BM x 64 */
+		/* COLS: no tile has more than 64 rows; A's box (its tensor map,
+		 * codegen/emit_stage.c) holds 64, and the room goes to B stages */
+		A_ROWS = COLS ? 64 : BM,
+		A_BYTES = A_ROWS * BK * 2,          /* one TMA box, A_ROWS x 64 */
 		B_BOX = BK * 64 * 2,                /* one TMA box, 64 x 64 */
 		B_BOXES = BN / 64,
 		STAGE_BYTES = A_BYTES + B_BOXES * B_BOX,
@@ -247,7 +250,7 @@ struct mkd_wgmma_tile {
 	static_assert(BK == 64, "BK is one 128-byte swizzle row of 16-bit elements");
 	static_assert(BN == 64 || BN == 128 || BN == 256, "BN: 64, 128 or 256");
 	static_assert(!COLS || BN >= 128, "the warpgroups split 128 or 256 columns");
-	static_assert(STAGES >= 2 && STAGES <= 8, "2..8 stages");
+	static_assert(STAGES >= 2 && STAGES <= 12, "2..12 stages");
 
 	static MKD_INLINE u32 full_bar(u32 bars, int s) { return bars + 8 * s; }
 	static MKD_INLINE u32 empty_bar(u32 bars, int s) { return bars + 8 * (STAGES + s); }

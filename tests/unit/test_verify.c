@@ -390,6 +390,20 @@ static void random_faults(const char *name, ir_sched *s, int n)
 	       (double)(clock() - t0) * 1e3 / CLOCKS_PER_SEC);
 }
 
+/* Check 9: the first RDMA write's destination taken for a view. */
+static void fault_rdma_view(const char *name, ir_sched *s)
+{
+	for (int i = 0; i < s->ntasks; i++) {
+		if (s->tasks[i].kind != TASK_RDMA)
+			continue;
+		ir_tensor *x = &s->prog->tensors[s->tasks[i].write.tensor];
+		x->view = true;
+		expect_fail(name, s, "an RDMA write of a view", "an RDMA write of a view");
+		x->view = false;
+		return;
+	}
+}
+
 int main(void)
 {
 	static const struct {
@@ -416,6 +430,7 @@ int main(void)
 			check(verifies(s), "%s: the schedule does not verify", name);
 			check(expanded_verifies(s), "%s: the oracle refuses the schedule", name);
 			fault_no_task(name, s);
+			fault_rdma_view(name, s);
 			planted(name, s);
 			if (!strcmp(cases[k].sample, "mlp_chain"))
 				transitive(name, s);
