@@ -260,8 +260,8 @@ struct mkd_row_vec<TX, TY, TW, true> {
 	 * their sums of squares through shared memory.  One warp a row read a
 	 * Llama row (4096) in 10 us, which every later stage waited for.  All
 	 * threads of the CTA call it (two CTA barriers). */
-	static __device__ __noinline__ bool few_rows(const TX *x, i64 ldx, const TW *w, TY *y, i64 ldy, int rows,
-					int cols)
+	static __device__ __noinline__ bool few_rows(const TX *x, i64 ldx, const TW *w, TY *y,
+						     i64 ldy, int rows, int cols)
 	{
 		__shared__ float part[32];
 		const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nv = cols >> 3;

@@ -14,7 +14,8 @@
  *
  * Ring and barriers.  Stage s holds A[128][64] (16 KB, one TMA box; with
  * COLS A[64][64], 8 KB) and B[64][BN] (BN/64 TMA boxes of 64 x 64, 8 KB
- * each), every piece 1024-byte aligned.  full[s] (count 1) completes when the producer has arrived with
+ * each), every piece 1024-byte aligned.  full[s] (count 1) completes when
+ * the producer has arrived with
  * expect_tx(stage bytes) and the TMA engine has written those bytes;
  * empty[s] (count 8: lane 0 of each consumer warp) completes when both
  * consumer warpgroups are done reading stage s.  Load kt uses stage
