@@ -103,6 +103,16 @@ static void fold_identity_collectives(expand *X)
  * other operand's box of each tile it stores (after a split-K, the sums
  * do), and one stage, its pass over memory and its flag hop go. */
 
+/* On one rank a partial is its value (the expansion folded the reduction
+ * that read it): placements that differ only so are the same. */
+static int same_place(const ir_prog *p, ir_place a, ir_place b)
+{
+	if (p->world == 1 && (a.kind == PL_PARTIAL || b.kind == PL_PARTIAL))
+		return (a.kind == PL_PARTIAL || a.kind == PL_LOCAL) &&
+		       (b.kind == PL_PARTIAL || b.kind == PL_LOCAL);
+	return a.kind == b.kind && (a.kind != PL_SPLIT || (a.dim == b.dim && a.group == b.group));
+}
+
 /* Matmul t's result (held in temp t, read once, by op i) fused into. */
 static ir_op *fusable_matmul(ir_prog *p, int i, int ti)
 {
@@ -110,7 +120,7 @@ static ir_op *fusable_matmul(ir_prog *p, int i, int ti)
 	const ir_tensor *t = &p->tensors[ti], *y = &p->tensors[u->out];
 	if (t->kind != TK_TEMP || t->nwriters != 1 || t->nuses != 1 || t->producer < 0 ||
 	    t->producer >= i || y->nwriters != 1 || t->dtype != y->dtype ||
-	    t->place.kind != y->place.kind || t->ndim != y->ndim)
+	    !same_place(p, t->place, y->place) || t->ndim != y->ndim)
 		return NULL;
 	ir_op *m = &p->ops[t->producer];
 	return m->kind == OP_MATMUL ? m : NULL;
@@ -123,15 +133,14 @@ static ir_op *fusable_matmul(ir_prog *p, int i, int ti)
 static int epi2_operand_ok(const ir_prog *p, int x, const ir_tensor *y, int mi)
 {
 	const ir_tensor *t = &p->tensors[x];
-	if (t->place.kind == PL_PARTIAL || t->folded || t->nwriters > 1 ||
+	if ((t->place.kind == PL_PARTIAL && p->world > 1) || t->folded || t->nwriters > 1 ||
 	    (t->dtype != DT_BF16 && t->dtype != DT_F16 && t->dtype != DT_F32) ||
 	    (t->producer >= mi && t->kind != TK_IN))
 		return 0;
 	const int last = y->ndim - 1;
 	if (t->ndim == 1 && y->ndim > 1)  /* whole on every rank, as check wants */
 		return t->shape[0] == y->shape[last] && t->place.kind == PL_LOCAL;
-	if (t->ndim != y->ndim || t->place.kind != y->place.kind ||
-	    t->place.dim != y->place.dim || t->place.group != y->place.group)
+	if (t->ndim != y->ndim || !same_place(p, t->place, y->place))
 		return 0;
 	for (int d = 0; d < y->ndim; d++)
 		if (t->shape[d] != y->shape[d] || t->local[d] != y->local[d])
@@ -162,7 +171,7 @@ static void fuse_epilogues(expand *X, int binary)
 			y->producer = (int)(m - p->ops);
 			ir_fold_tensor(&p->tensors[ti]);
 		} else if (binary && (u->kind == OP_ADD || u->kind == OP_MUL) && u->nin == 2 &&
-			   y->place.kind != PL_PARTIAL) {
+			   (y->place.kind != PL_PARTIAL || p->world == 1)) {
 			/* the matmul result produced last, so that the other
 			 * operand is there before it (both commute) */
 			ir_op *m = NULL;

@@ -30,7 +30,7 @@ fi
 # without that environment, alternating, twice, medians of mkrun (no
 # check: gpu-test checks the outputs): a rewrite's worth
 if [ -n "${AB:-}" ]; then
-	AB_CASES=${AB_CASES:-"decode_mlp.mk:-D T=1;decode_mlp.mk:-D T=16;decode_mlp.mk:-D T=128;decode_mlp.mk:-D T=1024;mlp_chain.mk:-D T=4096 -D D=1024;tp_mlp.mk:"}
+	AB_CASES=${AB_CASES:-"decode_mlp.mk:-D T=1;decode_mlp.mk:-D T=16;decode_mlp.mk:-D T=128;decode_mlp.mk:-D T=1024;mlp_chain.mk:-D T=4096 -D D=1024;tp_mlp.mk:;llama_layer.mk:"}
 	step ab 240 sh -c '
 		IFS=";"; for c in $AB_CASES; do
 			f=${c%%:*}; d=${c#*:}; unset IFS
