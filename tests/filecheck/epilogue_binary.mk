@@ -13,6 +13,9 @@
 #   PTX  it compiles for sm_90a
 #   MMA  the mma.sync engine (MK_NO_WGMMA=1) takes the same functor
 #   OFF  MK_NO_EPI2=1: add and mul stay stages of their own
+#   ONE  on one rank a residual after a row-parallel matmul's allreduce (folded
+#        there: the partial sums are the value) fuses; TWO on two it stays
+#        an add after the allreduce's stages
 #
 # RUN: %mkc --emit=expand %s | FileCheck %s --check-prefix=EX
 # RUN: %mkc --emit=schedule %s | FileCheck %s --check-prefix=SM
@@ -21,6 +24,8 @@
 # RUN: FileCheck %s --check-prefix=PTX < %t.ptx
 # RUN: env MK_NO_WGMMA=1 %mkc --emit=cu %s | FileCheck %s --check-prefix=MMA
 # RUN: env MK_NO_EPI2=1 %mkc --emit=expand %s | FileCheck %s --check-prefix=OFF
+# RUN: %mkc --emit=expand tests/runs/epilogue_ops.mk | FileCheck %s --check-prefix=ONE
+# RUN: %mkc --emit=expand -D gpus=2 tests/runs/epilogue_ops.mk | FileCheck %s --check-prefix=TWO
 #
 # EX: 0  G  S = matmul(X, Wg)  then silu in the epilogue
 # EX: 1  U  A = matmul(X, Wu, S)  then mul S in the epilogue
@@ -62,6 +67,10 @@
 # MMA: const mkd_epi2<mkd_ident, mkd_mul, mkd_bf16, mkd_ident> epi{mkd_ident(),
 # MMA: mkd_mma_tile<{{.*}}>::run(a, A.st[1], b, B.st[1], c, C.st[1],
 # MMA-NEXT: rows, cols, (int)K, 0, 0, smem, epi);
+#
+# ONE: Pr  Y5 = matmul(Xr, W2, X)  then add X in the epilogue
+# TWO: Pr  Pr = matmul(Xr, W2)
+# TWO: Y5  Y5 = add(X, allreduce(Pr))
 #
 # OFF: U  U = matmul(X, Wu)
 # OFF: A  A = mul(S, U)

@@ -1,7 +1,9 @@
 # Adds and muls fused into a matmul's epilogue (compiler/expand.c): a bias
 # over columns that are split across the ranks, then gelu; the gated MLP's
 # silu(G) * U; a residual of a batched matmul; a residual added by the sums
-# of a split-K matmul (decode-size rows, long K).  On every mesh the CPU
+# of a split-K matmul (decode-size rows, long K); a residual after a
+# row-parallel matmul's allreduce (on one rank, where the allreduce folds,
+# fused into the matmul).  On every mesh the CPU
 # reference gives the one-rank run's outputs, and with MK_NO_EPI2=1 (the
 # ops as stages of their own) the one-rank run gives the same outputs.
 # MESHES: 1x2 2x2 1x4
@@ -21,10 +23,12 @@ pipeline epilogue_ops {
   in  Xk : bf16[S, K]
   in  Wk : bf16[K, D]
   in  Rk : bf16[S, D]
+  in  Xr : bf16[T, F] split(1)
   out Y1 : bf16[T, D]
   out Y2 : bf16[T, D]
   out Y3 : bf16[E, T, D]
   out Y4 : bf16[S, D]
+  out Y5 : bf16[T, D]
 
   H  = matmul(X, W1)
   B  = add(H, b1)
@@ -44,4 +48,7 @@ pipeline epilogue_ops {
 
   Q  = matmul(Xk, Wk)
   Y4 = add(Rk, Q)
+
+  Pr = matmul(Xr, W2)
+  Y5 = add(X, allreduce(Pr))
 }
