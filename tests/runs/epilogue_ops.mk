@@ -3,10 +3,11 @@
 # silu(G) * U; a residual of a batched matmul; a residual added by the sums
 # of a split-K matmul (decode-size rows, long K); a residual after a
 # row-parallel matmul's allreduce (on one rank, where the allreduce folds,
-# fused into the matmul).  On every mesh the CPU
-# reference gives the one-rank run's outputs, and with MK_NO_EPI2=1 (the
-# ops as stages of their own) the one-rank run gives the same outputs.
-# MESHES: 1x2 2x2 1x4
+# fused into the matmul).  On every mesh the CPU reference gives the
+# one-rank run's outputs, and with MK_NO_EPI2=1 (the ops as stages of their
+# own) the one-rank run gives the same outputs.  1x1 is for the GPU check
+# (tests/gpu/run.sh): one rank's fused plan against the CPU reference.
+# MESHES: 1x1 1x2 2x2 1x4
 # ENV-SAME: MK_NO_EPI2=1
 pipeline epilogue_ops {
   mesh  nodes x gpus
