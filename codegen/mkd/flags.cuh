@@ -99,7 +99,10 @@ MKD_INLINE void mkd_report_abort(const mkd_params &p, mkd_waiter w, int flag_ran
 }
 
 /* Thread 0 of a CTA only.  Returns false when the run is aborted (by this
- * wait's timeout or another's). */
+ * wait's timeout or another's).  A poll is a sleep and one load: the abort
+ * word and the clock are read every 8th (each read is a round trip to L2
+ * or beyond, and every edge of the task graph waits for the poll that
+ * sees its flag), and the sleep grows to 256 ns at most. */
 MKD_INLINE bool mkd_wait(const mkd_params &p, const u64 *flag, u64 target,
 			 int flag_rank, int flag_index, mkd_waiter w)
 {
@@ -108,13 +111,15 @@ MKD_INLINE bool mkd_wait(const mkd_params &p, const u64 *flag, u64 target,
 		return true;
 	const u64 t0 = mkd_globaltimer();
 	u32 ns = 32;
-	for (;;) {
+	for (u32 n = 1;; n++) {
 		__nanosleep(ns);
-		if (ns < 512)
+		if (ns < 256)
 			ns <<= 1;
 		v = mkd_ld_acquire(flag);
 		if (v >= target)
 			return true;
+		if (n & 7)
+			continue;
 		if (mkd_ld_volatile_u32(&p.report->aborted))
 			return false;
 		u64 dt = mkd_globaltimer() - t0;
