@@ -362,6 +362,19 @@ static const char *functor(cg_em *E, const ir_op *op, char *buf, size_t n)
 	}
 }
 
+/* One step of a fused epilogue, as ir_op keeps it (1 + the op's kind, 0:
+ * none, the identity): the functor's constructor in ctor, its type (the
+ * constructor up to its parenthesis or brace) in type. */
+static void epi_step(cg_em *E, int kind1, double scalar, char *ctor, char *type)
+{
+	ir_op u = {0};
+	u.kind = kind1 ? (ir_opkind)(kind1 - 1) : OP_CAST;  /* OP_CAST: mkd_ident() */
+	u.scalar = scalar;
+	char fb[64];
+	snprintf(ctor, 64, "%s", functor(E, &u, fb, sizeof fb));
+	snprintf(type, 64, "%.*s", (int)strcspn(ctor, "({"), ctor);
+}
+
 /* The epilogue functor of matmul op (the ops compiler/expand.c fused into
  * it; mma.cuh), as an expression.  With an add or mul, its operand's
  * pointer at the tile (lo[0], R, N; a bias: column N, row stride 0) is
@@ -369,38 +382,26 @@ static const char *functor(cg_em *E, const ir_op *op, char *buf, size_t n)
 static const char *epilogue(cg_em *E, const ir_op *op, const char *R, const char *N,
 			    char *buf, size_t n)
 {
-	char fb[64], f[80];
-	const char *fn = "mkd_ident()";
-	if (op->epi) {
-		ir_op u = {0};
-		u.kind = (ir_opkind)(op->epi - 1);
-		u.scalar = op->epi_scalar;
-		fn = functor(E, &u, fb, sizeof fb);
-	}
-	/* the functor's type: its constructor up to the brace or parenthesis */
-	snprintf(f, sizeof f, "%.*s", (int)strcspn(fn, "({"), fn);
+	char f[64], ft[64], b[64], bt[64], g[64], gt[64];
+	epi_step(E, op->epi, op->epi_scalar, f, ft);
 	if (!op->epi2) {
 		if (op->epi)
-			snprintf(buf, n, "mkd_epi1<%s>{%s}", f, fn);
+			snprintf(buf, n, "mkd_epi1<%s>{%s}", ft, f);
 		else
 			snprintf(buf, n, "mkd_epi_none()");
 		return buf;
 	}
 	const ir_tensor *x = &E->p->tensors[op->in[2]];
 	const int bias = x->ndim == 1;  /* over the columns */
-	ir_op b = {0}, g = {0};
-	b.kind = (ir_opkind)(op->epi2 - 1);
-	g.kind = op->epi3 ? (ir_opkind)(op->epi3 - 1) : OP_CAST;  /* mkd_ident() */
-	g.scalar = op->epi3_scalar;
-	char bb[64], gb[64];
-	const char *bf = functor(E, &b, bb, sizeof bb), *gf = functor(E, &g, gb, sizeof gb);
+	epi_step(E, op->epi2, 0, b, bt);
+	epi_step(E, op->epi3, op->epi3_scalar, g, gt);
 	sb_printf(E->o,
 		  "\tconst mkd_tensor &X2 = MK_T[T_%s];  // %s's other operand, read in the epilogue\n"
-		  "\tconst mkd_epi2<%s, %.*s, %s, %.*s> epi{%s,\n"
+		  "\tconst mkd_epi2<%s, %s, %s, %s> epi{%s,\n"
 		  "\t\t(const %s *)mkd_at<MK_GPUS>(p, T_%s, X2, rank, %s, %s, %s), %s, %s};\n",
-		  x->name, ir_op_name(b.kind), f, (int)strcspn(bf, "({"), bf, cg_ctype(x->dtype),
-		  (int)strcspn(gf, "({"), gf, fn, cg_ctype(x->dtype), x->name, bias ? "0" : "lo[0]",
-		  bias ? "0" : R, N, bias ? "0 /* a bias: every row the same */" : "(int)X2.st[1]", gf);
+		  x->name, ir_op_name((ir_opkind)(op->epi2 - 1)), ft, bt, cg_ctype(x->dtype), gt, f,
+		  cg_ctype(x->dtype), x->name, bias ? "0" : "lo[0]", bias ? "0" : R, N,
+		  bias ? "0 /* a bias: every row the same */" : "(int)X2.st[1]", g);
 	snprintf(buf, n, "epi");
 	return buf;
 }

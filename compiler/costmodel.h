@@ -44,7 +44,8 @@ double cost_stream_us(const ir_device *d, double bytes);
 double cost_store_us(const ir_device *d, double bytes);
 /* A compute tile: the longer of its arithmetic and its share of device
  * memory, streamed by one of `ctas` CTAs of a rank (the rank's share of
- * the bandwidth split among them, at most what one CTA's ring streams). */
+ * the bandwidth split among them, at most what one CTA's ring streams),
+ * plus fill_us (the ring's fill and drain, the epilogue, the flags). */
 double cost_tile_us(const ir_device *d, double flops, double hbm, int ctas, int ranks_per_gpu);
 /* A copy by one CTA of a role of `ctas` CTAs sharing a link of link_gbps. */
 double cost_copy_us(const ir_device *d, double bytes, ir_transport tr,

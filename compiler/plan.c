@@ -207,7 +207,7 @@ static void mm_grid(planner *P, ir_op *op)
  * the op's tasks in waves over the rank's CTAs, the partials' and then the
  * sums', for S = 1 .. 16 pieces of at least 4 k steps; the fastest, unless
  * it saves less than a tenth over no split (the extra stage code costs
- * registers).  *us: that time. */
+ * registers).  *us (unless NULL): that time. */
 static int64_t best_ksplit(const planner *P, const ir_op *op, int64_t bm, int64_t bn,
 			   int64_t tiles, int64_t K, int64_t unit, double *us)
 {
@@ -240,12 +240,10 @@ static int64_t best_ksplit(const planner *P, const ir_op *op, int64_t bm, int64_
 			bs = S;
 		}
 	}
-	if (best < 0.9 * none) {
-		*us = best;
-		return bs;
-	}
-	*us = none;
-	return 1;
+	const int split = best < 0.9 * none;
+	if (us)
+		*us = split ? best : none;
+	return split ? bs : 1;
 }
 
 /* Few output tiles (decode) on the Hopper engine: 128 x 256 tiles, or 128 x
@@ -312,8 +310,7 @@ static void mm_split(planner *P, ir_op *op)
 			return;
 		}
 	} else if (can && tiles * 2 <= P->ctas && ksteps >= 16) {
-		double us;
-		S = best_ksplit(P, op, m->bm, m->bn, tiles, K, unit, &us);
+		S = best_ksplit(P, op, m->bm, m->bn, tiles, K, unit, NULL);
 	}
 	if (S < 2)
 		return;
