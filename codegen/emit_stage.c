@@ -446,7 +446,26 @@ static void stage_matmul_split(cg_em *E, const ir_op *op, char *what, size_t nw)
 			  "\t\tconst int rows = (int)(hi[1] - lo[1]), cols = (int)(hi[2] - lo[2]);\n"
 			  "\t\tconst int kn = (int)(ab.hi[2] - ab.lo[2]);\n",
 			  op->stage, W->name, W->name);
-		if (mp.wgmma)
+		if (mp.wgmma && mp.carry)  /* the next partial's loads may start early (plan.c) */
+			sb_printf(E->o,
+				  "#ifdef MKD_HAS_WGMMA\n"
+				  "\t\tconst mkd_tmap *tm = (const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + %d;\n"
+				  "\t\t// partial j's loads: this one's, or the next one's, which may start early\n"
+				  "\t\tauto loads = [&](int j) {\n"
+				  "\t\t\tconst mkd_box ja = mkd_read_box(rank, MK_TASKS[j], 0), jb = mkd_read_box(rank, MK_TASKS[j], 1);\n"
+				  "\t\t\treturn mkd_wg_loads{tm, tm + 1, (int)(ja.lo[1] - mkd_base<MK_GPUS>(A, 1, rank)),\n"
+				  "\t\t\t\t(int)(ja.lo[2] - mkd_base<MK_GPUS>(A, 2, rank)), (int)(jb.lo[1] - mkd_base<MK_GPUS>(B, 1, rank)),\n"
+				  "\t\t\t\t(int)(jb.lo[2] - mkd_base<MK_GPUS>(B, 2, rank)), (int)((ja.hi[2] - ja.lo[2] + 63) / 64)};\n"
+				  "\t\t};\n"
+				  "\t\tmkd_wgmma_tile<%s, float, %d, %d, 64, %d%s>::run(loads(i), i, [&](mkd_wg_loads &n) {\n"
+				  "\t\t\t\tconst int j = mkd_next_ready(p, rank, i, epoch);\n"
+				  "\t\t\t\tif (j >= 0)\n"
+				  "\t\t\t\t\tn = loads(j);\n"
+				  "\t\t\t\treturn j;\n"
+				  "\t\t\t}, c, W.st[1], rows, cols, smem, mkd_epi_none());\n"
+				  "#else\n",
+				  mp.tmap, cg_ctype(A->dtype), mp.bm, mp.bn, mp.wg_stages, mp.wg_cols ? ", true" : "");
+		else if (mp.wgmma)
 			sb_printf(E->o,
 				  "#ifdef MKD_HAS_WGMMA\n"
 				  "\t\tconst mkd_tmap *tm = (const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + %d;\n"
@@ -563,7 +582,29 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 			  "\t}\n", rows_of);
 	char eb[192];
 	const char *epi = epilogue(E, op, R, N, eb, sizeof eb);
-	if (mp.wgmma)
+	const char *b0 = B->ndim == 3 ? "(l[0] - mkd_base<MK_GPUS>(B, 0, rank))" : "0";
+	if (mp.wgmma && mp.carry)  /* the next task's loads may start early (plan.c) */
+		sb_printf(E->o,
+			  "#ifdef MKD_HAS_WGMMA\n"
+			  "\tconst mkd_tmap *tm = (const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + %d;\n"
+			  "\t// task j's loads: this one's, or the next task's, which may start early\n"
+			  "\tauto loads = [&](int j) {\n"
+			  "\t\ti64 l[3], h[3];\n"
+			  "\t\tmkd_box_shift<MK_NODES, MK_GPUS>(C, rank, MK_TASKS[j].lo, MK_TASKS[j].hi, l, h);\n"
+			  "\t\treturn mkd_wg_loads{tm, tm + 1,\n"
+			  "\t\t\t(int)((l[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] + l[1] - mkd_base<MK_GPUS>(A, 1, rank)), 0,\n"
+			  "\t\t\t(int)(%s * B.local[1]), (int)(l[2] - mkd_base<MK_GPUS>(B, 2, rank)), (int)((K + 63) / 64)};\n"
+			  "\t};\n"
+			  "\tmkd_wgmma_tile<%s, %s, %d, %d, 64, %d%s>::run(loads(i), i, [&](mkd_wg_loads &n) {\n"
+			  "\t\t\tconst int j = mkd_next_ready(p, rank, i, epoch);\n"
+			  "\t\t\tif (j >= 0)\n"
+			  "\t\t\t\tn = loads(j);\n"
+			  "\t\t\treturn j;\n"
+			  "\t\t}, c, C.st[1], rows, cols, smem, %s);\n"
+			  "#else\n",
+			  mp.tmap, b0, cg_ctype(A->dtype), cg_ctype(C->dtype), mp.bm, mp.bn, mp.wg_stages,
+			  mp.wg_cols ? ", true" : "", epi);
+	else if (mp.wgmma)
 		sb_printf(E->o,
 			  "#ifdef MKD_HAS_WGMMA\n"
 			  "\tconst mkd_tmap *tm = (const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + %d;\n"

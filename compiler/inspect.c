@@ -61,6 +61,8 @@ void inspect_plans(const ir_prog *p, strbuf *out)
 					  pl->mm.bm, pl->mm.bn, pl->mm.bk, pl->mm.stages);
 				if (pl->mm.wg_cols)
 					sb_puts(out, ", 64 rows: the warpgroups split the columns");
+				if (pl->mm.carry)
+					sb_puts(out, ", the ring goes on into the next task");
 			} else
 				sb_printf(out, "tile %d x %d x %d, mma.sync, %d-stage ring", pl->mm.bm,
 					  pl->mm.bn, pl->mm.bk, pl->mm.stages);

@@ -215,6 +215,9 @@ typedef struct ir_mm_plan {
 	int work;           /* split-K: the fp32 workspace [ksplit, rows,
 	                       cols] of the partial sums (a tensor the plan
 	                       adds); -1 */
+	int carry;          /* wgmma, one tile a task, never skipped: the
+	                       engine goes on into the CTA's next task's
+	                       loads while this tile finishes (wgmma.cuh) */
 } ir_mm_plan;
 
 /* Attention (mkd/attn.cuh): 16-bit inputs take the tensor-core tile of 128

@@ -53,6 +53,8 @@ typedef struct compile_opts {
 	                           driver reads MK_NO_VIEWS=1) */
 	int no_epi2;            /* no add or mul fused into a matmul's
 	                           epilogue (the driver reads MK_NO_EPI2=1) */
+	int no_carry;           /* no matmul's ring carried into the next task
+	                           (the driver reads MK_NO_CARRY=1) */
 	int64_t max_mem;        /* bytes the compile's arena may hold (0: the
 	                           driver's COMPILE_MAX_MEM); past it the compile
 	                           ends with "program too large" */

@@ -38,11 +38,12 @@
 // One task: wait on its flags (bounded), run its stage, signal.  All
 // threads of the CTA call it; false when the run is aborted.
 static __device__ __forceinline__ bool mkd_run_task(const mkd_params &p, int rank, int cta, int i,
-						    u64 epoch, char *smem, int *ok)
+						    int next, u64 epoch, char *smem, int *ok)
 {
 	const mkd_task &t = MK_TASKS[i];
 	if (threadIdx.x == 0) {
 		bool good = true;
+		mkd_next_task = next;
 		if (!MK_PROGRESSIVE[t.stage])  // else the stage waits per read
 			for (int w = 0; w < t.nwait && good; w++)
 				good = mkd_task_wait(p, rank, cta, i, t, w, epoch);
@@ -142,6 +143,7 @@ static __device__ __forceinline__ void mkd_kernel(const mkd_params &p)
 					mkd_st_release(&p.gate[0], e);
 			}
 			epoch_s = e;
+			mkd_wg_ring_reset();  // no ring carried into the first task
 #if MK_RDMA
 			mkd_ticket = 0;
 #endif
@@ -163,7 +165,7 @@ static __device__ __forceinline__ void mkd_kernel(const mkd_params &p)
 		// 64-bit register that a gelu epilogue needed (a spill)
 		const int end = MK_CTA_FIRST[cta + 1];
 		for (int i = MK_CTA_FIRST[cta]; i < end && !aborted; i++)
-			aborted = !mkd_run_task(p, rank, cta, i, epoch, smem, &ok);
+			aborted = !mkd_run_task(p, rank, cta, i, i + 1 < end ? i + 1 : -1, epoch, smem, &ok);
 #if MK_MULTIPROC
 		// leave the run only when every rank of the node is done with it
 		__syncthreads();
@@ -216,8 +218,10 @@ static __device__ __forceinline__ void mkd_stage_kernel(const mkd_params &p)
 	__shared__ int ok;
 	const int rank = p.rank_base + blockIdx.x / MK_CTAS;
 	const int cta = blockIdx.x % MK_CTAS;
+	if (threadIdx.x == 0)
+		mkd_wg_ring_reset();
 	for (int j = MK_STAGE_FIRST[OP] + cta; j < MK_STAGE_FIRST[OP + 1]; j += MK_CTAS)
-		if (!mkd_run_task(p, rank, cta, MK_STAGE_TASKS[j], p.epoch, smem, &ok))
+		if (!mkd_run_task(p, rank, cta, MK_STAGE_TASKS[j], -1, p.epoch, smem, &ok))
 			break;
 }
 #endif

@@ -58,6 +58,40 @@ __attribute__((unused)) static __device__ __forceinline__ bool mkd_task_wait_all
 	return ok;
 }
 
+// The task this CTA runs after the current one, or -1 (the last of its
+// list, or a per-stage kernel, whose CTAs take every MK_CTAS-th task):
+// written by thread 0 in mkd_run_task before the CTA barrier that starts
+// the task.
+__shared__ int mkd_next_task;
+
+// The task after task i on this CTA when it is a task of the same stage
+// whose flags are all set already (thread 0 only, no waiting: a stage's
+// engine may start on its loads early), else -1.  Not for stages that wait
+// per read (MK_PROGRESSIVE).
+__attribute__((unused)) static __device__ __forceinline__ int mkd_next_ready(const mkd_params &p, int rank, int i,
+							 u64 epoch)
+{
+	const int j = mkd_next_task;
+	if (j < 0 || MK_TASKS[j].stage != MK_TASKS[i].stage)
+		return -1;
+	const mkd_task &t = MK_TASKS[j];
+	for (int w = 0; w < t.nwait; w++) {
+		const mkd_fref f = MK_WAITS[t.wait0 + w];
+		const int fr = mkd_shift_rank<MK_NODES, MK_GPUS>(f.rank, rank);
+		if (mkd_ld_acquire(mkd_flag(p, fr, f.index)) < epoch * MK_EXPECTED[f.index])
+			return -1;
+	}
+#if MK_MULTIPROC
+	for (int r = 0; r < t.nread; r++)  // peers' inputs: their kernel started
+		if (MK_READS[t.read0 + r].wait == -2) {
+			const int x = mkd_shift_rank<MK_NODES, MK_GPUS>(MK_READS[t.read0 + r].rank, rank);
+			if (mkd_ld_acquire((const u64 *)p.ranks[x].flags + MK_NFLAGS) < epoch)
+				return -1;
+		}
+#endif
+	return j;
+}
+
 // The box read r of a task, as rank `rank` sees it.
 __attribute__((unused)) static __device__ __forceinline__ mkd_box mkd_read_box(int rank, const mkd_task &t, int r)
 {

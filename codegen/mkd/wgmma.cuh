@@ -26,9 +26,18 @@
  * only after wgmma.wait_group has retired the wgmma group that read it
  * (group kt is retired by wait_group 1 after group kt+1 is committed).
  *
- * Every call starts from freshly initialised barriers and ends with them
- * invalidated, so the ring and the barrier words are plain shared memory
- * again for whatever stage code runs next; nothing is kept across calls.
+ * Tile after tile.  A call may be told the task this CTA runs next (`next`,
+ * thread 0 asks it at the start): when that task is a tile of the same
+ * stage whose flags are already set, the producer goes on into its first
+ * STAGES loads as soon as this tile's stages free up, while the consumers
+ * still run this tile's last k-blocks and its epilogue; the barriers stay
+ * live and mkd_wg_ring (shared memory) says where the next call picks the
+ * ring up.  Loads are numbered from the ring's initialisation, load L in
+ * stage L % STAGES, round L / STAGES, so phases carry over from tile to
+ * tile; the consumers release every stage they read, the last one too.
+ * Otherwise (no next tile, or not ready) the call ends with its barriers
+ * invalidated, and the ring and the barrier words are plain shared memory
+ * again for whatever stage code runs next.
  *
  * Shared-memory layouts (128-byte swizzle: the 16-byte chunk c of the
  * 128-byte line l of a 1024-byte aligned block sits at chunk c ^ (l % 8);
@@ -79,6 +88,20 @@ struct __align__(64) mkd_tmap {
 	u64 w[16];
 };
 
+/* One tile's operand loads: A's map and the tile's first element in it
+ * (a_col the first K column), B's map and its (K row, column), nk k-blocks
+ * of 64. */
+struct mkd_wg_loads {
+	const mkd_tmap *ta, *tb;
+	int a_row, a_col, b_row, b_col, nk;
+};
+
+/* The next call has no tile to go on into (the stage function's `next`
+ * when its stage never prefetches). */
+struct mkd_wg_last {
+	__device__ int operator()(mkd_wg_loads &) const { return -1; }
+};
+
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) && !defined(MKD_NO_WGMMA)
 #define MKD_HAS_WGMMA 1
 
@@ -94,6 +117,17 @@ struct __align__(64) mkd_tmap {
 #define MKD_WG_TIMEOUT_NS 10000000000ull
 #endif
 #define MKD_WG_BAR_ID 1        /* named barriers 1..3: one per warpgroup */
+
+/* The ring between two calls: task `task`'s first `pre` loads are in it as
+ * loads pos.. of the live barriers; task -1: nothing carried (the barriers
+ * are invalidated).  Thread 0 writes it before a CTA barrier; the kernel
+ * loop sets task -1 before a CTA's first task (mkd_wg_ring_reset). */
+struct mkd_wg_carry {
+	int task, pre;
+	u32 pos;
+};
+static __shared__ mkd_wg_carry mkd_wg_ring;
+MKD_INLINE void mkd_wg_ring_reset() { mkd_wg_ring.task = -1; }
 
 /* mbarriers: mkd/mbar.cuh */
 
@@ -256,24 +290,21 @@ struct mkd_wgmma_tile {
 	static MKD_INLINE u32 full_bar(u32 bars, int s) { return bars + 8 * s; }
 	static MKD_INLINE u32 empty_bar(u32 bars, int s) { return bars + 8 * (STAGES + s); }
 
-	/* one thread: wait for a free stage, announce its bytes, load A and B */
-	static MKD_INLINE void produce(const mkd_tmap *ta, int a_row, int a_col, const mkd_tmap *tb,
-				       int b_row, int b_col, int nk, u32 ring, u32 bars)
+	/* one thread: loads kt0..kt1 of tile l as loads pos + kt of the ring:
+	 * wait for the stage to be free, announce its bytes, load A and B */
+	static MKD_INLINE void produce(const mkd_wg_loads &l, int kt0, int kt1, u32 pos, u32 ring,
+				       u32 bars)
 	{
-		asm volatile("fence.proxy.async.global;" ::: "memory");
-		mkd_tma_prefetch_desc(ta);
-		mkd_tma_prefetch_desc(tb);
-		int s = 0;
-		u32 ph = 0;
-		for (int kt = 0; kt < nk; kt++) {
+		u32 s = (pos + kt0) % STAGES, ph = ((pos + kt0) / STAGES) & 1;
+		for (int kt = kt0; kt < kt1; kt++) {
 			mkd_mbar_wait(empty_bar(bars, s), ph ^ 1, MKD_WG_TIMEOUT_NS);
 			const u32 full = full_bar(bars, s), dst = ring + s * STAGE_BYTES;
 			mkd_mbar_arrive_tx(full, STAGE_BYTES);
-			mkd_tma_load_2d(dst, ta, a_col + kt * BK, a_row, full);
+			mkd_tma_load_2d(dst, l.ta, l.a_col + kt * BK, l.a_row, full);
 #pragma unroll
 			for (int j = 0; j < B_BOXES; j++)
-				mkd_tma_load_2d(dst + A_BYTES + j * B_BOX, tb, b_col + 64 * j,
-						b_row + kt * BK, full);
+				mkd_tma_load_2d(dst + A_BYTES + j * B_BOX, l.tb, l.b_col + 64 * j,
+						l.b_row + kt * BK, full);
 			if (++s == STAGES) {
 				s = 0;
 				ph ^= 1;
@@ -287,8 +318,8 @@ struct mkd_wgmma_tile {
 	 * The slab starts at row r_off, column c_off of the tile (epi's
 	 * coordinates). */
 	template <int CN, typename Epi>
-	static MKD_INLINE void consume(int arow, int box0, int nk, u32 ring, u32 bars, TC *C,
-				       i64 ldc, int M, int N, int r_off, int c_off, Epi &epi)
+	static MKD_INLINE void consume(int arow, int box0, int nk, u32 pos, u32 ring, u32 bars,
+				       TC *C, i64 ldc, int M, int N, int r_off, int c_off, Epi &epi)
 	{
 		enum { CACC = CN / 2 };
 		const int t = threadIdx.x & 127, lane = threadIdx.x & 31;
@@ -298,8 +329,7 @@ struct mkd_wgmma_tile {
 			d[i] = 0.f;
 		const u64 da = mkd_wg_desc(ring + arow * 64 * 128, 16, 1024);
 		const u64 db = mkd_wg_desc(ring + A_BYTES + box0 * B_BOX, B_BOX, 1024);
-		int s = 0, prev = 0;
-		u32 ph = 0;
+		u32 s = pos % STAGES, ph = (pos / STAGES) & 1, prev = 0;
 		for (int kt = 0; kt < nk; kt++) {
 			mkd_mbar_wait(full_bar(bars, s), ph, MKD_WG_TIMEOUT_NS);
 			const u64 off = (u64)((s * STAGE_BYTES) >> 4);
@@ -329,6 +359,8 @@ struct mkd_wgmma_tile {
 #pragma unroll
 		for (int i = 0; i < CACC; i++)
 			mkd_wg_pin(d[i]);
+		if (nk > 0 && lane == 0)  /* the last stage too: the next tile's loads may use it */
+			mkd_mbar_arrive(empty_bar(bars, prev));
 		/* accumulator j*4 + {0,1}: row r0, columns 8j + 2q + {0,1};
 		 * j*4 + {2,3}: row r0 + 8 (the m64nNk16 D fragment) */
 		const int r0 = (t >> 5) * 16 + (lane >> 2), c0 = (lane & 3) * 2;
@@ -359,37 +391,43 @@ struct mkd_wgmma_tile {
 	 * multiplying zeros: the two split the columns, rows 0..63 each, BN/2
 	 * columns each. */
 	template <typename Epi>
-	static MKD_INLINE void consume_tile(int w, int nk, u32 ring, u32 bars, TC *C, i64 ldc, int M,
-					    int N, Epi &epi)
+	static MKD_INLINE void consume_tile(int w, int nk, u32 pos, u32 ring, u32 bars, TC *C,
+					    i64 ldc, int M, int N, Epi &epi)
 	{
 		if (COLS) {
 			enum { H = BN >= 128 ? BN / 2 : 64 };
-			consume<H>(0, w * (H / 64), nk, ring, bars, C + w * H, ldc, M, N - w * H, 0, w * H,
-				   epi);
+			consume<H>(0, w * (H / 64), nk, pos, ring, bars, C + w * H, ldc, M, N - w * H, 0,
+				   w * H, epi);
 		} else {
 			const int m = M - 64 * w;
-			consume<BN>(w, 0, nk, ring, bars, C + (i64)(64 * w) * ldc, ldc, m, N, 64 * w, 0,
-				    epi);
+			consume<BN>(w, 0, nk, pos, ring, bars, C + (i64)(64 * w) * ldc, ldc, m, N, 64 * w,
+				    0, epi);
 		}
 	}
 
-	/* C[0:BM, 0:BN] (clipped to M x N) = A[a_row.., a_col..a_col+K) *
-	 * B[b_row..b_row+K, b_col..]: A's map is row-major [rows][K] with a
-	 * BM x 64 box, B's row-major [K][N] with a 64 x 64 box, both with
-	 * 128-byte swizzle (runtime/tmap.h).  All THREADS threads call it. */
-	template <typename Epi>
-	static __device__ void run(const mkd_tmap *ta, int a_row, int a_col, const mkd_tmap *tb,
-				   int b_row, int b_col, int K, TC *C, i64 ldc, int M, int N,
-				   char *smem, Epi epi)
+	/* C[0:BM, 0:BN] (clipped to M x N) = A[a_row.., a_col..a_col+64 nk) *
+	 * B[b_row..b_row+64 nk, b_col..] (l): A's map is row-major [rows][K]
+	 * with an A_ROWS x 64 box, B's row-major [K][N] with a 64 x 64 box,
+	 * both with 128-byte swizzle (runtime/tmap.h).  `task` is this tile's
+	 * task (-1: a tile of no task, which never picks up a carried ring);
+	 * thread 0 calls next(loads) once: the task this CTA runs next when it
+	 * is a tile of this engine ready to load now (its loads filled in),
+	 * else -1.  All THREADS threads call it. */
+	template <typename Epi, typename Next>
+	static __device__ void run(const mkd_wg_loads &l, int task, Next next, TC *C, i64 ldc, int M,
+				   int N, char *smem, Epi epi)
 	{
 		const u32 ring = (mkd_smem_addr(smem) + 1023) & ~1023u;
 		const u32 bars = ring + RING;
-		const int nk = K > 0 ? (K + BK - 1) / BK : 0;
 		/* warp-uniform role, as setmaxnreg wants it */
 		const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x >> 7), 0);
+		/* the previous call's producer went on into this tile */
+		const bool carried = task >= 0 && mkd_wg_ring.task == task;
+		const u32 pos = carried ? mkd_wg_ring.pos : 0;
+		const int pre = carried ? mkd_wg_ring.pre : 0;
 
 		asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-		if (threadIdx.x == 0) {
+		if (threadIdx.x == 0 && !carried) {
 #pragma unroll
 			for (int s = 0; s < STAGES; s++) {
 				mkd_mbar_init(full_bar(bars, s), 1);
@@ -397,13 +435,30 @@ struct mkd_wgmma_tile {
 			}
 			asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 		}
-		__syncthreads();
+		__syncthreads();  /* the barriers are live; every thread has read mkd_wg_ring */
 
 		if (wg == 0) {
+			mkd_wg_loads nl = l;
+			int nt = -1;
+			if (threadIdx.x == 0) {  /* before the registers go: the next tile's loads */
+				nt = next(nl);
+				asm volatile("fence.proxy.async.global;" ::: "memory");
+				mkd_tma_prefetch_desc(l.ta);
+				mkd_tma_prefetch_desc(l.tb);
+			}
+			__syncwarp();
 			if (TRADE_REGS)
 				asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(MKD_WG_REGS_PRODUCER));
-			if (threadIdx.x == 0)
-				produce(ta, a_row, a_col, tb, b_row, b_col, nk, ring, bars);
+			if (threadIdx.x == 0) {
+				produce(l, pre, l.nk, pos, ring, bars);
+				/* the next tile's first loads, into the stages this
+				 * tile frees: none of them waits for the next call */
+				const int npre = nt >= 0 ? (nl.nk < STAGES ? nl.nk : STAGES) : 0;
+				produce(nl, 0, npre, pos + l.nk, ring, bars);
+				mkd_wg_ring.task = npre > 0 ? nt : -1;
+				mkd_wg_ring.pre = npre;
+				mkd_wg_ring.pos = pos + l.nk;
+			}
 			__syncwarp();
 			if (TRADE_REGS) {
 				mkd_wg_bar<MKD_WG_BAR_ID>();
@@ -412,7 +467,8 @@ struct mkd_wgmma_tile {
 		} else {
 			if (TRADE_REGS)
 				asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(MKD_WG_REGS_CONSUMER));
-			consume_tile(wg - 1, nk, ring, bars, C, ldc, M < BM ? M : BM, N < BN ? N : BN, epi);
+			consume_tile(wg - 1, l.nk, pos, ring, bars, C, ldc, M < BM ? M : BM, N < BN ? N : BN,
+				     epi);
 			if (TRADE_REGS) {
 				if (wg == 1)
 					mkd_wg_bar<MKD_WG_BAR_ID + 1>();
@@ -421,17 +477,30 @@ struct mkd_wgmma_tile {
 				asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(MKD_WG_REGS));
 			}
 		}
-		__syncthreads();  /* every load consumed, every wgmma retired */
-		if (threadIdx.x == 0) {
+		__syncthreads();  /* this tile's loads consumed, its wgmmas retired */
+		if (threadIdx.x == 0 && mkd_wg_ring.task < 0) {
 #pragma unroll
 			for (int s = 0; s < STAGES; s++) {
 				mkd_mbar_inval(full_bar(bars, s));
 				mkd_mbar_inval(empty_bar(bars, s));
 			}
 		}
-		__syncthreads();  /* the ring and the barrier words are free */
+		__syncthreads();  /* the ring and the barrier words are free, or carried */
+	}
+
+	/* One tile of no task, K columns from (a_row, a_col) of A and from
+	 * (b_row, b_col) of B: nothing carried in or out. */
+	template <typename Epi>
+	static __device__ void run(const mkd_tmap *ta, int a_row, int a_col, const mkd_tmap *tb,
+				   int b_row, int b_col, int K, TC *C, i64 ldc, int M, int N,
+				   char *smem, Epi epi)
+	{
+		const mkd_wg_loads l = {ta, tb, a_row, a_col, b_row, b_col, K > 0 ? (K + BK - 1) / BK : 0};
+		run(l, -1, mkd_wg_last(), C, ldc, M, N, smem, epi);
 	}
 };
 
+#else
+MKD_INLINE void mkd_wg_ring_reset() {}
 #endif /* __CUDA_ARCH_FEAT_SM90_ALL */
 #endif

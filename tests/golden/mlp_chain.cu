@@ -208,12 +208,20 @@ static __device__ __forceinline__ bool stage_H1(const mkd_params &p, int rank, i
 		(const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_b1, X2, rank, 0, 0, lo[2]), 0 /* a bias: every row the same */, mkd_gelu()};
 #ifdef MKD_HAS_WGMMA
 	const mkd_tmap *tm = (const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + 0;
-	const int a_row = (int)((lo[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] +
-				 lo[1] - mkd_base<MK_GPUS>(A, 1, rank));
-	const int b_row = (int)(0 * B.local[1]);
-	const int b_col = (int)(lo[2] - mkd_base<MK_GPUS>(B, 2, rank));
-	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,
-		c, C.st[1], rows, cols, smem, epi);
+	// task j's loads: this one's, or the next task's, which may start early
+	auto loads = [&](int j) {
+		i64 l[3], h[3];
+		mkd_box_shift<MK_NODES, MK_GPUS>(C, rank, MK_TASKS[j].lo, MK_TASKS[j].hi, l, h);
+		return mkd_wg_loads{tm, tm + 1,
+			(int)((l[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] + l[1] - mkd_base<MK_GPUS>(A, 1, rank)), 0,
+			(int)(0 * B.local[1]), (int)(l[2] - mkd_base<MK_GPUS>(B, 2, rank)), (int)((K + 63) / 64)};
+	};
+	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(loads(i), i, [&](mkd_wg_loads &n) {
+			const int j = mkd_next_ready(p, rank, i, epoch);
+			if (j >= 0)
+				n = loads(j);
+			return j;
+		}, c, C.st[1], rows, cols, smem, epi);
 #else
 	const mkd_bf16 *a = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_N1, A, rank, lo[0], lo[1], k0);
 	const mkd_bf16 *b = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_W1, B, rank, 0, k0, lo[2]);
@@ -238,12 +246,20 @@ static __device__ __forceinline__ bool stage_M1(const mkd_params &p, int rank, i
 		(const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_X, X2, rank, lo[0], lo[1], lo[2]), (int)X2.st[1], mkd_ident()};
 #ifdef MKD_HAS_WGMMA
 	const mkd_tmap *tm = (const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + 2;
-	const int a_row = (int)((lo[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] +
-				 lo[1] - mkd_base<MK_GPUS>(A, 1, rank));
-	const int b_row = (int)(0 * B.local[1]);
-	const int b_col = (int)(lo[2] - mkd_base<MK_GPUS>(B, 2, rank));
-	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,
-		c, C.st[1], rows, cols, smem, epi);
+	// task j's loads: this one's, or the next task's, which may start early
+	auto loads = [&](int j) {
+		i64 l[3], h[3];
+		mkd_box_shift<MK_NODES, MK_GPUS>(C, rank, MK_TASKS[j].lo, MK_TASKS[j].hi, l, h);
+		return mkd_wg_loads{tm, tm + 1,
+			(int)((l[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] + l[1] - mkd_base<MK_GPUS>(A, 1, rank)), 0,
+			(int)(0 * B.local[1]), (int)(l[2] - mkd_base<MK_GPUS>(B, 2, rank)), (int)((K + 63) / 64)};
+	};
+	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(loads(i), i, [&](mkd_wg_loads &n) {
+			const int j = mkd_next_ready(p, rank, i, epoch);
+			if (j >= 0)
+				n = loads(j);
+			return j;
+		}, c, C.st[1], rows, cols, smem, epi);
 #else
 	const mkd_bf16 *a = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_A1, A, rank, lo[0], lo[1], k0);
 	const mkd_bf16 *b = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_W2, B, rank, 0, k0, lo[2]);
@@ -283,12 +299,20 @@ static __device__ __forceinline__ bool stage_H2(const mkd_params &p, int rank, i
 		(const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_b3, X2, rank, 0, 0, lo[2]), 0 /* a bias: every row the same */, mkd_ident()};
 #ifdef MKD_HAS_WGMMA
 	const mkd_tmap *tm = (const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + 4;
-	const int a_row = (int)((lo[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] +
-				 lo[1] - mkd_base<MK_GPUS>(A, 1, rank));
-	const int b_row = (int)(0 * B.local[1]);
-	const int b_col = (int)(lo[2] - mkd_base<MK_GPUS>(B, 2, rank));
-	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,
-		c, C.st[1], rows, cols, smem, epi);
+	// task j's loads: this one's, or the next task's, which may start early
+	auto loads = [&](int j) {
+		i64 l[3], h[3];
+		mkd_box_shift<MK_NODES, MK_GPUS>(C, rank, MK_TASKS[j].lo, MK_TASKS[j].hi, l, h);
+		return mkd_wg_loads{tm, tm + 1,
+			(int)((l[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] + l[1] - mkd_base<MK_GPUS>(A, 1, rank)), 0,
+			(int)(0 * B.local[1]), (int)(l[2] - mkd_base<MK_GPUS>(B, 2, rank)), (int)((K + 63) / 64)};
+	};
+	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(loads(i), i, [&](mkd_wg_loads &n) {
+			const int j = mkd_next_ready(p, rank, i, epoch);
+			if (j >= 0)
+				n = loads(j);
+			return j;
+		}, c, C.st[1], rows, cols, smem, epi);
 #else
 	const mkd_bf16 *a = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_N2, A, rank, lo[0], lo[1], k0);
 	const mkd_bf16 *b = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_W3, B, rank, 0, k0, lo[2]);
@@ -343,12 +367,20 @@ static __device__ __forceinline__ bool stage_M2(const mkd_params &p, int rank, i
 		(const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_R1, X2, rank, lo[0], lo[1], lo[2]), (int)X2.st[1], mkd_ident()};
 #ifdef MKD_HAS_WGMMA
 	const mkd_tmap *tm = (const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + 6;
-	const int a_row = (int)((lo[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] +
-				 lo[1] - mkd_base<MK_GPUS>(A, 1, rank));
-	const int b_row = (int)(0 * B.local[1]);
-	const int b_col = (int)(lo[2] - mkd_base<MK_GPUS>(B, 2, rank));
-	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,
-		c, C.st[1], rows, cols, smem, epi);
+	// task j's loads: this one's, or the next task's, which may start early
+	auto loads = [&](int j) {
+		i64 l[3], h[3];
+		mkd_box_shift<MK_NODES, MK_GPUS>(C, rank, MK_TASKS[j].lo, MK_TASKS[j].hi, l, h);
+		return mkd_wg_loads{tm, tm + 1,
+			(int)((l[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] + l[1] - mkd_base<MK_GPUS>(A, 1, rank)), 0,
+			(int)(0 * B.local[1]), (int)(l[2] - mkd_base<MK_GPUS>(B, 2, rank)), (int)((K + 63) / 64)};
+	};
+	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(loads(i), i, [&](mkd_wg_loads &n) {
+			const int j = mkd_next_ready(p, rank, i, epoch);
+			if (j >= 0)
+				n = loads(j);
+			return j;
+		}, c, C.st[1], rows, cols, smem, epi);
 #else
 	const mkd_bf16 *a = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_G2, A, rank, lo[0], lo[1], k0);
 	const mkd_bf16 *b = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_W4, B, rank, 0, k0, lo[2]);
@@ -385,12 +417,20 @@ static __device__ __forceinline__ bool stage_Y(const mkd_params &p, int rank, in
 	const int rows = (int)(hi[1] - lo[1]), cols = (int)(hi[2] - lo[2]);
 #ifdef MKD_HAS_WGMMA
 	const mkd_tmap *tm = (const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + 8;
-	const int a_row = (int)((lo[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] +
-				 lo[1] - mkd_base<MK_GPUS>(A, 1, rank));
-	const int b_row = (int)(0 * B.local[1]);
-	const int b_col = (int)(lo[2] - mkd_base<MK_GPUS>(B, 2, rank));
-	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,
-		c, C.st[1], rows, cols, smem, mkd_epi_none());
+	// task j's loads: this one's, or the next task's, which may start early
+	auto loads = [&](int j) {
+		i64 l[3], h[3];
+		mkd_box_shift<MK_NODES, MK_GPUS>(C, rank, MK_TASKS[j].lo, MK_TASKS[j].hi, l, h);
+		return mkd_wg_loads{tm, tm + 1,
+			(int)((l[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] + l[1] - mkd_base<MK_GPUS>(A, 1, rank)), 0,
+			(int)(0 * B.local[1]), (int)(l[2] - mkd_base<MK_GPUS>(B, 2, rank)), (int)((K + 63) / 64)};
+	};
+	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(loads(i), i, [&](mkd_wg_loads &n) {
+			const int j = mkd_next_ready(p, rank, i, epoch);
+			if (j >= 0)
+				n = loads(j);
+			return j;
+		}, c, C.st[1], rows, cols, smem, mkd_epi_none());
 #else
 	const mkd_bf16 *a = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_N3, A, rank, lo[0], lo[1], k0);
 	const mkd_bf16 *b = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_Wo, B, rank, 0, k0, lo[2]);
