@@ -185,12 +185,16 @@ static void box3(const ir_tensor *x, const ir_region *g, long long lo[3], long l
 }
 
 /* Stages that wait for each read just before using it (the kernel loop
- * does not wait for them up front). */
-static int progressive(const ir_op *op)
+ * does not wait for them up front): CG_PROG_WG where only the Hopper
+ * engine does (a matmul with late waits, plan.c; its tasks of kind k). */
+enum { CG_PROG_WG = 2 };
+static int progressive(const ir_op *op, cg_stage_kind k)
 {
+	if (op->kind == OP_MATMUL)  /* a split's partials are the W_ stage */
+		return op->plan.mm.late && k == (op->plan.mm.ksplit > 1 ? CG_W : CG_S) ? CG_PROG_WG : 0;
 	/* a split-KV attention's partials read one range of keys: waited for
 	 * up front, as every other stage */
-	return op->kind == OP_ATTENTION && op->plan.attn.kvsplit <= 1;
+	return k == CG_S && op->kind == OP_ATTENTION && op->plan.attn.kvsplit <= 1;
 }
 
 /* ---- the stage list -------------------------------------------------------- */
@@ -275,14 +279,15 @@ static void build_stages(cg_em *E)
 		}
 	}
 	for (int i = 0; i < n; i++)
-		E->st[E->nst++] = (cg_stage){i, CG_S, p->ops[i].out, fn[i], progressive(&p->ops[i])};
+		E->st[E->nst++] = (cg_stage){i, CG_S, p->ops[i].out, fn[i], progressive(&p->ops[i], CG_S)};
 	for (int i = 0; i < n; i++)
 		if (rt[i] >= 0)
 			E->st[E->nst++] = (cg_stage){i, CG_R, rt[i], 1, 0};
 	for (int k = 0; k < 3; k++)
 		for (int i = 0; i < n; i++)
 			if (w[3 * i + k] >= 0)
-				E->st[E->nst++] = (cg_stage){i, (cg_stage_kind)(CG_W + k), w[3 * i + k], 1, 0};
+				E->st[E->nst++] = (cg_stage){i, (cg_stage_kind)(CG_W + k), w[3 * i + k], 1,
+							     progressive(&p->ops[i], (cg_stage_kind)(CG_W + k))};
 	free(w);
 }
 
@@ -457,9 +462,12 @@ static void dispatch(cg_em *E)
 {
 	const ir_prog *p = E->p;
 	strbuf *o = E->o;
-	sb_puts(o, "// stages that wait for each read themselves\n__device__ const bool MK_PROGRESSIVE[] = {");
+	sb_puts(o, "// stages that wait for each read themselves (MKD_WG_LATE: on the Hopper engine)\n"
+		   "__device__ const bool MK_PROGRESSIVE[] = {");
 	for (int j = 0; j < E->nst; j++)
-		sb_printf(o, "%s%s", j ? ", " : "", E->st[j].progressive ? "true" : "false");
+		sb_printf(o, "%s%s", j ? ", " : "",
+			  E->st[j].progressive == CG_PROG_WG ? "MKD_WG_LATE"
+			  : E->st[j].progressive ? "true" : "false");
 	sb_puts(o, "};\n\n");
 	sb_puts(o, "// Task i's stage function, by its stage (all threads of the CTA; false when\n"
 		   "// the run is aborted).\n"

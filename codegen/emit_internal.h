@@ -43,7 +43,8 @@ typedef struct cg_stage {
 	int tensor;           /* what its tasks write (S: the op's out; R: the
 	                         RDMA destination) */
 	int fn;               /* 1: it has a function and a dispatch case */
-	int progressive;      /* 1: the stage waits for each read itself */
+	int progressive;      /* 1: the stage waits for each read itself; 2
+	                         (emit_cu.c): only on the Hopper engine */
 } cg_stage;
 
 typedef struct cg_em {

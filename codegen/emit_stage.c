@@ -416,6 +416,40 @@ static void epilogue_what(const cg_em *E, const ir_op *op, char *what, size_t nw
 			 ir_epilogue_text(E->p, op, eb, sizeof eb));
 }
 
+/* The Hopper engine on task i's tile where the plan lets the ring go on
+ * into the next task (carry) or the engine wait for its operands itself
+ * (late): `loads(j)` gives task j's loads (its body: lines at indent in,
+ * one deeper), thread 0 asks for the next task's through the second
+ * argument, and the waits come third.  ta, tb, tx: the tensors of A, B
+ * and the epilogue's operand (NULL: none). */
+static void wg_run(cg_em *E, const char *in, const ir_mm_plan *mp, const char *tin,
+		   const char *tout, const char *body, const char *dst, const char *epi,
+		   const char *ta, const char *tb, const char *tx)
+{
+	sb_printf(E->o,
+		  "%s// task j's loads: this one's, or the next task's, which may start early\n"
+		  "%sauto loads = [&](int j) {\n%s%s};\n"
+		  "%sif (!mkd_wgmma_tile<%s, %s, %d, %d, 64, %d%s>::run(loads(i), i, ",
+		  in, in, body, in, in, tin, tout, mp->bm, mp->bn, mp->wg_stages,
+		  mp->wg_cols ? ", true" : "");
+	if (mp->carry)
+		sb_printf(E->o,
+			  "[&](mkd_wg_loads &n) {\n"
+			  "%s\t\tconst int j = mkd_next_ready(p, rank, i, epoch);\n"
+			  "%s\t\tif (j >= 0)\n"
+			  "%s\t\t\tn = loads(j);\n"
+			  "%s\t\treturn j;\n"
+			  "%s\t},\n", in, in, in, in, in);
+	else
+		sb_puts(E->o, "mkd_wg_last(),\n");
+	if (mp->late)
+		sb_printf(E->o, "%s\tmkd_mm_waits<%s>{p, rank, cta, i, epoch, T_%s, T_%s, %s%s},\n", in,
+			  tx ? "true" : "false", ta, tb, tx ? "T_" : "-1", tx ? tx : "");
+	else
+		sb_printf(E->o, "%s\tmkd_wg_waited(),\n", in);
+	sb_printf(E->o, "%s\t%s, rows, cols, smem, %s))\n%s\treturn false;\n", in, dst, epi, in);
+}
+
 /* A split-K matmul (plan.c): W_ tasks compute a partial tile over one K
  * range into slice s of the fp32 workspace (the engine with fp32 out, no
  * epilogue); S_ tasks add a tile's slices, apply the epilogue and store
@@ -443,28 +477,21 @@ static void stage_matmul_split(cg_em *E, const ir_op *op, char *what, size_t nw)
 			  "\t\tconst mkd_box ab = mkd_read_box(rank, t, 0), bb = mkd_read_box(rank, t, 1);\n"
 			  "\t\tmkd_box_shift<MK_NODES, MK_GPUS>(W, rank, t.lo, t.hi, lo, hi);\n"
 			  "\t\tfloat *c = (float *)mkd_at<MK_GPUS>(p, T_%s, W, rank, lo[0], lo[1], lo[2]);\n"
-			  "\t\tconst int rows = (int)(hi[1] - lo[1]), cols = (int)(hi[2] - lo[2]);\n"
-			  "\t\tconst int kn = (int)(ab.hi[2] - ab.lo[2]);\n",
+			  "\t\tconst int rows = (int)(hi[1] - lo[1]), cols = (int)(hi[2] - lo[2]);\n",
 			  op->stage, W->name, W->name);
-		if (mp.wgmma && mp.carry)  /* the next partial's loads may start early (plan.c) */
+		if (mp.wgmma && (mp.carry || mp.late)) {  /* plan.c */
 			sb_printf(E->o,
 				  "#ifdef MKD_HAS_WGMMA\n"
-				  "\t\tconst mkd_tmap *tm = (const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + %d;\n"
-				  "\t\t// partial j's loads: this one's, or the next one's, which may start early\n"
-				  "\t\tauto loads = [&](int j) {\n"
-				  "\t\t\tconst mkd_box ja = mkd_read_box(rank, MK_TASKS[j], 0), jb = mkd_read_box(rank, MK_TASKS[j], 1);\n"
-				  "\t\t\treturn mkd_wg_loads{tm, tm + 1, (int)(ja.lo[1] - mkd_base<MK_GPUS>(A, 1, rank)),\n"
-				  "\t\t\t\t(int)(ja.lo[2] - mkd_base<MK_GPUS>(A, 2, rank)), (int)(jb.lo[1] - mkd_base<MK_GPUS>(B, 1, rank)),\n"
-				  "\t\t\t\t(int)(jb.lo[2] - mkd_base<MK_GPUS>(B, 2, rank)), (int)((ja.hi[2] - ja.lo[2] + 63) / 64)};\n"
-				  "\t\t};\n"
-				  "\t\tmkd_wgmma_tile<%s, float, %d, %d, 64, %d%s>::run(loads(i), i, [&](mkd_wg_loads &n) {\n"
-				  "\t\t\t\tconst int j = mkd_next_ready(p, rank, i, epoch);\n"
-				  "\t\t\t\tif (j >= 0)\n"
-				  "\t\t\t\t\tn = loads(j);\n"
-				  "\t\t\t\treturn j;\n"
-				  "\t\t\t}, c, W.st[1], rows, cols, smem, mkd_epi_none());\n"
-				  "#else\n",
-				  mp.tmap, cg_ctype(A->dtype), mp.bm, mp.bn, mp.wg_stages, mp.wg_cols ? ", true" : "");
+				  "\t\tconst mkd_tmap *tm = (const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + %d;\n",
+				  mp.tmap);
+			wg_run(E, "\t\t", &mp, cg_ctype(A->dtype), "float",
+			       "\t\t\tconst mkd_box ja = mkd_read_box(rank, MK_TASKS[j], 0), jb = mkd_read_box(rank, MK_TASKS[j], 1);\n"
+			       "\t\t\treturn mkd_wg_loads{tm, tm + 1, (int)(ja.lo[1] - mkd_base<MK_GPUS>(A, 1, rank)),\n"
+			       "\t\t\t\t(int)(ja.lo[2] - mkd_base<MK_GPUS>(A, 2, rank)), (int)(jb.lo[1] - mkd_base<MK_GPUS>(B, 1, rank)),\n"
+			       "\t\t\t\t(int)(jb.lo[2] - mkd_base<MK_GPUS>(B, 2, rank)), (int)((ja.hi[2] - ja.lo[2] + 63) / 64)};\n",
+			       "c, W.st[1]", "mkd_epi_none()", A->name, B->name, NULL);
+			sb_puts(E->o, "#else\n");
+		}
 		else if (mp.wgmma)
 			sb_printf(E->o,
 				  "#ifdef MKD_HAS_WGMMA\n"
@@ -473,11 +500,13 @@ static void stage_matmul_split(cg_em *E, const ir_op *op, char *what, size_t nw)
 				  "\t\tconst int a_col = (int)(ab.lo[2] - mkd_base<MK_GPUS>(A, 2, rank));\n"
 				  "\t\tconst int b_row = (int)(bb.lo[1] - mkd_base<MK_GPUS>(B, 1, rank));\n"
 				  "\t\tconst int b_col = (int)(bb.lo[2] - mkd_base<MK_GPUS>(B, 2, rank));\n"
+				  "\t\tconst int kn = (int)(ab.hi[2] - ab.lo[2]);\n"
 				  "\t\tmkd_wgmma_tile<%s, float, %d, %d, 64, %d%s>::run(tm, a_row, a_col, tm + 1, b_row, b_col, kn,\n"
 				  "\t\t\tc, W.st[1], rows, cols, smem, mkd_epi_none());\n"
 				  "#else\n",
 				  mp.tmap, cg_ctype(A->dtype), mp.bm, mp.bn, mp.wg_stages, mp.wg_cols ? ", true" : "");
 		sb_printf(E->o,
+			  "\t\tconst int kn = (int)(ab.hi[2] - ab.lo[2]);\n"
 			  "\t\tconst %s *a = (const %s *)mkd_at<MK_GPUS>(p, T_%s, A, rank, ab.lo[0], ab.lo[1], ab.lo[2]);\n"
 			  "\t\tconst %s *b = (const %s *)mkd_at<MK_GPUS>(p, T_%s, B, rank, bb.lo[0], bb.lo[1], bb.lo[2]);\n"
 			  "\t\tmkd_mma_tile<%s, float, %d, %d, %d, %d>::run(a, A.st[1], b, B.st[1], c, W.st[1],\n"
@@ -583,27 +612,23 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 	char eb[192];
 	const char *epi = epilogue(E, op, R, N, eb, sizeof eb);
 	const char *b0 = B->ndim == 3 ? "(l[0] - mkd_base<MK_GPUS>(B, 0, rank))" : "0";
-	if (mp.wgmma && mp.carry)  /* the next task's loads may start early (plan.c) */
+	if (mp.wgmma && (mp.carry || mp.late)) {  /* plan.c: one tile a task, never skipped */
+		char lb[1024];
+		snprintf(lb, sizeof lb,
+			 "\t\ti64 l[3], h[3];\n"
+			 "\t\tmkd_box_shift<MK_NODES, MK_GPUS>(C, rank, MK_TASKS[j].lo, MK_TASKS[j].hi, l, h);\n"
+			 "\t\treturn mkd_wg_loads{tm, tm + 1,\n"
+			 "\t\t\t(int)((l[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] + l[1] - mkd_base<MK_GPUS>(A, 1, rank)), 0,\n"
+			 "\t\t\t(int)(%s * B.local[1]), (int)(l[2] - mkd_base<MK_GPUS>(B, 2, rank)), (int)((K + 63) / 64)};\n",
+			 b0);
 		sb_printf(E->o,
 			  "#ifdef MKD_HAS_WGMMA\n"
-			  "\tconst mkd_tmap *tm = (const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + %d;\n"
-			  "\t// task j's loads: this one's, or the next task's, which may start early\n"
-			  "\tauto loads = [&](int j) {\n"
-			  "\t\ti64 l[3], h[3];\n"
-			  "\t\tmkd_box_shift<MK_NODES, MK_GPUS>(C, rank, MK_TASKS[j].lo, MK_TASKS[j].hi, l, h);\n"
-			  "\t\treturn mkd_wg_loads{tm, tm + 1,\n"
-			  "\t\t\t(int)((l[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] + l[1] - mkd_base<MK_GPUS>(A, 1, rank)), 0,\n"
-			  "\t\t\t(int)(%s * B.local[1]), (int)(l[2] - mkd_base<MK_GPUS>(B, 2, rank)), (int)((K + 63) / 64)};\n"
-			  "\t};\n"
-			  "\tmkd_wgmma_tile<%s, %s, %d, %d, 64, %d%s>::run(loads(i), i, [&](mkd_wg_loads &n) {\n"
-			  "\t\t\tconst int j = mkd_next_ready(p, rank, i, epoch);\n"
-			  "\t\t\tif (j >= 0)\n"
-			  "\t\t\t\tn = loads(j);\n"
-			  "\t\t\treturn j;\n"
-			  "\t\t}, c, C.st[1], rows, cols, smem, %s);\n"
-			  "#else\n",
-			  mp.tmap, b0, cg_ctype(A->dtype), cg_ctype(C->dtype), mp.bm, mp.bn, mp.wg_stages,
-			  mp.wg_cols ? ", true" : "", epi);
+			  "\tconst mkd_tmap *tm = (const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + %d;\n",
+			  mp.tmap);
+		wg_run(E, "\t", &mp, cg_ctype(A->dtype), cg_ctype(C->dtype), lb, "c, C.st[1]", epi,
+		       A->name, B->name, op->epi2 ? p->tensors[op->in[2]].name : NULL);
+		sb_puts(E->o, "#else\n");
+	}
 	else if (mp.wgmma)
 		sb_printf(E->o,
 			  "#ifdef MKD_HAS_WGMMA\n"

@@ -98,6 +98,10 @@ int compile_run(srcset *src, int file, const compile_opts *o,
 	const char *nc = getenv("MK_NO_CARRY");
 	if (nc && *nc && strcmp(nc, "0"))
 		opt.no_carry = 1;
+	/* MK_NO_LATE=1: a matmul's flags all waited for up front (A/B) */
+	const char *nl = getenv("MK_NO_LATE");
+	if (nl && *nl && strcmp(nl, "0"))
+		opt.no_late = 1;
 	if (!a->limit)
 		a->limit = (size_t)(opt.max_mem > 0 ? opt.max_mem : COMPILE_MAX_MEM);
 

@@ -63,6 +63,8 @@ void inspect_plans(const ir_prog *p, strbuf *out)
 					sb_puts(out, ", 64 rows: the warpgroups split the columns");
 				if (pl->mm.carry)
 					sb_puts(out, ", the ring goes on into the next task");
+				if (pl->mm.late)
+					sb_puts(out, ", waits per operand");
 			} else
 				sb_printf(out, "tile %d x %d x %d, mma.sync, %d-stage ring", pl->mm.bm,
 					  pl->mm.bn, pl->mm.bk, pl->mm.stages);
@@ -294,8 +296,15 @@ void inspect_json(const ir_sched *s, strbuf *out)
 				sb_printf(out, "%s%d", j ? ", " : "",
 					  ir_rank_shift(t->signals[j].rank, r, p->nodes, p->gpus) * s->nflags +
 					  t->signals[j].index);
-			sb_printf(out, "], \"predicted_us\": [%.3f, %.3f]}%s\n", t->t0, t->t1,
-				  k + 1 < total ? "," : "");
+			sb_puts(out, "]");
+			int late = 0;  /* the waits its engine does after it starts */
+			for (int j = 0; j < t->nwaits; j++)
+				if (ir_wait_late(p, t, j))
+					sb_printf(out, "%s%d", late++ ? ", " : ", \"late_waits\": [",
+						  ir_rank_shift(t->waits[j].rank, r, p->nodes, p->gpus) *
+							  s->nflags + t->waits[j].index);
+			sb_printf(out, "%s, \"predicted_us\": [%.3f, %.3f]}%s\n", late ? "]" : "", t->t0,
+				  t->t1, k + 1 < total ? "," : "");
 		}
 	sb_puts(out, "  ],\n  \"flags\": [\n");
 	for (int r = 0; r < p->world; r++)

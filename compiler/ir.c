@@ -82,6 +82,13 @@ static const char *const task_names[] = {
 
 const char *ir_task_name(ir_taskkind k) { return task_names[k]; }
 
+int ir_wait_late(const ir_prog *p, const ir_task *t, int w)
+{
+	if ((t->kind != TASK_MATMUL && t->kind != TASK_MMPART) || !p->ops[t->op].plan.mm.late)
+		return 0;
+	return !(t->nreads > 1 && (t->read_wait[1] == w || t->read_wait[1] == -3));
+}
+
 int ir_find_tensor(const ir_prog *p, const char *name)
 {
 	for (int i = 0; i < p->ntensors; i++)

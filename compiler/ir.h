@@ -218,6 +218,10 @@ typedef struct ir_mm_plan {
 	int carry;          /* wgmma, one tile a task, never skipped: the
 	                       engine goes on into the CTA's next task's
 	                       loads while this tile finishes (wgmma.cuh) */
+	int late;           /* the same tiles: the engine waits for its
+	                       operands' flags itself, B's loads (weights)
+	                       before A's flags, the epilogue operand's just
+	                       before the epilogue (the stage waits per read) */
 } ir_mm_plan;
 
 /* Attention (mkd/attn.cuh): 16-bit inputs take the tensor-core tile of 128
@@ -483,6 +487,11 @@ typedef struct ir_task {
 	double cost_us;  /* cost model's estimate */
 	double t0, t1;   /* predicted begin and end, us from kernel start */
 } ir_task;
+
+/* Whether task t waits for its wait w after it has started: a matmul
+ * tile whose engine waits per operand (plan late) waits before it starts
+ * only for what guards B's read (read 1). */
+int ir_wait_late(const ir_prog *p, const ir_task *t, int w);
 
 typedef struct ir_flag {
 	int index;       /* in the rank's flag array */

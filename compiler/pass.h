@@ -55,6 +55,8 @@ typedef struct compile_opts {
 	                           epilogue (the driver reads MK_NO_EPI2=1) */
 	int no_carry;           /* no matmul's ring carried into the next task
 	                           (the driver reads MK_NO_CARRY=1) */
+	int no_late;            /* every matmul's flags waited for before its
+	                           task starts (the driver reads MK_NO_LATE=1) */
 	int64_t max_mem;        /* bytes the compile's arena may hold (0: the
 	                           driver's COMPILE_MAX_MEM); past it the compile
 	                           ends with "program too large" */

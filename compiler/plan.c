@@ -476,9 +476,12 @@ static void plan_matmul(planner *P, ir_op *op, int wide)
 	mm_grid(P, op);
 	if (!P->err)
 		mm_split(P, op);
-	/* the ring goes on from task to task where every task is one tile
-	 * that runs the engine (bucket tiles past the tokens skip it) */
-	m->carry = m->wgmma && m->tiles_m * m->tiles_n == 1 && m->bucket < 0 && !P->o->no_carry;
+	/* where every task is one tile that runs the engine (bucket tiles
+	 * past the tokens skip it), the ring goes on from task to task, and
+	 * the engine waits for each operand's flags as late as it can */
+	const int one = m->wgmma && m->tiles_m * m->tiles_n == 1 && m->bucket < 0;
+	m->carry = one && !P->o->no_carry;
+	m->late = one && !P->o->no_late;
 	P->err |= before;
 }
 

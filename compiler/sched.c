@@ -33,6 +33,7 @@
 typedef struct dep {
 	int task;   /* template task */
 	int r;      /* the rank shift of its image */
+	unsigned reads;  /* the reads that need it: bit k for read k (31: 31 on) */
 } dep;
 
 typedef struct sched {
@@ -183,7 +184,7 @@ static int find_writers(sched *S, const ir_region *g, dep *out, int n, int max)
 				if (overlap(&w, g, nd)) {
 					if (n == max)
 						return -1;
-					out[n++] = (dep){t->id, r};
+					out[n++] = (dep){t->id, r, 0};
 				}
 			}
 			continue;
@@ -204,7 +205,7 @@ static int find_writers(sched *S, const ir_region *g, dep *out, int n, int max)
 			if (overlap(&t->write, &q, nd)) {
 				if (n == max)
 					return -1;
-				out[n++] = (dep){t->id, r};
+				out[n++] = (dep){t->id, r, 0};
 			}
 		}
 	}
@@ -388,7 +389,10 @@ static void build_deps(sched *S)
 		int n = 0;
 		for (int k = 0; k < t->nreads && n >= 0; k++) {
 			const ir_region g = lower_view_root(p, t->reads[k]);
+			const int n0 = n;
 			n = find_writers(S, &g, buf, n, MAXP);
+			for (int q = n0; q < n; q++)
+				buf[q].reads = 1u << (k < 31 ? k : 31);
 		}
 		if (n < 0) {
 			diag_error(S->d, p->ops[t->op].where,
@@ -402,6 +406,8 @@ static void build_deps(sched *S)
 		for (int k = 0; k < n; k++)
 			if (!m || dep_cmp(&buf[m - 1], &buf[k]))
 				buf[m++] = buf[k];
+			else
+				buf[m - 1].reads |= buf[k].reads;
 		S->deps[i] = arena_alloc(S->a, (size_t)(m + 1) * sizeof(dep));
 		if (!S->deps[i]) {
 			S->err = 1;
@@ -645,6 +651,42 @@ static int task_order_cmp(const void *a, const void *b, void *arg)
 	return (x->order > y->order) - (x->order < y->order);
 }
 
+/* When a task needs what a producer writes (reads: the dep's mask): 0
+ * before it starts; for a matmul tile whose engine waits per operand
+ * (plan.c: late), 1 before A's first load (B's loads, the weights, go out
+ * first) and 2 before its epilogue (the epilogue's operand only). */
+static int need_at(const ir_sched *s, const ir_task *t, unsigned reads)
+{
+	if ((t->kind != TASK_MATMUL && t->kind != TASK_MMPART) || !s->prog->ops[t->op].plan.mm.late ||
+	    reads & 2u)
+		return 0;
+	return reads & ~4u ? 1 : 2;
+}
+
+/* The end of a tile that waits per operand, started at t->t0 on B's
+ * loads: A's flags may come up to `early` later without delaying it (the
+ * ring's fill and the stages of B it loads before A's), the epilogue's
+ * operand until its store. */
+static double late_end(const ir_sched *s, const ir_task *t, double ready_a, double ready_x)
+{
+	const ir_mm_plan *mp = &s->prog->ops[t->op].plan.mm;
+	const ir_region *a = &t->reads[0];  /* A: rows x its K range */
+	const int kd = s->prog->tensors[a->tensor].ndim - 1;
+	const double nk = (double)((a->hi[kd] - a->lo[kd] + 63) / 64);
+	const double frac = nk > mp->wg_stages ? mp->wg_stages / nk : 1;
+	const double early = s->dev.fill_us + frac * (t->cost_us - s->dev.fill_us);
+	const ir_tensor *w = &s->prog->tensors[t->write.tensor];
+	double out = 1;
+	for (int d = 0; d < w->ndim; d++)
+		out *= (double)(t->write.hi[d] - t->write.lo[d]);
+	double t1 = t->t1;
+	if (ready_a + t->cost_us - early > t1)
+		t1 = ready_a + t->cost_us - early;
+	if (ready_x + cost_store_us(&s->dev, out * ir_dtype_size(w->dtype)) > t1)
+		t1 = ready_x + cost_store_us(&s->dev, out * ir_dtype_size(w->dtype));
+	return t1;
+}
+
 static void list_schedule(sched *S)
 {
 	ir_sched *s = S->s;
@@ -653,11 +695,17 @@ static void list_schedule(sched *S)
 	int *indeg = arena_alloc(S->a, (size_t)n * sizeof(int));
 	int **succ = arena_alloc(S->a, (size_t)n * sizeof(int *));
 	int *nsucc = arena_alloc(S->a, (size_t)n * sizeof(int));
+	/* when each task may start, and (need_at 1, 2) when its A and its
+	 * epilogue's operand are there */
 	double *ready = arena_alloc(S->a, (size_t)n * sizeof(double));
+	double *ready_a = arena_alloc(S->a, (size_t)n * sizeof(double));
+	double *ready_x = arena_alloc(S->a, (size_t)n * sizeof(double));
+	char **need = arena_alloc(S->a, (size_t)n * sizeof(char *));
 	double *cta_free = arena_alloc(S->a, (size_t)s->ctas * sizeof(double));
 	int *cta_n = arena_alloc(S->a, (size_t)s->ctas * sizeof(int));
 	heap h = {arena_alloc(S->a, (size_t)n * sizeof(int)), ready, 0};
-	if (!indeg || !succ || !nsucc || !ready || !cta_free || !cta_n || !h.v) {
+	if (!indeg || !succ || !nsucc || !ready || !ready_a || !ready_x || !need || !cta_free ||
+	    !cta_n || !h.v) {
 		S->err = 1;
 		return;
 	}
@@ -679,7 +727,8 @@ static void list_schedule(sched *S)
 		}
 	for (int i = 0; i < n; i++) {
 		succ[i] = arena_alloc(S->a, (size_t)(nsucc[i] + 1) * sizeof(int));
-		if (!succ[i]) {
+		need[i] = arena_alloc(S->a, (size_t)(nsucc[i] + 1));
+		if (!succ[i] || !need[i]) {
 			S->err = 1;
 			return;
 		}
@@ -688,8 +737,12 @@ static void list_schedule(sched *S)
 	for (int i = 0; i < n; i++)
 		for (int k = 0; k < S->ndeps[i]; k++) {
 			int q = S->deps[i][k].task;
-			if (k && S->deps[i][k - 1].task == q)
-				continue;
+			if (k + 1 < S->ndeps[i] && S->deps[i][k + 1].task == q)
+				continue;  /* the last of q's images: their reads together */
+			unsigned reads = 0;
+			for (int k0 = k; k0 >= 0 && S->deps[i][k0].task == q; k0--)
+				reads |= S->deps[i][k0].reads;
+			need[q][nsucc[q]] = (char)need_at(s, &s->tasks[i], reads);
 			succ[q][nsucc[q]++] = i;
 		}
 	int role_of_kind[ROLE_COUNT];
@@ -718,6 +771,8 @@ static void list_schedule(sched *S)
 		t->cost_us = task_cost(s, t, ro->ctas);
 		t->t0 = ready[i] > cta_free[best] ? ready[i] : cta_free[best];
 		t->t1 = t->t0 + t->cost_us;
+		if (ready_a[i] > t->t0 || ready_x[i] > t->t0)
+			t->t1 = late_end(s, t, ready_a[i], ready_x[i]);
 		cta_free[best] = t->t1;
 		if (t->t1 > end)
 			end = t->t1;
@@ -727,8 +782,9 @@ static void list_schedule(sched *S)
 			double lat = s->dev.flag_lat_us;
 			if (t->transport == TR_RDMA)
 				lat += s->dev.nic_lat_us;
-			if (t->t1 + lat > ready[j])
-				ready[j] = t->t1 + lat;
+			double *r = need[i][k] == 1 ? ready_a : need[i][k] == 2 ? ready_x : ready;
+			if (t->t1 + lat > r[j])
+				r[j] = t->t1 + lat;
 			if (--indeg[j] == 0)
 				heap_push(&h, j);
 		}

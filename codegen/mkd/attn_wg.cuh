@@ -121,14 +121,6 @@ MKD_WG_RS(256, 128, 128, 129, 130, 131, 132, 133, mkd_f16, "f16")
 #undef MKD_WG_SS
 #undef MKD_WG_RS
 
-MKD_INLINE void mkd_bar_sync(int id, int n)
-{
-	asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(n) : "memory");
-}
-MKD_INLINE void mkd_bar_arrive(int id, int n)
-{
-	asm volatile("bar.arrive %0, %1;" :: "r"(id), "r"(n) : "memory");
-}
 MKD_INLINE void mkd_wg_pin_u(u32 &x) { asm volatile("" : "+r"(x) :: "memory"); }
 
 template <int D, typename T>

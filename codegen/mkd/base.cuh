@@ -79,6 +79,17 @@ MKD_INLINE u32 mkd_smem_addr(const void *p)
 	return a;
 }
 
+/* named barriers: n threads (whole warps) meet at barrier id; arrive does
+ * not wait */
+MKD_INLINE void mkd_bar_sync(int id, int n)
+{
+	asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(n) : "memory");
+}
+MKD_INLINE void mkd_bar_arrive(int id, int n)
+{
+	asm volatile("bar.arrive %0, %1;" :: "r"(id), "r"(n) : "memory");
+}
+
 MKD_INLINE u64 mkd_globaltimer()
 {
 	u64 t;

@@ -92,6 +92,58 @@ __attribute__((unused)) static __device__ __forceinline__ int mkd_next_ready(con
 	return j;
 }
 
+// Whether wait w of task t guards reads of `tensor` only (and one at least).
+__attribute__((unused)) static __device__ __forceinline__ bool mkd_wait_only_for(const mkd_task &t, int w, int tensor)
+{
+	bool some = false;
+	for (int r = 0; r < t.nread; r++) {
+		const mkd_read &g = MK_READS[t.read0 + r];
+		if (g.wait != w && g.wait != -3)
+			continue;
+		if (g.tensor != tensor)
+			return false;
+		some = true;
+	}
+	return some;
+}
+
+// Thread 0: task i's waits for its reads of `tensor` (some = 1), or every
+// wait but those that guard reads of `tensor` only (some = 0; tensor -1:
+// all of them).  False when the run is aborted.  A peer's input (read
+// wait -2) is the kernel loop's (mkd_run_task).
+__attribute__((unused)) static __device__ __forceinline__ bool mkd_wait_reads(const mkd_params &p, int rank, int cta,
+							int i, u64 epoch, int tensor, int some)
+{
+	const mkd_task &t = MK_TASKS[i];
+	for (int w = 0; w < t.nwait; w++) {
+		bool mine = false;
+		for (int r = 0; r < t.nread && !mine; r++) {
+			const mkd_read &g = MK_READS[t.read0 + r];
+			mine = g.tensor == tensor && (g.wait == w || g.wait == -3);
+		}
+		if (some ? !mine : mkd_wait_only_for(t, w, tensor))
+			continue;
+		if (!mkd_task_wait(p, rank, cta, i, t, w, epoch))
+			return false;
+	}
+	return true;
+}
+
+// The flags of a GEMM tile that the engine waits for itself (a stage with
+// late waits, mkd_wg_waited in mkd/wgmma.cuh): b() those of B's reads,
+// a() every other but the epilogue operand's, x() (with X) those of the
+// epilogue operand's reads.  One thread (wgmma.cuh says which).
+template <bool XO> struct mkd_mm_waits {
+	enum { LATE = 1, X = XO };
+	const mkd_params &p;
+	int rank, cta, i;
+	u64 epoch;
+	int ta, tb, tx;  // the tensors of A, B and the epilogue operand (-1: none)
+	__device__ bool b() const { return mkd_wait_reads(p, rank, cta, i, epoch, tb, 1); }
+	__device__ bool a() const { return mkd_wait_reads(p, rank, cta, i, epoch, tx, 0); }
+	__device__ bool x() const { return !XO || mkd_wait_reads(p, rank, cta, i, epoch, tx, 1); }
+};
+
 // The box read r of a task, as rank `rank` sees it.
 __attribute__((unused)) static __device__ __forceinline__ mkd_box mkd_read_box(int rank, const mkd_task &t, int r)
 {

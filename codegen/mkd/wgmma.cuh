@@ -102,8 +102,23 @@ struct mkd_wg_last {
 	__device__ int operator()(mkd_wg_loads &) const { return -1; }
 };
 
+/* The flags a tile's operands wait on, when the engine waits for them
+ * itself (a stage that waits per read, MK_PROGRESSIVE): thread 0 calls b()
+ * before B's loads and a() before A's, the first consumer thread x()
+ * before the epilogue reads its operand; each returns false when the run
+ * is aborted.  LATE 0: the kernel
+ * loop waited for every flag before the call (this one); X: the epilogue
+ * reads an operand. */
+struct mkd_wg_waited {
+	enum { LATE = 0, X = 0 };
+	__device__ bool b() const { return true; }
+	__device__ bool a() const { return true; }
+	__device__ bool x() const { return true; }
+};
+
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) && !defined(MKD_NO_WGMMA)
 #define MKD_HAS_WGMMA 1
+#define MKD_WG_LATE true       /* a matmul stage with late waits waits per read */
 
 #ifndef MKD_WG_REGS
 #define MKD_WG_REGS 168        /* per-thread registers at kernel entry */
@@ -117,6 +132,7 @@ struct mkd_wg_last {
 #define MKD_WG_TIMEOUT_NS 10000000000ull
 #endif
 #define MKD_WG_BAR_ID 1        /* named barriers 1..3: one per warpgroup */
+#define MKD_WG_BAR_EPI 4       /* 4: the consumers wait for the first one's x() */
 
 /* The ring between two calls: task `task`'s first `pre` loads are in it as
  * loads pos.. of the live barriers; task -1: nothing carried (the barriers
@@ -125,6 +141,7 @@ struct mkd_wg_last {
 struct mkd_wg_carry {
 	int task, pre;
 	u32 pos;
+	int ok, okx;  /* the last call's waits passed: the producer's, the epilogue's */
 };
 static __shared__ mkd_wg_carry mkd_wg_ring;
 MKD_INLINE void mkd_wg_ring_reset() { mkd_wg_ring.task = -1; }
@@ -312,14 +329,57 @@ struct mkd_wgmma_tile {
 		}
 	}
 
+	/* One thread: the first loads of tile l from kt0 on, the ones no load
+	 * of this tile has to free a stage for, waiting for the operands'
+	 * flags itself: their B halves go out before A's flags are waited
+	 * for, as weights are there from the start.  Returns where produce()
+	 * goes on; *ok false when a wait saw the run aborted (every load is
+	 * issued all the same, so that the consumers never wait for a stage
+	 * that does not come). */
+	template <typename W>
+	static MKD_INLINE int produce_first(const mkd_wg_loads &l, int kt0, u32 pos, u32 ring,
+					    u32 bars, const W &w, bool *okp)
+	{
+		bool ok = w.b();
+		asm volatile("fence.proxy.async.global;" ::: "memory");  /* after the flag acquire */
+		const int early = l.nk < STAGES ? l.nk : STAGES;
+		const u32 s0 = (pos + kt0) % STAGES, ph0 = ((pos + kt0) / STAGES) & 1;
+		u32 s = s0, ph = ph0;
+		for (int kt = kt0; kt < early; kt++) {
+			mkd_mbar_wait(empty_bar(bars, s), ph ^ 1, MKD_WG_TIMEOUT_NS);
+			const u32 full = full_bar(bars, s), dst = ring + s * STAGE_BYTES;
+			mkd_mbar_arrive_tx(full, STAGE_BYTES);
+#pragma unroll
+			for (int j = 0; j < B_BOXES; j++)
+				mkd_tma_load_2d(dst + A_BYTES + j * B_BOX, l.tb, l.b_col + 64 * j,
+						l.b_row + kt * BK, full);
+			if (++s == STAGES) {
+				s = 0;
+				ph ^= 1;
+			}
+		}
+		ok = w.a() && ok;
+		asm volatile("fence.proxy.async.global;" ::: "memory");
+		s = s0;
+		for (int kt = kt0; kt < early; kt++) {
+			mkd_tma_load_2d(ring + s * STAGE_BYTES, l.ta, l.a_col + kt * BK, l.a_row,
+					full_bar(bars, s));
+			if (++s == STAGES)
+				s = 0;
+		}
+		*okp = ok;
+		return kt0 > early ? kt0 : early;
+	}
+
 	/* One consumer warpgroup: a CN-column slab of the tile's accumulators,
 	 * wgmma m64nCNk16 over rows 64*arow.. of A and B boxes box0.. of each
 	 * stage; results go to C (the slab's first element) clipped to M x N.
 	 * The slab starts at row r_off, column c_off of the tile (epi's
 	 * coordinates). */
-	template <int CN, typename Epi>
+	template <int CN, bool X, typename Epi, typename WX>
 	static MKD_INLINE void consume(int arow, int box0, int nk, u32 pos, u32 ring, u32 bars,
-				       TC *C, i64 ldc, int M, int N, int r_off, int c_off, Epi &epi)
+				       TC *C, i64 ldc, int M, int N, int r_off, int c_off, Epi &epi,
+				       const WX &wx)
 	{
 		enum { CACC = CN / 2 };
 		const int t = threadIdx.x & 127, lane = threadIdx.x & 31;
@@ -361,6 +421,11 @@ struct mkd_wgmma_tile {
 			mkd_wg_pin(d[i]);
 		if (nk > 0 && lane == 0)  /* the last stage too: the next tile's loads may use it */
 			mkd_mbar_arrive(empty_bar(bars, prev));
+		if (X) {  /* the epilogue's operand: its flags, by the first consumer thread */
+			if (threadIdx.x == 128)
+				mkd_wg_ring.okx = wx();
+			mkd_bar_sync(MKD_WG_BAR_EPI, 256);
+		}
 		/* accumulator j*4 + {0,1}: row r0, columns 8j + 2q + {0,1};
 		 * j*4 + {2,3}: row r0 + 8 (the m64nNk16 D fragment) */
 		const int r0 = (t >> 5) * 16 + (lane >> 2), c0 = (lane & 3) * 2;
@@ -390,18 +455,18 @@ struct mkd_wgmma_tile {
 	 * more than 64 rows, decode) would otherwise leave the second warpgroup
 	 * multiplying zeros: the two split the columns, rows 0..63 each, BN/2
 	 * columns each. */
-	template <typename Epi>
+	template <bool X, typename Epi, typename WX>
 	static MKD_INLINE void consume_tile(int w, int nk, u32 pos, u32 ring, u32 bars, TC *C,
-					    i64 ldc, int M, int N, Epi &epi)
+					    i64 ldc, int M, int N, Epi &epi, const WX &wx)
 	{
 		if (COLS) {
 			enum { H = BN >= 128 ? BN / 2 : 64 };
-			consume<H>(0, w * (H / 64), nk, pos, ring, bars, C + w * H, ldc, M, N - w * H, 0,
-				   w * H, epi);
+			consume<H, X>(0, w * (H / 64), nk, pos, ring, bars, C + w * H, ldc, M, N - w * H,
+				      0, w * H, epi, wx);
 		} else {
 			const int m = M - 64 * w;
-			consume<BN>(w, 0, nk, pos, ring, bars, C + (i64)(64 * w) * ldc, ldc, m, N, 64 * w,
-				    0, epi);
+			consume<BN, X>(w, 0, nk, pos, ring, bars, C + (i64)(64 * w) * ldc, ldc, m, N,
+				       64 * w, 0, epi, wx);
 		}
 	}
 
@@ -412,10 +477,12 @@ struct mkd_wgmma_tile {
 	 * task (-1: a tile of no task, which never picks up a carried ring);
 	 * thread 0 calls next(loads) once: the task this CTA runs next when it
 	 * is a tile of this engine ready to load now (its loads filled in),
-	 * else -1.  All THREADS threads call it. */
-	template <typename Epi, typename Next>
-	static __device__ void run(const mkd_wg_loads &l, int task, Next next, TC *C, i64 ldc, int M,
-				   int N, char *smem, Epi epi)
+	 * else -1; w: the flags the engine waits for itself (mkd_wg_waited:
+	 * none).  All THREADS threads call it; false when a wait saw the run
+	 * aborted. */
+	template <typename Epi, typename Next, typename W>
+	static __device__ bool run(const mkd_wg_loads &l, int task, Next next, const W &w, TC *C,
+				   i64 ldc, int M, int N, char *smem, Epi epi)
 	{
 		const u32 ring = (mkd_smem_addr(smem) + 1023) & ~1023u;
 		const u32 bars = ring + RING;
@@ -439,18 +506,24 @@ struct mkd_wgmma_tile {
 
 		if (wg == 0) {
 			mkd_wg_loads nl = l;
-			int nt = -1;
-			if (threadIdx.x == 0) {  /* before the registers go: the next tile's loads */
-				nt = next(nl);
-				asm volatile("fence.proxy.async.global;" ::: "memory");
+			int nt = -1, from = pre;
+			bool ok = true;
+			/* before the registers go (the waits take more than the
+			 * producer keeps): the next tile's loads, and with late
+			 * waits this tile's first loads and the flags they need */
+			if (threadIdx.x == 0) {
 				mkd_tma_prefetch_desc(l.ta);
 				mkd_tma_prefetch_desc(l.tb);
+				if (W::LATE)
+					from = produce_first(l, pre, pos, ring, bars, w, &ok);
+				nt = next(nl);
+				asm volatile("fence.proxy.async.global;" ::: "memory");
 			}
 			__syncwarp();
 			if (TRADE_REGS)
 				asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(MKD_WG_REGS_PRODUCER));
 			if (threadIdx.x == 0) {
-				produce(l, pre, l.nk, pos, ring, bars);
+				produce(l, from, l.nk, pos, ring, bars);
 				/* the next tile's first loads, into the stages this
 				 * tile frees: none of them waits for the next call */
 				const int npre = nt >= 0 ? (nl.nk < STAGES ? nl.nk : STAGES) : 0;
@@ -458,6 +531,7 @@ struct mkd_wgmma_tile {
 				mkd_wg_ring.task = npre > 0 ? nt : -1;
 				mkd_wg_ring.pre = npre;
 				mkd_wg_ring.pos = pos + l.nk;
+				mkd_wg_ring.ok = ok;
 			}
 			__syncwarp();
 			if (TRADE_REGS) {
@@ -467,8 +541,8 @@ struct mkd_wgmma_tile {
 		} else {
 			if (TRADE_REGS)
 				asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(MKD_WG_REGS_CONSUMER));
-			consume_tile(wg - 1, l.nk, pos, ring, bars, C, ldc, M < BM ? M : BM, N < BN ? N : BN,
-				     epi);
+			consume_tile<W::X>(wg - 1, l.nk, pos, ring, bars, C, ldc, M < BM ? M : BM,
+					   N < BN ? N : BN, epi, [&] { return w.x(); });
 			if (TRADE_REGS) {
 				if (wg == 1)
 					mkd_wg_bar<MKD_WG_BAR_ID + 1>();
@@ -486,6 +560,7 @@ struct mkd_wgmma_tile {
 			}
 		}
 		__syncthreads();  /* the ring and the barrier words are free, or carried */
+		return mkd_wg_ring.ok && (!W::X || mkd_wg_ring.okx);
 	}
 
 	/* One tile of no task, K columns from (a_row, a_col) of A and from
@@ -496,11 +571,12 @@ struct mkd_wgmma_tile {
 				   char *smem, Epi epi)
 	{
 		const mkd_wg_loads l = {ta, tb, a_row, a_col, b_row, b_col, K > 0 ? (K + BK - 1) / BK : 0};
-		run(l, -1, mkd_wg_last(), C, ldc, M, N, smem, epi);
+		run(l, -1, mkd_wg_last(), mkd_wg_waited(), C, ldc, M, N, smem, epi);
 	}
 };
 
 #else
+#define MKD_WG_LATE false      /* the portable tile: the loop waits up front */
 MKD_INLINE void mkd_wg_ring_reset() {}
 #endif /* __CUDA_ARCH_FEAT_SM90_ALL */
 #endif

@@ -47,10 +47,11 @@
 # CU: const mkd_tensor &X2 = MK_T[T_S];  // mul's other operand, read in the epilogue
 # CU-NEXT: const mkd_epi2<mkd_ident, mkd_mul, mkd_bf16, mkd_ident> epi{mkd_ident(),
 # CU-NEXT: (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_S, X2, rank, lo[0], lo[1], lo[2]), (int)X2.st[1], mkd_ident()};
-# CU: mkd_wgmma_tile<{{.*}}>::run(loads(i), i, [&](mkd_wg_loads &n) {
-# CU: }, c, C.st[1], rows, cols, smem, epi);
+# CU: if (!mkd_wgmma_tile<{{.*}}>::run(loads(i), i, [&](mkd_wg_loads &n) {
+# CU: mkd_mm_waits<true>{p, rank, cta, i, epoch, T_X, T_Wu, T_S},
+# CU-NEXT: c, C.st[1], rows, cols, smem, epi))
 # CU: // stage M: Y = matmul(A, Wd, X), {{.*}}; then add X in the epilogue
-# CU: c, W.st[1], rows, cols, smem, mkd_epi_none());
+# CU: c, W.st[1], rows, cols, smem, mkd_epi_none()))
 # CU: // the sum of the tile's 4 partials
 # CU: const mkd_epi2<mkd_ident, mkd_add, mkd_bf16, mkd_ident> epi{mkd_ident(),
 # CU-NEXT: (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_X, X2, rank, lo[0], lo[1], lo[2]), (int)X2.st[1], mkd_ident()};

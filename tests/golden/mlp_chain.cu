@@ -3,7 +3,7 @@
 // 230512 bytes of shared memory per CTA.  Tables describe rank 0; rank r runs
 // their image under sigma_r (mkd/mesh.cuh).
 // roles: compute CTAs 0-131
-// predicted 71.0 us, floor 0.5 us
+// predicted 32.5 us, floor 0.5 us
 
 #define MKD_SYS_SCOPE 0
 #define MKD_WG_TRADE 0  // several engine instances: no register trading
@@ -216,12 +216,15 @@ static __device__ __forceinline__ bool stage_H1(const mkd_params &p, int rank, i
 			(int)((l[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] + l[1] - mkd_base<MK_GPUS>(A, 1, rank)), 0,
 			(int)(0 * B.local[1]), (int)(l[2] - mkd_base<MK_GPUS>(B, 2, rank)), (int)((K + 63) / 64)};
 	};
-	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(loads(i), i, [&](mkd_wg_loads &n) {
+	if (!mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(loads(i), i, [&](mkd_wg_loads &n) {
 			const int j = mkd_next_ready(p, rank, i, epoch);
 			if (j >= 0)
 				n = loads(j);
 			return j;
-		}, c, C.st[1], rows, cols, smem, epi);
+		},
+		mkd_mm_waits<true>{p, rank, cta, i, epoch, T_N1, T_W1, T_b1},
+		c, C.st[1], rows, cols, smem, epi))
+		return false;
 #else
 	const mkd_bf16 *a = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_N1, A, rank, lo[0], lo[1], k0);
 	const mkd_bf16 *b = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_W1, B, rank, 0, k0, lo[2]);
@@ -254,12 +257,15 @@ static __device__ __forceinline__ bool stage_M1(const mkd_params &p, int rank, i
 			(int)((l[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] + l[1] - mkd_base<MK_GPUS>(A, 1, rank)), 0,
 			(int)(0 * B.local[1]), (int)(l[2] - mkd_base<MK_GPUS>(B, 2, rank)), (int)((K + 63) / 64)};
 	};
-	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(loads(i), i, [&](mkd_wg_loads &n) {
+	if (!mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(loads(i), i, [&](mkd_wg_loads &n) {
 			const int j = mkd_next_ready(p, rank, i, epoch);
 			if (j >= 0)
 				n = loads(j);
 			return j;
-		}, c, C.st[1], rows, cols, smem, epi);
+		},
+		mkd_mm_waits<true>{p, rank, cta, i, epoch, T_A1, T_W2, T_X},
+		c, C.st[1], rows, cols, smem, epi))
+		return false;
 #else
 	const mkd_bf16 *a = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_A1, A, rank, lo[0], lo[1], k0);
 	const mkd_bf16 *b = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_W2, B, rank, 0, k0, lo[2]);
@@ -307,12 +313,15 @@ static __device__ __forceinline__ bool stage_H2(const mkd_params &p, int rank, i
 			(int)((l[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] + l[1] - mkd_base<MK_GPUS>(A, 1, rank)), 0,
 			(int)(0 * B.local[1]), (int)(l[2] - mkd_base<MK_GPUS>(B, 2, rank)), (int)((K + 63) / 64)};
 	};
-	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(loads(i), i, [&](mkd_wg_loads &n) {
+	if (!mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(loads(i), i, [&](mkd_wg_loads &n) {
 			const int j = mkd_next_ready(p, rank, i, epoch);
 			if (j >= 0)
 				n = loads(j);
 			return j;
-		}, c, C.st[1], rows, cols, smem, epi);
+		},
+		mkd_mm_waits<true>{p, rank, cta, i, epoch, T_N2, T_W3, T_b3},
+		c, C.st[1], rows, cols, smem, epi))
+		return false;
 #else
 	const mkd_bf16 *a = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_N2, A, rank, lo[0], lo[1], k0);
 	const mkd_bf16 *b = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_W3, B, rank, 0, k0, lo[2]);
@@ -375,12 +384,15 @@ static __device__ __forceinline__ bool stage_M2(const mkd_params &p, int rank, i
 			(int)((l[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] + l[1] - mkd_base<MK_GPUS>(A, 1, rank)), 0,
 			(int)(0 * B.local[1]), (int)(l[2] - mkd_base<MK_GPUS>(B, 2, rank)), (int)((K + 63) / 64)};
 	};
-	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(loads(i), i, [&](mkd_wg_loads &n) {
+	if (!mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(loads(i), i, [&](mkd_wg_loads &n) {
 			const int j = mkd_next_ready(p, rank, i, epoch);
 			if (j >= 0)
 				n = loads(j);
 			return j;
-		}, c, C.st[1], rows, cols, smem, epi);
+		},
+		mkd_mm_waits<true>{p, rank, cta, i, epoch, T_G2, T_W4, T_R1},
+		c, C.st[1], rows, cols, smem, epi))
+		return false;
 #else
 	const mkd_bf16 *a = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_G2, A, rank, lo[0], lo[1], k0);
 	const mkd_bf16 *b = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_W4, B, rank, 0, k0, lo[2]);
@@ -425,12 +437,15 @@ static __device__ __forceinline__ bool stage_Y(const mkd_params &p, int rank, in
 			(int)((l[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] + l[1] - mkd_base<MK_GPUS>(A, 1, rank)), 0,
 			(int)(0 * B.local[1]), (int)(l[2] - mkd_base<MK_GPUS>(B, 2, rank)), (int)((K + 63) / 64)};
 	};
-	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(loads(i), i, [&](mkd_wg_loads &n) {
+	if (!mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(loads(i), i, [&](mkd_wg_loads &n) {
 			const int j = mkd_next_ready(p, rank, i, epoch);
 			if (j >= 0)
 				n = loads(j);
 			return j;
-		}, c, C.st[1], rows, cols, smem, mkd_epi_none());
+		},
+		mkd_mm_waits<false>{p, rank, cta, i, epoch, T_N3, T_Wo, -1},
+		c, C.st[1], rows, cols, smem, mkd_epi_none()))
+		return false;
 #else
 	const mkd_bf16 *a = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_N3, A, rank, lo[0], lo[1], k0);
 	const mkd_bf16 *b = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_Wo, B, rank, 0, k0, lo[2]);
@@ -440,8 +455,8 @@ static __device__ __forceinline__ bool stage_Y(const mkd_params &p, int rank, in
 	return true;
 }
 
-// stages that wait for each read themselves
-__device__ const bool MK_PROGRESSIVE[] = {false, false, false, false, false, false, false, false, false, false};
+// stages that wait for each read themselves (MKD_WG_LATE: on the Hopper engine)
+__device__ const bool MK_PROGRESSIVE[] = {false, MKD_WG_LATE, MKD_WG_LATE, false, MKD_WG_LATE, false, false, MKD_WG_LATE, false, MKD_WG_LATE};
 
 // Task i's stage function, by its stage (all threads of the CTA; false when
 // the run is aborted).

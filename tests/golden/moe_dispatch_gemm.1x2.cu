@@ -250,7 +250,7 @@ static __device__ __noinline__ bool stage_Y(const mkd_params &p, int rank, int c
 	return true;
 }
 
-// stages that wait for each read themselves
+// stages that wait for each read themselves (MKD_WG_LATE: on the Hopper engine)
 __device__ const bool MK_PROGRESSIVE[] = {false, false, false, false, false};
 
 // Task i's stage function, by its stage (all threads of the CTA; false when

@@ -43,8 +43,9 @@ own verifier (compiler/verify.c):
              `for q in remote` put stages, which send to every remote rank
              as written)
   timeline   predicted times consistent: t0 <= t1, a CTA's tasks in order do
-             not overlap, a waiter starts after its signallers end, the
-             prediction is not below the floor
+             not overlap, a waiter starts after its signallers end (ends
+             after them, for a flag in its late_waits), the prediction is
+             not below the floor
 
 Usage: check_schedule.py [-q] [--rdma-once] [--max-errors N] [FILE.json | -]
 Exit status: 0 all checks pass, 1 violations (listed on stdout), 2 unusable
@@ -205,6 +206,9 @@ class Checker:
             for k in ("waits", "signals"):
                 if type(t[k]) is not list or not all(type(f) is int for f in t[k]):
                     raise Bad("%s: '%s' is not a list of flag ids" % (w, k))
+            if "late_waits" in t and (type(t["late_waits"]) is not list or
+                                      not all(f in t["waits"] for f in t["late_waits"])):
+                raise Bad("%s: 'late_waits' is not a list of its waits" % w)
             if "predicted_us" in t:
                 p = t["predicted_us"]
                 if not (isinstance(p, list) and len(p) == 2):
@@ -905,7 +909,13 @@ class Checker:
                 continue
             last = max(self.tasks[s]["predicted_us"][1] for s in self.signallers[fid])
             for w in ws:
-                if self.tasks[w]["predicted_us"][0] < last - EPS:
+                if fid in self.tasks[w].get("late_waits", []):
+                    # waited for by the task's engine after it starts: before it ends
+                    if self.tasks[w]["predicted_us"][1] < last - EPS:
+                        self.err("timeline", "%s predicted to end at %.3f, before flag %d's "
+                                 "last signal at %.3f" % (self.tdesc(w),
+                                                         self.tasks[w]["predicted_us"][1], fid, last))
+                elif self.tasks[w]["predicted_us"][0] < last - EPS:
                     self.err("timeline", "%s predicted to start at %.3f, before flag %d's last "
                              "signal at %.3f" % (self.tdesc(w), self.tasks[w]["predicted_us"][0],
                                                  fid, last))

@@ -382,6 +382,7 @@ def m_drop_wait(d):
     if not t:
         return None
     t["waits"] = []
+    t.pop("late_waits", None)
     return "ordering"
 
 
