@@ -107,20 +107,40 @@ double cost_store_us(const ir_device *d, double bytes)
 	return bytes / (d->copy_cta_gbps * 1e9) * 1e6;
 }
 
-double cost_tile_us(const ir_device *d, double flops, double hbm, int ctas, int ranks_per_gpu)
+/* A tile's arithmetic (c) and its stream (m), microseconds */
+static void tile_parts(const ir_device *d, double flops, double hbm, int ctas, int ranks_per_gpu,
+		       double *c, double *m)
 {
-	double c = cost_compute_us(d, flops, 1) - d->task_us;
-	double m = 0;
+	*c = cost_compute_us(d, flops, 1) - d->task_us;
+	*m = 0;
 	if (hbm > 0) {
 		double bw = d->stream_cta_gbps;
 		double share = d->mem_gbps / (ranks_per_gpu > 0 ? ranks_per_gpu : 1) /
 			       (ctas > 0 ? ctas : 1);
 		if (share < bw)
 			bw = share;
-		m = hbm / (bw * 1e9) * 1e6;
+		*m = hbm / (bw * 1e9) * 1e6;
 	}
+}
+
+double cost_tile_us(const ir_device *d, double flops, double hbm, int ctas, int ranks_per_gpu)
+{
+	double c, m;
+	tile_parts(d, flops, hbm, ctas, ranks_per_gpu, &c, &m);
 	/* + the ring's fill before the first step and its drain, the epilogue
 	 * and the flags after the last */
+	return (c > m ? c : m) + d->fill_us;
+}
+
+double cost_tile_rest_us(const ir_device *d, double flops, double hbm, int ctas, int ranks_per_gpu,
+			 double early)
+{
+	double c, m;
+	tile_parts(d, flops, hbm, ctas, ranks_per_gpu, &c, &m);
+	m *= 1 - early;
+	/* the fill as a whole still counts: A's loads start only now, and the
+	 * drain, the epilogue and the flags come after (no measurement yet
+	 * says how much of it the early loads hide) */
 	return (c > m ? c : m) + d->fill_us;
 }
 

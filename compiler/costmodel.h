@@ -47,6 +47,12 @@ double cost_store_us(const ir_device *d, double bytes);
  * the bandwidth split among them, at most what one CTA's ring streams),
  * plus fill_us (the ring's fill and drain, the epilogue, the flags). */
 double cost_tile_us(const ir_device *d, double flops, double hbm, int ctas, int ranks_per_gpu);
+/* What such a tile still needs once its A is there when it streamed the
+ * share `early` of its bytes before (a tile that waits per operand loads
+ * B's first stages first): the longer of its arithmetic and the rest of
+ * its stream, plus fill_us. */
+double cost_tile_rest_us(const ir_device *d, double flops, double hbm, int ctas, int ranks_per_gpu,
+			 double early);
 /* A copy by one CTA of a role of `ctas` CTAs sharing a link of link_gbps. */
 double cost_copy_us(const ir_device *d, double bytes, ir_transport tr,
 		    int ctas, int ranks_per_gpu);

@@ -482,6 +482,16 @@ static ir_rolekind role_of(const ir_task *t)
 	}
 }
 
+/* A tile's epilogue: its box stored from registers */
+static double tile_store_us(const ir_sched *s, const ir_task *t)
+{
+	const ir_tensor *w = &s->prog->tensors[t->write.tensor];
+	double out = 1;
+	for (int d = 0; d < w->ndim; d++)
+		out *= (double)(t->write.hi[d] - t->write.lo[d]);
+	return cost_store_us(&s->dev, out * ir_dtype_size(w->dtype));
+}
+
 static double task_cost(const ir_sched *s, const ir_task *t, int role_ctas)
 {
 	switch (t->kind) {
@@ -494,15 +504,9 @@ static double task_cost(const ir_sched *s, const ir_task *t, int role_ctas)
 	case TASK_MATMUL:
 	case TASK_MMPART:
 	case TASK_ATTN:
-	case TASK_ATTNPART: {
-		/* and the epilogue's stores of the tile */
-		const ir_tensor *w = &s->prog->tensors[t->write.tensor];
-		double out = 1;
-		for (int d = 0; d < w->ndim; d++)
-			out *= (double)(t->write.hi[d] - t->write.lo[d]);
+	case TASK_ATTNPART:  /* and the epilogue's stores of the tile */
 		return cost_tile_us(&s->dev, t->flops, t->hbm, s->ctas, s->ranks_per_gpu) +
-		       cost_store_us(&s->dev, out * ir_dtype_size(w->dtype));
-	}
+		       tile_store_us(s, t);
 	default:
 		return cost_stream_us(&s->dev, t->bytes);
 	}
@@ -663,28 +667,18 @@ static int need_at(const ir_sched *s, const ir_task *t, unsigned reads)
 	return reads & ~4u ? 1 : 2;
 }
 
-/* The end of a tile that waits per operand, started at t->t0 on B's
- * loads: A's flags may come up to `early` later without delaying it (the
- * ring's fill and the stages of B it loads before A's), the epilogue's
- * operand until its store. */
-static double late_end(const ir_sched *s, const ir_task *t, double ready_a, double ready_x)
+/* What a tile that waits per operand still needs once A's flags are set:
+ * the rest of it after the B stages it loads before waiting for A (the
+ * share of its k steps the ring holds), and its store. */
+static double late_rest_us(const ir_sched *s, const ir_task *t)
 {
 	const ir_mm_plan *mp = &s->prog->ops[t->op].plan.mm;
 	const ir_region *a = &t->reads[0];  /* A: rows x its K range */
 	const int kd = s->prog->tensors[a->tensor].ndim - 1;
 	const double nk = (double)((a->hi[kd] - a->lo[kd] + 63) / 64);
-	const double frac = nk > mp->wg_stages ? mp->wg_stages / nk : 1;
-	const double early = s->dev.fill_us + frac * (t->cost_us - s->dev.fill_us);
-	const ir_tensor *w = &s->prog->tensors[t->write.tensor];
-	double out = 1;
-	for (int d = 0; d < w->ndim; d++)
-		out *= (double)(t->write.hi[d] - t->write.lo[d]);
-	double t1 = t->t1;
-	if (ready_a + t->cost_us - early > t1)
-		t1 = ready_a + t->cost_us - early;
-	if (ready_x + cost_store_us(&s->dev, out * ir_dtype_size(w->dtype)) > t1)
-		t1 = ready_x + cost_store_us(&s->dev, out * ir_dtype_size(w->dtype));
-	return t1;
+	const double early = nk > mp->wg_stages ? mp->wg_stages / nk : 1;
+	return cost_tile_rest_us(&s->dev, t->flops, t->hbm, s->ctas, s->ranks_per_gpu, early) +
+	       tile_store_us(s, t);
 }
 
 static void list_schedule(sched *S)
@@ -771,8 +765,11 @@ static void list_schedule(sched *S)
 		t->cost_us = task_cost(s, t, ro->ctas);
 		t->t0 = ready[i] > cta_free[best] ? ready[i] : cta_free[best];
 		t->t1 = t->t0 + t->cost_us;
-		if (ready_a[i] > t->t0 || ready_x[i] > t->t0)
-			t->t1 = late_end(s, t, ready_a[i], ready_x[i]);
+		if (ready_a[i] > t->t0 || ready_x[i] > t->t0) {  /* waits per operand */
+			const double ea = ready_a[i] + late_rest_us(s, t), ex = ready_x[i] + tile_store_us(s, t);
+			t->t1 = t->t1 > ea ? t->t1 : ea;
+			t->t1 = t->t1 > ex ? t->t1 : ex;
+		}
 		cta_free[best] = t->t1;
 		if (t->t1 > end)
 			end = t->t1;
@@ -785,8 +782,21 @@ static void list_schedule(sched *S)
 			double *r = need[i][k] == 1 ? ready_a : need[i][k] == 2 ? ready_x : ready;
 			if (t->t1 + lat > r[j])
 				r[j] = t->t1 + lat;
-			if (--indeg[j] == 0)
+			if (--indeg[j] == 0) {
+				/* a tile that waits per operand starts no earlier than
+				 * lets it end when its A and epilogue operand allow */
+				if (ready_a[j] > ready[j] || ready_x[j] > ready[j]) {
+					const ir_task *u = &s->tasks[j];
+					const double c = task_cost(s, u, s->roles[role_of_kind[role_of(u)]].ctas);
+					const double sa = ready_a[j] + late_rest_us(s, u) - c,
+						     sx = ready_x[j] + tile_store_us(s, u) - c;
+					if (sa > ready[j])
+						ready[j] = sa;
+					if (sx > ready[j])
+						ready[j] = sx;
+				}
 				heap_push(&h, j);
+			}
 		}
 	}
 	if (done != n) {
