@@ -142,6 +142,7 @@ template <bool XO> struct mkd_mm_waits {
 	__device__ bool b() const { return mkd_wait_reads(p, rank, cta, i, epoch, tb, 1); }
 	__device__ bool a() const { return mkd_wait_reads(p, rank, cta, i, epoch, tx, 0); }
 	__device__ bool x() const { return !XO || mkd_wait_reads(p, rank, cta, i, epoch, tx, 1); }
+	__device__ u64 flag_ns() const { return 2 * p.timeout_ns; }  // b() then a()
 };
 
 // The box read r of a task, as rank `rank` sees it.

@@ -70,6 +70,8 @@
  * map's K extent to end at the tile's k0 + K.  C: row-major, ldc elements,
  * pointing at the tile's first element, 4-byte aligned pairs (ldc even).
  * Waits are bounded: a barrier that stays incomplete for MKD_WG_TIMEOUT_NS
+ * (with waits per operand: plus the run's flag timeout, which thread 0's
+ * flag waits may take before the loads go out)
  * traps (a bug in the ring, never a slow producer).
  *
  * Only compiled for sm_90a (NVRTC defines __CUDA_ARCH_FEAT_SM90_ALL);
@@ -114,6 +116,7 @@ struct mkd_wg_waited {
 	__device__ bool b() const { return true; }
 	__device__ bool a() const { return true; }
 	__device__ bool x() const { return true; }
+	__device__ u64 flag_ns() const { return 0; }  /* the flag waits' bound */
 };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) && !defined(MKD_NO_WGMMA)
@@ -379,7 +382,7 @@ struct mkd_wgmma_tile {
 	template <int CN, bool X, typename Epi, typename WX>
 	static MKD_INLINE void consume(int arow, int box0, int nk, u32 pos, u32 ring, u32 bars,
 				       TC *C, i64 ldc, int M, int N, int r_off, int c_off, Epi &epi,
-				       const WX &wx)
+				       const WX &wx, u64 tmo)
 	{
 		enum { CACC = CN / 2 };
 		const int t = threadIdx.x & 127, lane = threadIdx.x & 31;
@@ -391,7 +394,7 @@ struct mkd_wgmma_tile {
 		const u64 db = mkd_wg_desc(ring + A_BYTES + box0 * B_BOX, B_BOX, 1024);
 		u32 s = pos % STAGES, ph = (pos / STAGES) & 1, prev = 0;
 		for (int kt = 0; kt < nk; kt++) {
-			mkd_mbar_wait(full_bar(bars, s), ph, MKD_WG_TIMEOUT_NS);
+			mkd_mbar_wait(full_bar(bars, s), ph, tmo);
 			const u64 off = (u64)((s * STAGE_BYTES) >> 4);
 #pragma unroll
 			for (int i = 0; i < CACC; i++)
@@ -457,16 +460,16 @@ struct mkd_wgmma_tile {
 	 * columns each. */
 	template <bool X, typename Epi, typename WX>
 	static MKD_INLINE void consume_tile(int w, int nk, u32 pos, u32 ring, u32 bars, TC *C,
-					    i64 ldc, int M, int N, Epi &epi, const WX &wx)
+					    i64 ldc, int M, int N, Epi &epi, const WX &wx, u64 tmo)
 	{
 		if (COLS) {
 			enum { H = BN >= 128 ? BN / 2 : 64 };
 			consume<H, X>(0, w * (H / 64), nk, pos, ring, bars, C + w * H, ldc, M, N - w * H,
-				      0, w * H, epi, wx);
+				      0, w * H, epi, wx, tmo);
 		} else {
 			const int m = M - 64 * w;
 			consume<BN, X>(w, 0, nk, pos, ring, bars, C + (i64)(64 * w) * ldc, ldc, m, N,
-				       64 * w, 0, epi, wx);
+				       64 * w, 0, epi, wx, tmo);
 		}
 	}
 
@@ -541,8 +544,10 @@ struct mkd_wgmma_tile {
 		} else {
 			if (TRADE_REGS)
 				asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(MKD_WG_REGS_CONSUMER));
+			/* a stage may wait for its flags first: never trap before they time out */
 			consume_tile<W::X>(wg - 1, l.nk, pos, ring, bars, C, ldc, M < BM ? M : BM,
-					   N < BN ? N : BN, epi, [&] { return w.x(); });
+					   N < BN ? N : BN, epi, [&] { return w.x(); },
+					   MKD_WG_TIMEOUT_NS + w.flag_ns());
 			if (TRADE_REGS) {
 				if (wg == 1)
 					mkd_wg_bar<MKD_WG_BAR_ID + 1>();
