@@ -172,6 +172,22 @@ static void flagrefs(const ir_flagref *f, int n, strbuf *out)
 		sb_printf(out, "%sf%d@%d", i ? "," : "", f[i].index, f[i].rank);
 }
 
+/* A task's waits: those before it starts, then (" in-tile ...") those its
+ * engine waits for after it has started (ir_wait_late) */
+static void waitrefs(const ir_prog *p, const ir_task *t, strbuf *out)
+{
+	int n = 0, late = 0;
+	for (int w = 0; w < t->nwaits; w++)
+		if (!ir_wait_late(p, t, w))
+			sb_printf(out, "%sf%d@%d", n++ ? "," : "", t->waits[w].index, t->waits[w].rank);
+	if (!n)
+		sb_puts(out, "-");
+	for (int w = 0; w < t->nwaits; w++)
+		if (ir_wait_late(p, t, w))
+			sb_printf(out, "%sf%d@%d", late++ ? "," : " in-tile ", t->waits[w].index,
+				  t->waits[w].rank);
+}
+
 void inspect_schedule(const ir_sched *s, strbuf *out)
 {
 	const ir_prog *p = s->prog;
@@ -197,7 +213,8 @@ void inspect_schedule(const ir_sched *s, strbuf *out)
 		inspect_region(p, &s->flags[f].guards, out);
 		sb_putc(out, '\n');
 	}
-	sb_puts(out, "\ntasks of rank 0, by CTA (rank r runs the same lists under sigma_r)\n");
+	sb_puts(out, "\ntasks of rank 0, by CTA (rank r runs the same lists under sigma_r; \"in-tile\":\n"
+		   "waits a tile's engine does after the tile has started)\n");
 	for (int c = 0; c < s->ctas; c++) {
 		int a = s->cta_first[c], b = s->cta_first[c + 1];
 		if (a == b)
@@ -208,7 +225,7 @@ void inspect_schedule(const ir_sched *s, strbuf *out)
 			sb_printf(out, "  %3d t%-5d %8.2f %8.2f  ", t->order, t->id, t->t0, t->t1);
 			task_line(s, t, out);
 			sb_puts(out, "  waits ");
-			flagrefs(t->waits, t->nwaits, out);
+			waitrefs(p, t, out);
 			sb_puts(out, " signals ");
 			flagrefs(t->signals, t->nsignals, out);
 			sb_putc(out, '\n');

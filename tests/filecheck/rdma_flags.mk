@@ -13,7 +13,7 @@
 # CHECK-NEXT: f0 expects 1 Ag Ag@2[0:128, 0:128]
 # CHECK: copy Ag Ag@0[384:512, 0:128] <- Ag@1[384:512, 0:128] (nvlink) waits f0@1 signals
 # CHECK: rdma Ag Ag@2[0:128, 0:128] <- A@0[0:128, 0:128] (rdma) waits - signals f0@2
-# CHECK: matmul C C@0[256:384, 0:256] <- Ag@0[256:384, 0:128], B@0[0:128, 0:256] waits f0@0 signals -
+# CHECK: matmul C C@0[256:384, 0:256] <- Ag@0[256:384, 0:128], B@0[0:128, 0:256] waits - in-tile f0@0 signals -
 #
 # JSON: "flags": [
 # JSON-NEXT: {"id": 0, "rank": 0, "expected": 1}
