@@ -119,15 +119,27 @@ static int build_defines(const mk_param *params, int nparams, mk_define *defs, i
 	return nparams;
 }
 
-static ir_device device_model(const mk_ctx *c)
+/* The cost model plans and predicts with: the H200 defaults, the keys of
+ * the file $MK_DEVICE_FILE names over them (docs/costmodel.md; e.g.
+ * tools/devices/h100.txt), then what the context found on its GPU (SMs,
+ * shared memory).  -1 with the file's error in log. */
+static int device_model(const mk_ctx *c, ir_device *d, strbuf *log)
 {
-	ir_device d = costmodel_h200();
-	if (c && c->sms > 0) {
-		d.sms = c->sms;
-		if (c->smem_optin > 0)
-			d.smem_per_sm = c->smem_optin;
+	*d = costmodel_h200();
+	const char *f = getenv("MK_DEVICE_FILE");
+	if (f && *f) {
+		char why[256];
+		if (costmodel_load(f, d, why, sizeof why) != 0) {
+			sb_printf(log, "mk: MK_DEVICE_FILE: %s\n", why);
+			return -1;
+		}
 	}
-	return d;
+	if (c && c->sms > 0) {
+		d->sms = c->sms;
+		if (c->smem_optin > 0)
+			d->smem_per_sm = c->smem_optin;
+	}
+	return 0;
 }
 
 static mk_status compile_for(const mk_ctx *c, srcset *src, int file, const mk_param *params,
@@ -141,7 +153,9 @@ static mk_status compile_for(const mk_ctx *c, srcset *src, int file, const mk_pa
 		sb_printf(log, "mk: %s\n", err);
 		return MK_ERR_INVALID;
 	}
-	ir_device dev = device_model(c);
+	ir_device dev;
+	if (device_model(c, &dev, log) != 0)
+		return MK_ERR_INVALID;
 	/* no context, or a CPU one: only the CPU reference runs it */
 	compile_opts o = {.defs = defs, .ndefs = nd, .ranks_per_gpu = ranks, .world = world,
 			  .dev = &dev,

@@ -7,7 +7,7 @@
 # is not dumped onto a terminal; mkrun --cpu refuses --trace, -n and
 # --resident instead of ignoring them, and --save checks its directory
 # before the run; the no-driver message does not repeat itself; the embed
-# sample runs without a GPU.
+# sample runs without a GPU; a bad MK_DEVICE_FILE is an error with its line.
 set -u
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
@@ -65,6 +65,15 @@ want 2 "has no meaning there" "$MKRUN" $M --cpu --resident
 want 2 "cannot create the directory" "$MKRUN" $M --cpu -D M=8 -D N=8 -D K=8 --save /nonexistent/out
 want 0 "" "$MKRUN" $M --cpu -D M=8 -D N=8 -D K=8 --save "$d/saved"
 [ -f "$d/saved/C.r0.npy" ] || { echo "FAIL: --save wrote no C.r0.npy"; fail=1; }
+
+# MK_DEVICE_FILE: the runtime plans with a file's cost-model keys; a bad
+# file is an error that names it and the line
+printf 'bogus = 1\n' >"$d/bad.dev"
+want 1 "MK_DEVICE_FILE: .*bad.dev:1: unknown key 'bogus'" env MK_DEVICE_FILE="$d/bad.dev" \
+	"$MKRUN" $M --cpu -D M=128 -D N=128 -D K=64
+want 1 "MK_DEVICE_FILE: cannot read" env MK_DEVICE_FILE="$d/none.dev" "$MKRUN" $M --cpu \
+	-D M=128 -D N=128 -D K=64
+want 0 "" env MK_DEVICE_FILE=tools/devices/h100.txt "$MKRUN" $M --cpu -D M=128 -D N=128 -D K=64
 
 # without a GPU: the message says it once, and embed runs on the CPU
 if "$B/embed" >"$d/out" 2>"$d/err"; then
