@@ -250,7 +250,13 @@ check "embed" "$B/embed" samples/ag_gemm.mk
 # one process per rank, sharing the GPU under MPS (started here, stopped below)
 mps=0
 if [ -z "$prewarm" ] && command -v nvidia-cuda-mps-control >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-	if nvidia-cuda-mps-control -d >/dev/null 2>&1; then mps=1; sleep 1; fi
+	if nvidia-cuda-mps-control -d >/dev/null 2>&1; then
+		mps=1
+		# a run cut short (timeout's TERM, ^C) stops it too: left running,
+		# it keeps ncu and other tools off the GPU
+		trap 'echo quit | nvidia-cuda-mps-control >/dev/null 2>&1; exit 130' INT TERM
+		sleep 1
+	fi
 fi
 while read -r name args; do
 	for n in 2 4; do
@@ -316,7 +322,8 @@ killtest22() {
 			{ [ "$mps" = 1 ] && echo "$out" | grep -qE "rank 1: CUDA driver call failed: .*CUDA_ERROR_ILLEGAL_ADDRESS"; }; }
 }
 check "kill.2x2.n4" killtest22
-[ "$mps" = 1 ] && [ -z "$prewarm" ] && echo quit | nvidia-cuda-mps-control >/dev/null 2>&1
+[ "$mps" = 1 ] && [ -z "$prewarm" ] && echo quit | nvidia-cuda-mps-control >/dev/null 2>&1 &&
+	trap - INT TERM
 # the Python package: zero-copy torch tensors, CUDA graph replays, the
 # torchrun example with 2 processes under MPS (its own MPS start and stop)
 check "python" sh tests/gpu/python_check.sh "$B"
