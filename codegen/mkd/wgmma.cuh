@@ -108,15 +108,15 @@ struct mkd_wg_last {
  * itself (a stage that waits per read, MK_PROGRESSIVE): thread 0 calls b()
  * before B's loads and a() before A's, the first consumer thread x()
  * before the epilogue reads its operand; each returns false when the run
- * is aborted.  LATE 0: the kernel
- * loop waited for every flag before the call (this one); X: the epilogue
- * reads an operand. */
+ * is aborted.  LATE 0: the kernel loop waited for every flag before the
+ * call (this one); X: the epilogue reads an operand; flag_ns(): how long
+ * the waits before the loads may take (the consumers' ring waits add it). */
 struct mkd_wg_waited {
 	enum { LATE = 0, X = 0 };
 	__device__ bool b() const { return true; }
 	__device__ bool a() const { return true; }
 	__device__ bool x() const { return true; }
-	__device__ u64 flag_ns() const { return 0; }  /* the flag waits' bound */
+	__device__ u64 flag_ns() const { return 0; }
 };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) && !defined(MKD_NO_WGMMA)
