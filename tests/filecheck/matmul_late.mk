@@ -3,7 +3,7 @@
 # (the weights: none) before its first loads, A's before A's loads, the
 # epilogue operand's just before the epilogue -- so a tile streams weights
 # while the rmsnorm before it, or the gate of silu(G) * U, is still being
-# written.
+# written.  On samples/decode_mlp.mk at T = 4, D = 512, F = 1024.
 #   PLAN     every matmul of the block waits per operand
 #   CU       the stage waits per read on sm_90a only (MKD_WG_LATE: the
 #            mma.sync tile keeps the kernel loop's waits), and the engine
@@ -13,15 +13,15 @@
 #            epilogue reads has ended (and the checker accepts it)
 #   OFF      MK_NO_LATE=1: no late waits, every flag before the start
 #
-# RUN: %mkc --emit=plan %s | FileCheck %s --check-prefix=PLAN
-# RUN: %mkc --emit=cu %s | FileCheck %s --check-prefix=CU
-# RUN: %mkc --emit=ptx %s -o %t.ptx
-# RUN: %mkc --emit=json %s > %t.json
+# RUN: %mkc --emit=plan samples/decode_mlp.mk -D T=4 -D D=512 -D F=1024 | FileCheck %s --check-prefix=PLAN
+# RUN: %mkc --emit=cu samples/decode_mlp.mk -D T=4 -D D=512 -D F=1024 | FileCheck %s --check-prefix=CU
+# RUN: %mkc --emit=ptx samples/decode_mlp.mk -D T=4 -D D=512 -D F=1024 -o %t.ptx
+# RUN: %mkc --emit=json samples/decode_mlp.mk -D T=4 -D D=512 -D F=1024 > %t.json
 # RUN: FileCheck %s --check-prefix=JSON < %t.json
 # RUN: python3 tests/tools/check_schedule.py -q %t.json
 # RUN: python3 -c "import json,sys; d=json.load(open(sys.argv[1])); T=d['tasks']; end={}; [end.setdefault(f, []).append(t['predicted_us'][1]) for t in T for f in t['signals']]; sys.exit(0 if any(t['stage']=='U' and any(t['predicted_us'][0] < max(end[f]) for f in t.get('late_waits', [])) for t in T) else 1)" %t.json
-# RUN: env MK_NO_LATE=1 %mkc --emit=json %s | FileCheck %s --check-prefix=OFF --implicit-check-not=late_waits
-# RUN: env MK_NO_LATE=1 %mkc --emit=cu %s | FileCheck %s --check-prefix=OFFCU
+# RUN: env MK_NO_LATE=1 %mkc --emit=json samples/decode_mlp.mk -D T=4 -D D=512 -D F=1024 | FileCheck %s --check-prefix=OFF --implicit-check-not=late_waits
+# RUN: env MK_NO_LATE=1 %mkc --emit=cu samples/decode_mlp.mk -D T=4 -D D=512 -D F=1024 | FileCheck %s --check-prefix=OFFCU
 #
 # PLAN: G matmul {{.*}}, waits per operand
 # PLAN: U matmul {{.*}}, waits per operand{{.*}}, mul S in the epilogue
@@ -32,19 +32,3 @@
 # JSON: "stage": "U"{{.*}}"late_waits": [
 # OFF: "tasks": [
 # OFFCU: mkd_wg_waited(),
-pipeline matmul_late {
-  param T = 4, D = 512, F = 1024
-  in  X  : bf16[T, D]
-  in  g  : bf16[D]
-  in  Wg : bf16[D, F]
-  in  Wu : bf16[D, F]
-  in  Wd : bf16[F, D]
-  out Y  : bf16[T, D]
-  N = rmsnorm(X, g)
-  G = matmul(N, Wg)
-  U = matmul(N, Wu)
-  S = silu(G)
-  A = mul(S, U)
-  M = matmul(A, Wd)
-  Y = add(X, M)
-}
