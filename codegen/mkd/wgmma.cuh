@@ -310,21 +310,35 @@ struct mkd_wgmma_tile {
 	static MKD_INLINE u32 full_bar(u32 bars, int s) { return bars + 8 * s; }
 	static MKD_INLINE u32 empty_bar(u32 bars, int s) { return bars + 8 * (STAGES + s); }
 
-	/* one thread: loads kt0..kt1 of tile l as loads pos + kt of the ring:
-	 * wait for the stage to be free, announce its bytes, load A and B */
+	/* one thread: stage s for its next load, of round parity ph: wait for
+	 * it to be free and announce the whole stage's bytes */
+	static MKD_INLINE void claim(u32 bars, u32 s, u32 ph)
+	{
+		mkd_mbar_wait(empty_bar(bars, s), ph ^ 1, MKD_WG_TIMEOUT_NS);
+		mkd_mbar_arrive_tx(full_bar(bars, s), STAGE_BYTES);
+	}
+	/* k step kt of tile l's A, and of its B, into stage s */
+	static MKD_INLINE void load_a(const mkd_wg_loads &l, int kt, u32 ring, u32 bars, u32 s)
+	{
+		mkd_tma_load_2d(ring + s * STAGE_BYTES, l.ta, l.a_col + kt * BK, l.a_row, full_bar(bars, s));
+	}
+	static MKD_INLINE void load_b(const mkd_wg_loads &l, int kt, u32 ring, u32 bars, u32 s)
+	{
+#pragma unroll
+		for (int j = 0; j < B_BOXES; j++)
+			mkd_tma_load_2d(ring + s * STAGE_BYTES + A_BYTES + j * B_BOX, l.tb, l.b_col + 64 * j,
+					l.b_row + kt * BK, full_bar(bars, s));
+	}
+
+	/* one thread: loads kt0..kt1 of tile l as loads pos + kt of the ring */
 	static MKD_INLINE void produce(const mkd_wg_loads &l, int kt0, int kt1, u32 pos, u32 ring,
 				       u32 bars)
 	{
 		u32 s = (pos + kt0) % STAGES, ph = ((pos + kt0) / STAGES) & 1;
 		for (int kt = kt0; kt < kt1; kt++) {
-			mkd_mbar_wait(empty_bar(bars, s), ph ^ 1, MKD_WG_TIMEOUT_NS);
-			const u32 full = full_bar(bars, s), dst = ring + s * STAGE_BYTES;
-			mkd_mbar_arrive_tx(full, STAGE_BYTES);
-			mkd_tma_load_2d(dst, l.ta, l.a_col + kt * BK, l.a_row, full);
-#pragma unroll
-			for (int j = 0; j < B_BOXES; j++)
-				mkd_tma_load_2d(dst + A_BYTES + j * B_BOX, l.tb, l.b_col + 64 * j,
-						l.b_row + kt * BK, full);
+			claim(bars, s, ph);
+			load_a(l, kt, ring, bars, s);
+			load_b(l, kt, ring, bars, s);
 			if (++s == STAGES) {
 				s = 0;
 				ph ^= 1;
@@ -346,16 +360,11 @@ struct mkd_wgmma_tile {
 		bool ok = w.b();
 		asm volatile("fence.proxy.async.global;" ::: "memory");  /* after the flag acquire */
 		const int early = l.nk < STAGES ? l.nk : STAGES;
-		const u32 s0 = (pos + kt0) % STAGES, ph0 = ((pos + kt0) / STAGES) & 1;
-		u32 s = s0, ph = ph0;
+		const u32 s0 = (pos + kt0) % STAGES;
+		u32 s = s0, ph = ((pos + kt0) / STAGES) & 1;
 		for (int kt = kt0; kt < early; kt++) {
-			mkd_mbar_wait(empty_bar(bars, s), ph ^ 1, MKD_WG_TIMEOUT_NS);
-			const u32 full = full_bar(bars, s), dst = ring + s * STAGE_BYTES;
-			mkd_mbar_arrive_tx(full, STAGE_BYTES);
-#pragma unroll
-			for (int j = 0; j < B_BOXES; j++)
-				mkd_tma_load_2d(dst + A_BYTES + j * B_BOX, l.tb, l.b_col + 64 * j,
-						l.b_row + kt * BK, full);
+			claim(bars, s, ph);
+			load_b(l, kt, ring, bars, s);
 			if (++s == STAGES) {
 				s = 0;
 				ph ^= 1;
@@ -365,8 +374,7 @@ struct mkd_wgmma_tile {
 		asm volatile("fence.proxy.async.global;" ::: "memory");
 		s = s0;
 		for (int kt = kt0; kt < early; kt++) {
-			mkd_tma_load_2d(ring + s * STAGE_BYTES, l.ta, l.a_col + kt * BK, l.a_row,
-					full_bar(bars, s));
+			load_a(l, kt, ring, bars, s);
 			if (++s == STAGES)
 				s = 0;
 		}
