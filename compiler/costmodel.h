@@ -16,6 +16,7 @@
 	X(max_threads_per_sm, INT)                                     \
 	X(smem_per_sm, INT)                                            \
 	X(regs_per_sm, INT)                                            \
+	X(l2_bytes, INT)                                               \
 	X(bf16_tflops, DBL)                                            \
 	X(f32_tflops, DBL)                                             \
 	X(mem_gbps, DBL)                                               \
