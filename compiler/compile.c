@@ -94,10 +94,6 @@ int compile_run(srcset *src, int file, const compile_opts *o,
 	const char *ne = getenv("MK_NO_EPI2");
 	if (ne && *ne && strcmp(ne, "0"))
 		opt.no_epi2 = 1;
-	/* MK_NO_HGROUP=1: attention tasks tile by tile over all the heads (A/B) */
-	const char *nh = getenv("MK_NO_HGROUP");
-	if (nh && *nh && strcmp(nh, "0"))
-		opt.no_hgroup = 1;
 	/* MK_NO_CARRY=1: every matmul tile fills its ring afresh (A/B) */
 	const char *nc = getenv("MK_NO_CARRY");
 	if (nc && *nc && strcmp(nc, "0"))

@@ -14,7 +14,6 @@ ir_device costmodel_h200(void)
 		.max_threads_per_sm = 2048,
 		.smem_per_sm = 227 * 1024,
 		.regs_per_sm = 65536,
-		.l2_bytes = 60 * 1024 * 1024, /* PyTorch reports 60 MB on the H200 */
 		.bf16_tflops = 790.0,   /* cuBLAS 8192^3 measured here: 769-798 */
 		.f32_tflops = 60.0,
 		.mem_gbps = 4300.0,     /* d2d copy measured here, read + write */

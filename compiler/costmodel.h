@@ -16,7 +16,6 @@
 	X(max_threads_per_sm, INT)                                     \
 	X(smem_per_sm, INT)                                            \
 	X(regs_per_sm, INT)                                            \
-	X(l2_bytes, INT)                                               \
 	X(bf16_tflops, DBL)                                            \
 	X(f32_tflops, DBL)                                             \
 	X(mem_gbps, DBL)                                               \

@@ -93,9 +93,6 @@ void inspect_plans(const ir_prog *p, strbuf *out)
 			if (pl->attn.kvsplit > 1)
 				sb_printf(out, ", split-KV %d x %lld keys into %s", pl->attn.kvsplit,
 					  (long long)pl->attn.kvstep, p->tensors[pl->attn.work].name);
-			if (pl->attn.hgroup > 0)
-				sb_printf(out, ", tasks %d head%s at a time", pl->attn.hgroup,
-					  pl->attn.hgroup > 1 ? "s" : "");
 			break;
 		case OP_DISPATCH:
 			sb_printf(out, "%lld slots a task", (long long)pl->moe.block);

@@ -251,10 +251,6 @@ typedef struct ir_attn_plan {
 	                       queries, D + 2] of unnormalised outputs with
 	                       their running max and sum (columns D, D + 1, in
 	                       log2 units); -1 */
-	int hgroup;         /* the task order: all query tiles of hgroup heads
-	                       before the next heads (their K and V stay in the
-	                       L2 while every tile reads them); 0: tile by tile
-	                       over all the heads */
 } ir_attn_plan;
 
 /* MoE (mkd/moe.cuh): dispatch fills a bucket in blocks of slots, as many
@@ -519,7 +515,6 @@ typedef struct ir_device {
 	int max_threads_per_sm;
 	int smem_per_sm;           /* bytes usable by one CTA */
 	int regs_per_sm;
-	int l2_bytes;              /* the L2 cache */
 	double bf16_tflops;        /* dense tensor-core rate, whole device */
 	double f32_tflops;         /* CUDA-core rate, whole device */
 	double mem_gbps;           /* device memory, read + write */

@@ -183,15 +183,11 @@ void lower_attention(lower *L, int oi)
 	const int NS = ap->kvsplit > 1 ? ap->kvsplit : 1;  /* split-KV ranges */
 	const int64_t Sq = tq->shape[sd];  /* whole: the plan splits only then */
 	/* causal: the tiles of later queries see more keys; they come first, so
-	 * that the list scheduler places the long tasks before the short ones;
-	 * all the tiles of a group of heads before the next group (the plan's
-	 * hgroup: their K and V stay in the L2).  Split-KV: every tile's
-	 * partials first, then the merges. */
-	const int64_t hg = ap->hgroup > 0 ? ap->hgroup : heads;
+	 * that the list scheduler places the long tasks before the short ones.
+	 * Split-KV: every tile's partials first, then the merges. */
 	for (int pass = 0; pass < (NS > 1 ? 2 : 1); pass++)
-	for (int64_t h0 = 0; h0 < heads; h0 += hg)
 	for (int ii = 0; ii < nc && !L->err; ii++)
-		for (int64_t h = h0; h < h0 + hg && h < heads && !L->err; h++) {
+		for (int64_t h = 0; h < heads && !L->err; h++) {
 			int i = op->causal ? nc - 1 - ii : ii;
 			ir_region q = qfull;
 			if (sd) {

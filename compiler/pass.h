@@ -53,8 +53,6 @@ typedef struct compile_opts {
 	                           driver reads MK_NO_VIEWS=1) */
 	int no_epi2;            /* no add or mul fused into a matmul's
 	                           epilogue (the driver reads MK_NO_EPI2=1) */
-	int no_hgroup;          /* attention tiles in the order tile by tile over
-	                           every head (MK_NO_HGROUP=1) */
 	int no_carry;           /* no matmul's ring carried into the next task
 	                           (the driver reads MK_NO_CARRY=1) */
 	int no_late;            /* every matmul's flags waited for before its

@@ -609,36 +609,6 @@ static void attn_split(planner *P, ir_op *op)
 	a->work = w;
 }
 
-/* The task order of an attention over several heads: every query tile
- * reads its head's keys and values from the first (up to the diagonal,
- * causal), so tiles of one head share them in the L2, and tiles of all the
- * heads at once (the order tile by tile) stream them from device memory
- * again and again once they outgrow it (8 heads of 32768 keys of D = 128:
- * 128 MB).  So the tiles go head group by head group, a group's K and V
- * within half the L2, the longest tiles of a group first (causal; the list
- * scheduler then balances the CTAs).  Split-KV ranges read disjoint keys:
- * no order to keep.  MK_NO_HGROUP=1 keeps the order tile by tile (A/B). */
-static void attn_order(planner *P, ir_op *op)
-{
-	const ir_prog *p = P->p;
-	ir_attn_plan *a = &op->plan.attn;
-	const ir_tensor *q = &p->tensors[op->in[0]], *k = &p->tensors[op->in[1]];
-	const int sd = q->ndim - 2;
-	const int64_t heads = sd ? q->local[0] : 1;
-	a->hgroup = 0;
-	if (heads < 2 || a->kvsplit > 1 || P->o->no_hgroup)
-		return;
-	/* a head's K and V as every tile reads them: all the keys, gathered */
-	const double kv = 2.0 * (double)k->shape[sd] * (double)k->shape[k->ndim - 1] *
-			  ir_dtype_size(k->dtype);
-	const double g = P->dev.l2_bytes / 2.0 / kv;
-	if (g >= heads)
-		return;
-	/* as few groups as fit, of even size (32 heads of 30 a group: 16 + 16) */
-	const int64_t n = g < 1 ? heads : (heads + (int64_t)g - 1) / (int64_t)g;
-	a->hgroup = (int)((heads + n - 1) / n);
-}
-
 /* Whether every read of op's tasks is on the rank itself, as the Hopper
  * tile's tensor maps (one per tensor and rank) need: Q split as O is (a
  * task reads the query rows it writes), K and V whole on every rank (given,
@@ -739,7 +709,6 @@ static void plan_attention(planner *P, ir_op *op)
 		op->plan.threads = 384;  /* producer + two consumer warpgroups */
 	}
 	attn_split(P, op);
-	attn_order(P, op);
 	/* split-KV tasks stream the cache for a few queries: load latency
 	 * bounds them, so more stages in flight (4, or 3, where they fit) */
 	for (int n = 4; a->engine == IR_ATTN_MMA && a->tensor_cores && a->kvsplit > 1 && n > 2; n--) {
