@@ -102,6 +102,10 @@ int compile_run(srcset *src, int file, const compile_opts *o,
 	const char *nl = getenv("MK_NO_LATE");
 	if (nl && *nl && strcmp(nl, "0"))
 		opt.no_late = 1;
+	/* MK_LATE=1: every tile that can waits per operand (A/B) */
+	const char *al = getenv("MK_LATE");
+	if (al && *al && strcmp(al, "0"))
+		opt.all_late = 1;
 	if (!a->limit)
 		a->limit = (size_t)(opt.max_mem > 0 ? opt.max_mem : COMPILE_MAX_MEM);
 

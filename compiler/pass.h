@@ -57,6 +57,9 @@ typedef struct compile_opts {
 	                           (the driver reads MK_NO_CARRY=1) */
 	int no_late;            /* every matmul's flags waited for before its
 	                           task starts (the driver reads MK_NO_LATE=1) */
+	int all_late;           /* every tile that can waits per operand, not
+	                           only those whose operand another rank
+	                           delivers (MK_LATE=1) */
 	int64_t max_mem;        /* bytes the compile's arena may hold (0: the
 	                           driver's COMPILE_MAX_MEM); past it the compile
 	                           ends with "program too large" */

@@ -383,6 +383,24 @@ static void mm_split(planner *P, ir_op *op)
 	m->work = w;
 }
 
+/* Whether a matmul's A or its epilogue's operand comes (through layout
+ * ops) from an exchange: data another rank delivers while the tile could
+ * already load B. */
+static int mm_delivered(const ir_prog *p, const ir_op *op)
+{
+	for (int k = 0; k < op->nin; k += 2) {  /* in[0] (A) and in[2] (the operand) */
+		int t = op->in[k];
+		while (t >= 0 && p->tensors[t].producer >= 0) {
+			const ir_op *w = &p->ops[p->tensors[t].producer];
+			const char c = ir_op_class(w->kind);
+			if (c == 'X')
+				return 1;
+			t = c == 'L' ? w->in[0] : -1;
+		}
+	}
+	return 0;
+}
+
 static void plan_matmul(planner *P, ir_op *op, int wide)
 {
 	const ir_prog *p = P->p;
@@ -477,11 +495,16 @@ static void plan_matmul(planner *P, ir_op *op, int wide)
 	if (!P->err)
 		mm_split(P, op);
 	/* where every task is one tile that runs the engine (bucket tiles
-	 * past the tokens skip it), the ring goes on from task to task, and
-	 * the engine waits for each operand's flags as late as it can */
+	 * past the tokens skip it), the ring goes on from task to task; and
+	 * where another rank delivers A or the epilogue's operand, the engine
+	 * waits for each operand's flags as late as it can, so that B's loads
+	 * run under the transfer.  Not where they are computed here: on the
+	 * H200 that gained nothing in decode and cost 4-5% in compute-bound
+	 * chains (docs/perf-notes.md, 2026-12-05); MK_LATE=1 makes every such
+	 * tile wait per operand, MK_NO_LATE=1 none */
 	const int one = m->wgmma && m->tiles_m * m->tiles_n == 1 && m->bucket < 0;
 	m->carry = one && !P->o->no_carry;
-	m->late = one && !P->o->no_late;
+	m->late = one && !P->o->no_late && (P->o->all_late || mm_delivered(P->p, op));
 	P->err |= before;
 }
 

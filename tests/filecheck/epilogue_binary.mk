@@ -19,7 +19,7 @@
 #
 # RUN: %mkc --emit=expand %s | FileCheck %s --check-prefix=EX
 # RUN: %mkc --emit=schedule %s | FileCheck %s --check-prefix=SM
-# RUN: %mkc --emit=cu %s | FileCheck %s --check-prefix=CU
+# RUN: env MK_LATE=1 %mkc --emit=cu %s | FileCheck %s --check-prefix=CU
 # RUN: %mkc --emit=ptx %s -o %t.ptx
 # RUN: FileCheck %s --check-prefix=PTX < %t.ptx
 # RUN: env MK_NO_WGMMA=1 %mkc --emit=cu %s | FileCheck %s --check-prefix=MMA

@@ -17,19 +17,19 @@
 # RUN: %mkc --emit=plan %s | FileCheck %s --check-prefix=PLAN
 # RUN: %mkc --emit=schedule %s | FileCheck %s --check-prefix=SM
 # RUN: env MK_NO_LATE=1 %mkc --emit=cu %s | FileCheck %s --check-prefix=CU
-# RUN: %mkc --emit=cu %s | FileCheck %s --check-prefix=LATE
+# RUN: env MK_LATE=1 %mkc --emit=cu %s | FileCheck %s --check-prefix=LATE
 # RUN: %mkc --emit=ptx %s -o %t.ptx
 # RUN: FileCheck %s --check-prefix=PTX < %t.ptx
 # RUN: env MK_NO_CARRY=1 MK_NO_LATE=1 %mkc --emit=cu %s | FileCheck %s --check-prefix=NOCARRY
-# RUN: env MK_NO_CARRY=1 %mkc --emit=cu %s | FileCheck %s --check-prefix=LATEONLY
+# RUN: env MK_NO_CARRY=1 MK_LATE=1 %mkc --emit=cu %s | FileCheck %s --check-prefix=LATEONLY
 # RUN: env MK_NO_CARRY=1 %mkc --emit=plan %s | FileCheck %s --check-prefix=NOCARRY-PLAN
 # RUN: sed -e 's/matmul(X, W)$/matmul(X, W)  split 3/' %s > %t.h.mk
 # RUN: %mkc --emit=plan %t.h.mk | FileCheck %s --check-prefix=HINT
 # RUN: sed -e 's/matmul(X, W)$/matmul(X, W)  split 1/' %s > %t.off.mk
 # RUN: %mkc --emit=schedule %t.off.mk | FileCheck %s --check-prefix=OFF --implicit-check-not=mmpart
 #
-# PLAN: H matmul tile 128 x 128 x 64, wgmma{{.*}}, 64 rows: the warpgroups split the columns, the ring goes on into the next task, waits per operand, split-K 8 x 256 into Y__ksplit, silu in the epilogue
-# NOCARRY-PLAN: H matmul tile 128 x 128 x 64, wgmma{{.*}}, 64 rows: the warpgroups split the columns, waits per operand, split-K 8 x 256 into Y__ksplit
+# PLAN: H matmul tile 128 x 128 x 64, wgmma{{.*}}, 64 rows: the warpgroups split the columns, the ring goes on into the next task, split-K 8 x 256 into Y__ksplit, silu in the epilogue
+# NOCARRY-PLAN: H matmul tile 128 x 128 x 64, wgmma{{.*}}, 64 rows: the warpgroups split the columns, split-K 8 x 256 into Y__ksplit
 # SM: mmpart H        Y__ksplit@0[0:1, 0:16, 0:128] <- X@0[0:16, 0:256], W@0[0:256, 0:128]
 # SM: sumk   H        Y@0[0:16, 0:128] <- Y__ksplit@0[0:8, 0:16, 0:128]
 # CU: if (t.stage == W_H) {

@@ -110,7 +110,7 @@ static __device__ __forceinline__ bool stage_H(const mkd_params &p, int rank, in
 				n = loads(j);
 			return j;
 		},
-		mkd_mm_waits<false>{p, rank, cta, i, epoch, T_X, T_W, -1},
+		mkd_wg_waited(),
 		c, C.st[1], rows, cols, smem, mkd_epi1<mkd_relu>{mkd_relu()}))
 		return false;
 #else
@@ -123,7 +123,7 @@ static __device__ __forceinline__ bool stage_H(const mkd_params &p, int rank, in
 }
 
 // stages that wait for each read themselves (MKD_WG_LATE: on the Hopper engine)
-__device__ const bool MK_PROGRESSIVE[] = {MKD_WG_LATE};
+__device__ const bool MK_PROGRESSIVE[] = {false};
 
 // Task i's stage function, by its stage (all threads of the CTA; false when
 // the run is aborted).

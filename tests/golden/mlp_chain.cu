@@ -3,7 +3,7 @@
 // 230512 bytes of shared memory per CTA.  Tables describe rank 0; rank r runs
 // their image under sigma_r (mkd/mesh.cuh).
 // roles: compute CTAs 0-131
-// predicted 57.8 us, floor 0.5 us
+// predicted 71.0 us, floor 0.5 us
 
 #define MKD_SYS_SCOPE 0
 #define MKD_WG_TRADE 0  // several engine instances: no register trading
@@ -222,7 +222,7 @@ static __device__ __forceinline__ bool stage_H1(const mkd_params &p, int rank, i
 				n = loads(j);
 			return j;
 		},
-		mkd_mm_waits<true>{p, rank, cta, i, epoch, T_N1, T_W1, T_b1},
+		mkd_wg_waited(),
 		c, C.st[1], rows, cols, smem, epi))
 		return false;
 #else
@@ -263,7 +263,7 @@ static __device__ __forceinline__ bool stage_M1(const mkd_params &p, int rank, i
 				n = loads(j);
 			return j;
 		},
-		mkd_mm_waits<true>{p, rank, cta, i, epoch, T_A1, T_W2, T_X},
+		mkd_wg_waited(),
 		c, C.st[1], rows, cols, smem, epi))
 		return false;
 #else
@@ -319,7 +319,7 @@ static __device__ __forceinline__ bool stage_H2(const mkd_params &p, int rank, i
 				n = loads(j);
 			return j;
 		},
-		mkd_mm_waits<true>{p, rank, cta, i, epoch, T_N2, T_W3, T_b3},
+		mkd_wg_waited(),
 		c, C.st[1], rows, cols, smem, epi))
 		return false;
 #else
@@ -390,7 +390,7 @@ static __device__ __forceinline__ bool stage_M2(const mkd_params &p, int rank, i
 				n = loads(j);
 			return j;
 		},
-		mkd_mm_waits<true>{p, rank, cta, i, epoch, T_G2, T_W4, T_R1},
+		mkd_wg_waited(),
 		c, C.st[1], rows, cols, smem, epi))
 		return false;
 #else
@@ -443,7 +443,7 @@ static __device__ __forceinline__ bool stage_Y(const mkd_params &p, int rank, in
 				n = loads(j);
 			return j;
 		},
-		mkd_mm_waits<false>{p, rank, cta, i, epoch, T_N3, T_Wo, -1},
+		mkd_wg_waited(),
 		c, C.st[1], rows, cols, smem, mkd_epi_none()))
 		return false;
 #else
@@ -456,7 +456,7 @@ static __device__ __forceinline__ bool stage_Y(const mkd_params &p, int rank, in
 }
 
 // stages that wait for each read themselves (MKD_WG_LATE: on the Hopper engine)
-__device__ const bool MK_PROGRESSIVE[] = {false, MKD_WG_LATE, MKD_WG_LATE, false, MKD_WG_LATE, false, false, MKD_WG_LATE, false, MKD_WG_LATE};
+__device__ const bool MK_PROGRESSIVE[] = {false, false, false, false, false, false, false, false, false, false};
 
 // Task i's stage function, by its stage (all threads of the CTA; false when
 // the run is aborted).
