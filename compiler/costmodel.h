@@ -30,7 +30,9 @@
 	X(fill_us, DBL)                                                \
 	X(copy_cta_gbps, DBL)                                          \
 	X(stream_cta_gbps, DBL)                                        \
-	X(mma_eff, DBL)
+	X(mma_eff, DBL)                                                \
+	X(attn_eff, DBL)                                               \
+	X(attn_causal_eff, DBL)
 
 ir_device costmodel_h200(void);
 /* Reads `key = value` lines (# comments) over *d; -1 with why[] on error. */
@@ -53,6 +55,10 @@ double cost_tile_us(const ir_device *d, double flops, double hbm, int ctas, int 
  * its stream, plus fill_us. */
 double cost_tile_rest_us(const ir_device *d, double flops, double hbm, int ctas, int ranks_per_gpu,
 			 double early);
+/* An attention tile: as a matmul tile, its arithmetic at attn_eff (or,
+ * causal, attn_causal_eff: flops counting only the keys the rows see). */
+double cost_attn_us(const ir_device *d, double flops, int causal, double hbm, int ctas,
+		    int ranks_per_gpu);
 /* A copy by one CTA of a role of `ctas` CTAs sharing a link of link_gbps. */
 double cost_copy_us(const ir_device *d, double bytes, ir_transport tr,
 		    int ctas, int ranks_per_gpu);

@@ -531,6 +531,9 @@ typedef struct ir_device {
 	double stream_cta_gbps;    /* what one CTA streams through a tile's
 	                              load ring (TMA or cp.async) */
 	double mma_eff;            /* portable mma.sync tile: fraction of peak */
+	double attn_eff;           /* an attention tile: fraction of peak */
+	double attn_causal_eff;    /* the same under a causal mask, per flop
+	                              its rows' keys count */
 } ir_device;
 
 typedef struct ir_sched {

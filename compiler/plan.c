@@ -522,13 +522,16 @@ static int64_t best_kvsplit(const planner *P, const ir_op *op, int64_t tiles, in
 	const double rows = (double)(q->local[sd] < op->plan.attn.rows ? q->local[sd]
 								: op->plan.attn.rows);
 	const double flops = 4.0 * rows * keys * D / (op->causal ? 2 : 1);
-	const double kv = 2.0 * keys * D * ir_dtype_size(k->dtype);
+	/* K and V from device memory once for the head's query tiles (the L2
+	 * serves the others), as lower_attention counts them */
+	const double kv = 2.0 * keys * D * ir_dtype_size(k->dtype) /
+			  (double)((q->local[sd] + op->plan.attn.rows - 1) / op->plan.attn.rows);
 	const int rpg = P->o->ranks_per_gpu > 0 ? P->o->ranks_per_gpu : 1;
 	double best = 0, none = 0;
 	int64_t bs = 1;
 	for (int64_t S = 1; S <= 16 && (S == 1 || stages / S >= 4); S++) {
-		const double part = cost_tile_us(&P->dev, flops / (double)S, kv / (double)S +
-						 rows * (D + 2) * 4, P->ctas, rpg);
+		const double part = cost_attn_us(&P->dev, flops / (double)S, op->causal,
+						 kv / (double)S + rows * (D + 2) * 4, P->ctas, rpg);
 		double t = (double)((tiles * S + P->ctas - 1) / P->ctas) * part;
 		if (S > 1)
 			t += (double)((tiles + P->ctas - 1) / P->ctas) *

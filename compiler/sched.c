@@ -502,10 +502,13 @@ static double task_cost(const ir_sched *s, const ir_task *t, int role_ctas)
 	case TASK_COMBINE:
 		return cost_copy_us(&s->dev, t->bytes, t->transport, role_ctas, s->ranks_per_gpu);
 	case TASK_MATMUL:
-	case TASK_MMPART:
-	case TASK_ATTN:
-	case TASK_ATTNPART:  /* and the epilogue's stores of the tile */
+	case TASK_MMPART:  /* and the epilogue's stores of the tile */
 		return cost_tile_us(&s->dev, t->flops, t->hbm, s->ctas, s->ranks_per_gpu) +
+		       tile_store_us(s, t);
+	case TASK_ATTN:
+	case TASK_ATTNPART:
+		return cost_attn_us(&s->dev, t->flops, s->prog->ops[t->op].causal, t->hbm, s->ctas,
+				    s->ranks_per_gpu) +
 		       tile_store_us(s, t);
 	default:
 		return cost_stream_us(&s->dev, t->bytes);
