@@ -71,6 +71,13 @@ static int done(compile_out *out, int file, compile_pass k, double *t0, int fail
 	return failed || diag_has_errors(d) ? 1 : 0;
 }
 
+/* An environment switch: set, not empty and not "0" */
+static int env_on(const char *name)
+{
+	const char *v = getenv(name);
+	return v && *v && strcmp(v, "0");
+}
+
 int compile_run(srcset *src, int file, const compile_opts *o,
 		compile_pass upto, diags *d, arena *a, compile_out *out)
 {
@@ -78,33 +85,22 @@ int compile_run(srcset *src, int file, const compile_opts *o,
 	compile_opts opt = {0};
 	if (o)
 		opt = *o;
-	/* MK_NO_WGMMA=1: every matmul on the portable tile (diagnosis) */
-	const char *nw = getenv("MK_NO_WGMMA");
-	if (nw && *nw && strcmp(nw, "0"))
+	/* A/B switches of the environment (set and not "0") */
+	if (env_on("MK_NO_WGMMA"))  /* every matmul on the portable tile (diagnosis) */
 		opt.no_wgmma = 1;
 	/* MK_ATTN_ENGINE=mma: attention on the mma.sync tile (A/B against wgmma) */
 	const char *ae = getenv("MK_ATTN_ENGINE");
 	if (ae && !strcmp(ae, "mma"))
 		opt.attn_mma = 1;
-	/* MK_NO_VIEWS=1: every layout op copies (views against copies) */
-	const char *nv = getenv("MK_NO_VIEWS");
-	if (nv && *nv && strcmp(nv, "0"))
+	if (env_on("MK_NO_VIEWS"))  /* every layout op copies (views against copies) */
 		opt.no_views = 1;
-	/* MK_NO_EPI2=1: add and mul stay stages of their own (fused against not) */
-	const char *ne = getenv("MK_NO_EPI2");
-	if (ne && *ne && strcmp(ne, "0"))
+	if (env_on("MK_NO_EPI2"))  /* add and mul stay stages of their own */
 		opt.no_epi2 = 1;
-	/* MK_NO_CARRY=1: every matmul tile fills its ring afresh (A/B) */
-	const char *nc = getenv("MK_NO_CARRY");
-	if (nc && *nc && strcmp(nc, "0"))
+	if (env_on("MK_NO_CARRY"))  /* every matmul tile fills its ring afresh */
 		opt.no_carry = 1;
-	/* MK_NO_LATE=1: a matmul's flags all waited for up front (A/B) */
-	const char *nl = getenv("MK_NO_LATE");
-	if (nl && *nl && strcmp(nl, "0"))
+	if (env_on("MK_NO_LATE"))  /* a matmul's flags all waited for up front */
 		opt.no_late = 1;
-	/* MK_LATE=1: every tile that can waits per operand (A/B) */
-	const char *al = getenv("MK_LATE");
-	if (al && *al && strcmp(al, "0"))
+	if (env_on("MK_LATE"))  /* every tile that can waits per operand */
 		opt.all_late = 1;
 	if (!a->limit)
 		a->limit = (size_t)(opt.max_mem > 0 ? opt.max_mem : COMPILE_MAX_MEM);
