@@ -91,13 +91,6 @@ int costmodel_load(const char *path, ir_device *d, char *why, size_t n)
 	return rc;
 }
 
-double cost_compute_us(const ir_device *d, double flops, int tensor_core)
-{
-	double per_sm = tensor_core ? d->bf16_tflops * d->mma_eff : d->f32_tflops;
-	per_sm = per_sm * 1e12 / d->sms;
-	return flops / per_sm * 1e6 + d->task_us;
-}
-
 /* A tile's arithmetic on the tensor cores at `eff` of their peak */
 static double tile_compute_us(const ir_device *d, double flops, double eff)
 {
@@ -131,13 +124,19 @@ static void tile_parts(const ir_device *d, double flops, double eff, double hbm,
 	}
 }
 
-double cost_tile_us(const ir_device *d, double flops, double hbm, int ctas, int ranks_per_gpu)
+/* The longer of a tile's parts, + the ring's fill before the first step
+ * and its drain, the epilogue and the flags after the last */
+static double tile_us(const ir_device *d, double flops, double eff, double hbm, int ctas,
+		      int ranks_per_gpu)
 {
 	double c, m;
-	tile_parts(d, flops, d->mma_eff, hbm, ctas, ranks_per_gpu, &c, &m);
-	/* + the ring's fill before the first step and its drain, the epilogue
-	 * and the flags after the last */
+	tile_parts(d, flops, eff, hbm, ctas, ranks_per_gpu, &c, &m);
 	return (c > m ? c : m) + d->fill_us;
+}
+
+double cost_tile_us(const ir_device *d, double flops, double hbm, int ctas, int ranks_per_gpu)
+{
+	return tile_us(d, flops, d->mma_eff, hbm, ctas, ranks_per_gpu);
 }
 
 double cost_tile_rest_us(const ir_device *d, double flops, double hbm, int ctas, int ranks_per_gpu,
@@ -155,10 +154,7 @@ double cost_tile_rest_us(const ir_device *d, double flops, double hbm, int ctas,
 double cost_attn_us(const ir_device *d, double flops, int causal, double hbm, int ctas,
 		    int ranks_per_gpu)
 {
-	double c, m;
-	tile_parts(d, flops, causal ? d->attn_causal_eff : d->attn_eff, hbm, ctas, ranks_per_gpu,
-		   &c, &m);
-	return (c > m ? c : m) + d->fill_us;
+	return tile_us(d, flops, causal ? d->attn_causal_eff : d->attn_eff, hbm, ctas, ranks_per_gpu);
 }
 
 double cost_copy_us(const ir_device *d, double bytes, ir_transport tr,

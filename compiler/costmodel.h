@@ -39,7 +39,6 @@ ir_device costmodel_h200(void);
 int costmodel_load(const char *path, ir_device *d, char *why, size_t n);
 
 /* Per-task costs in microseconds on one CTA (one SM). */
-double cost_compute_us(const ir_device *d, double flops, int tensor_core);
 double cost_stream_us(const ir_device *d, double bytes);
 /* A tile's epilogue storing `bytes` from registers (no fixed part: the
  * tile's fill_us has it). */
