@@ -12,6 +12,15 @@
 
 /* ---- an op's hints ----------------------------------------------------- */
 
+/* The largest tile size a hint may name along the output's rows (j = 0) or
+ * columns (j = 1) of `extent` per rank.  Rows pad: a tile of up to 128 rows
+ * (the Hopper engine's height, which the plan picks for a decode matmul of a
+ * single row too) is accepted over fewer rows; columns do not. */
+static int64_t tile_hint_max(int64_t extent, int j)
+{
+	return j == 0 && extent < 128 ? 128 : extent;
+}
+
 void sema_check_hints(sema *s, opinfo *oi)
 {
 	const ast_attrs *hs = &oi->s->u.op.hints;
@@ -134,12 +143,13 @@ void sema_check_hints(sema *s, opinfo *oi)
 						   (long long)v[j]);
 					bad = 1;
 				} else if (j < 2 && s->t[op->out].known &&
-					   v[j] > o->local[o->ndim - 2 + j]) {
+					   v[j] > tile_hint_max(o->local[o->ndim - 2 + j], j)) {
 					diag_error(s->d, e->where, "tile %s (= %lld) is larger "
-						   "than the output's %lld %s per rank", mnk[j],
+						   "than the output's %lld %s per rank%s", mnk[j],
 						   (long long)v[j],
 						   (long long)o->local[o->ndim - 2 + j],
-						   j ? "columns" : "rows");
+						   j ? "columns" : "rows",
+						   j ? "" : " (fewer rows pad up to 128)");
 					bad = 1;
 				}
 			}

@@ -13,6 +13,8 @@
 #   HINT split 3 sets the count: 3 slices of 704 (the plan alone takes 8 x 256)
 #        on the default 256-wide tiles
 #   OFF  split 1: one matmul task per tile, no workspace
+#   TILE a tile hint over fewer rows than its height: the engine's 128
+#        rows pad the 16 (docs/language.md), the plan takes its width
 #
 # RUN: %mkc --emit=plan %s | FileCheck %s --check-prefix=PLAN
 # RUN: %mkc --emit=schedule %s | FileCheck %s --check-prefix=SM
@@ -27,8 +29,11 @@
 # RUN: %mkc --emit=plan %t.h.mk | FileCheck %s --check-prefix=HINT
 # RUN: sed -e 's/matmul(X, W)$/matmul(X, W)  split 1/' %s > %t.off.mk
 # RUN: %mkc --emit=schedule %t.off.mk | FileCheck %s --check-prefix=OFF --implicit-check-not=mmpart
+# RUN: sed -e 's/matmul(X, W)$/matmul(X, W)  tile 128 x 64/' %s > %t.t.mk
+# RUN: %mkc --emit=plan %t.t.mk | FileCheck %s --check-prefix=TILE
 #
 # PLAN: H matmul tile 128 x 128 x 64, wgmma{{.*}}, 64 rows: the warpgroups split the columns, the ring goes on into the next task, split-K 8 x 256 into Y__ksplit, silu in the epilogue
+# TILE: H matmul tile 128 x 64 x 64, wgmma
 # NOCARRY-PLAN: H matmul tile 128 x 128 x 64, wgmma{{.*}}, 64 rows: the warpgroups split the columns, split-K 8 x 256 into Y__ksplit
 # SM: mmpart H        Y__ksplit@0[0:1, 0:16, 0:128] <- X@0[0:16, 0:256], W@0[0:256, 0:128]
 # SM: sumk   H        Y@0[0:16, 0:128] <- Y__ksplit@0[0:8, 0:16, 0:128]

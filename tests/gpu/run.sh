@@ -206,6 +206,14 @@ dec_dir=$(mktemp -d)
 sed -e 's/^  M = matmul(A, Wd)$/  M = matmul(A, Wd)  split 3/' \
 	-e 's/^  G = matmul(N, Wg)$/  G = matmul(N, Wg)  split 5/' samples/decode_mlp.mk >"$dec_dir/mlp_split.mk"
 check "decode_mlp.split3" "$MKRUN" "$dec_dir/mlp_split.mk" -D T=5 -D D=1000 -D F=1000 --iters 3 --quiet
+# tile hints over fewer rows than the tile (rows pad up to 128): 64-wide
+# gate and up tiles, ragged T, 1 and 2 ranks
+sed -e 's/^  G = matmul(N, Wg)$/  G = matmul(N, Wg)  tile 128 x 64/' \
+	-e 's/^  U = matmul(N, Wu)$/  U = matmul(N, Wu)  tile 128 x 64/' samples/decode_mlp.mk >"$dec_dir/mlp_tile.mk"
+for r in 1 2; do
+	check "decode_mlp.tile64.r$r" "$MKRUN" "$dec_dir/mlp_tile.mk" --ranks "$r" -D T=3 -D D=512 -D F=1000 \
+		--iters 3 --quiet
+done
 sed -e 's/^  O = attention(Q, K, V)$/  O = attention(Q, K, V)  split 3/' samples/decode_attention.mk \
 	>"$dec_dir/attn_split.mk"
 check "decode_attention.split3.d64" "$MKRUN" "$dec_dir/attn_split.mk" -D T=3 -D H=4 -D S=1000 -D D=64 \
