@@ -1,18 +1,53 @@
 #!/usr/bin/env python3
-"""trace-summary.py TRACE.json - per stage of a `mkrun --trace` run: tasks,
-median task time, when the stage's first task began and its last ended
-(microseconds from the first task of the run), busy CTAs."""
-import json, statistics, sys
+"""trace-summary.py TRACE.json [--timeline US] - per stage of a `mkrun
+--trace` run: tasks, median task time, when the stage's first task began
+and its last ended (microseconds from the first task of the run), busy
+CTAs; then the span and the CTA time no task used (idle: CTAs x span -
+busy).  --timeline US adds, for every US microseconds of the run, how many
+CTAs each stage kept busy on average: where waves leave CTAs idle (the
+decode MLP: docs/perf-notes.md, 2026-12-05)."""
+import argparse, json, statistics
 
-ev = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "X"]
+ap = argparse.ArgumentParser()
+ap.add_argument("trace")
+ap.add_argument("--timeline", type=float, default=0, metavar="US")
+args = ap.parse_args()
+
+try:
+    with open(args.trace) as f:
+        ev = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+except (OSError, ValueError, KeyError, TypeError, AttributeError) as x:
+    raise SystemExit("trace-summary: %s: not a trace of mkrun --trace (%s)" % (args.trace, x))
+if not ev:
+    raise SystemExit("trace-summary: %s has no tasks" % args.trace)
+t0 = min(e["ts"] for e in ev)
+t1 = max(e["ts"] + e["dur"] for e in ev)
+stage = lambda e: e["name"].rsplit(" ", 1)[0]
 stages = {}
 for e in ev:
-    st = e["name"].rsplit(" ", 1)[0]
-    stages.setdefault(st, []).append(e)
+    stages.setdefault(stage(e), []).append(e)
+order = sorted(stages, key=lambda s: min(e["ts"] for e in stages[s]))
 print("%-14s %6s %10s %10s %10s %6s" % ("stage", "tasks", "median us", "first us", "last us", "ctas"))
-for st, es in sorted(stages.items(), key=lambda kv: min(e["ts"] for e in kv[1])):
+for st in order:
+    es = stages[st]
     d = [e["dur"] for e in es]
     print("%-14s %6d %10.2f %10.2f %10.2f %6d" % (
-        st, len(es), statistics.median(d), min(e["ts"] for e in es),
-        max(e["ts"] + e["dur"] for e in es), len({(e["pid"], e["tid"]) for e in es})))
-print("span %.2f us" % (max(e["ts"] + e["dur"] for e in ev) - min(e["ts"] for e in ev)))
+        st, len(es), statistics.median(d), min(e["ts"] for e in es) - t0,
+        max(e["ts"] + e["dur"] for e in es) - t0, len({(e["pid"], e["tid"]) for e in es})))
+ctas = len({(e["pid"], e["tid"]) for e in ev})
+busy = sum(e["dur"] for e in ev)
+print("span %.2f us" % (t1 - t0))
+print("idle %.0f CTA-us of %.0f (%.1f%%; %d CTAs ran tasks)" % (
+    ctas * (t1 - t0) - busy, ctas * (t1 - t0), 100.0 * (1 - busy / (ctas * (t1 - t0))), ctas))
+if args.timeline > 0:
+    w = args.timeline
+    print("%8s %s" % ("from us", " ".join("%8s" % s[:8] for s in order)))
+    b = 0.0
+    while t0 + b < t1:
+        lo, hi = t0 + b, t0 + b + w
+        row = []
+        for st in order:
+            c = sum(max(0.0, min(e["ts"] + e["dur"], hi) - max(e["ts"], lo)) for e in stages[st])
+            row.append("%8.1f" % (c / w))
+        print("%8.1f %s" % (b, " ".join(row)))
+        b += w

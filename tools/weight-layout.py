@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 # tools/weight-layout.py (on the GPU machine, PyTorch): a measurement for
-# issue 18, not a test; not yet run (no device time was left, 2026-12-05).
+# issue 18, not a test.  Run on an H100 on 2026-12-05 (docs/perf-notes.md,
+# fifteenth session): both layouts read at 2.4-2.5 TB/s, so the layout is
+# not what bounds the decode weight stream.
 # Does the weights' layout move the read rate of a decode matmul? x [T, 4096]
 # against 3 x [4096, 14336] (x @ W, row-major [K, N]: 256-byte pieces of a
 # row per 128-column tile) and the same weights as nn.Linear keeps them
@@ -27,7 +29,7 @@ Wt = [w.t().contiguous() for w in W]
 nbytes = 3 * D * Fd * 2
 src = torch.empty(nbytes // 2, device=dev, dtype=torch.bfloat16); dst = torch.empty_like(src)
 tc = timed(lambda: dst.copy_(src))
-print("copy %.1f us, read rate %.2f TB/s" % (tc, nbytes / tc / 1e6))
+print("copy %.1f us, read rate %.2f TB/s (it writes as much again)" % (tc, nbytes / tc / 1e6))
 for T in (1, 16, 128):
     x = torch.randn(T, D, device=dev, dtype=torch.bfloat16)
     outs = [torch.empty(T, Fd, device=dev, dtype=torch.bfloat16) for _ in range(3)]
