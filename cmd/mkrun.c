@@ -308,7 +308,8 @@ static int outputs_finite(const ir_prog *p, float **b, int r0, int r1, const cha
 }
 
 /* Half-width of a float input's uniform random values: 1, except for the
- * weights a matmul multiplies (its second operand, [.., K, N]): sqrt(3 / K),
+ * weights a matmul multiplies (its second operand, [.., K, N], or a gate-up
+ * matmul's gate weight): sqrt(3 / K),
  * a variance of 1 / K, as models initialise them, so that every product
  * keeps its operand's size.  Unscaled, a layer's activations grow by
  * sqrt(K) per matmul, attention scores of thousands make the softmax an
@@ -319,7 +320,7 @@ static double input_scale(const ir_prog *p, int t)
 {
 	for (int i = 0; i < p->nops; i++) {
 		const ir_op *op = &p->ops[i];
-		if (op->kind == OP_MATMUL && op->nin > 1 && op->in[1] == t) {
+		if (op->kind == OP_MATMUL && ((op->nin > 1 && op->in[1] == t) || op->gate - 1 == t)) {
 			const ir_tensor *w = &p->tensors[t];
 			int64_t K = w->ndim >= 2 ? w->shape[w->ndim - 2] : 1;
 			return K > 1 ? sqrt(3.0 / (double)K) : 1.0;

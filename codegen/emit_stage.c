@@ -321,12 +321,14 @@ int cg_tmaps(const ir_sched *s, cg_tmap *out, int max)
 	for (int i = 0; i < p->nops; i++) {
 		const ir_op *op = &p->ops[i];
 		const int n = op->plan.mm.tmap;  /* plan.c numbers them */
-		if (op->kind != OP_MATMUL || !op->plan.mm.wgmma || !out || n + 2 > max)
+		if (op->kind != OP_MATMUL || !op->plan.mm.wgmma || !out || n + (op->gate ? 3 : 2) > max)
 			continue;
 		/* A's box: the tile's rows, or 64 when the warpgroups split the
 		 * columns (mkd_wgmma_tile's A_ROWS) */
 		out[n] = tmap_of(p, op->in[0], op->plan.mm.wg_cols ? 64 : op->plan.mm.bm, 64);
 		out[n + 1] = tmap_of(p, op->in[1], 64, 64);
+		if (op->gate)  /* a gate-up tile's gate weight, boxes as B's */
+			out[n + 2] = tmap_of(p, op->gate - 1, 64, 64);
 	}
 	/* the Hopper attention tile's Q, K and V (mkd/attn_wg.cuh) */
 	for (int i = 0; i < p->nops; i++) {
@@ -411,7 +413,7 @@ static void epilogue_what(const cg_em *E, const ir_op *op, char *what, size_t nw
 {
 	char eb[160];
 	size_t n = strlen(what);
-	if (op->epi || op->epi2)
+	if (ir_has_epilogue(op))
 		snprintf(what + n, nw - n, "; then %s in the epilogue",
 			 ir_epilogue_text(E->p, op, eb, sizeof eb));
 }
@@ -424,14 +426,16 @@ static void epilogue_what(const cg_em *E, const ir_op *op, char *what, size_t nw
  * and the epilogue's operand (NULL: none). */
 static void wg_run(cg_em *E, const char *in, const ir_mm_plan *mp, const char *tin,
 		   const char *tout, const char *body, const char *dst, const char *epi,
-		   const char *ta, const char *tb, const char *tx)
+		   const char *ta, const char *tb, const char *tx, const char *act)
 {
+	/* act: a gate-up tile's unary op on A Wg (the engine's BN is 128: 64
+	 * columns of each weight), NULL for any other tile */
 	sb_printf(E->o,
 		  "%s// task j's loads: this one's, or the next task's, which may start early\n"
 		  "%sauto loads = [&](int j) {\n%s%s};\n"
 		  "%sif (!mkd_wgmma_tile<%s, %s, %d, %d, 64, %d%s>::run(loads(i), i, ",
-		  in, in, body, in, in, tin, tout, mp->bm, mp->bn, mp->wg_stages,
-		  mp->wg_cols ? ", true" : "");
+		  in, in, body, in, in, tin, tout, mp->bm, act ? 128 : mp->bn, mp->wg_stages,
+		  act ? ", true, true" : mp->wg_cols ? ", true" : "");
 	if (mp->carry)
 		sb_printf(E->o,
 			  "[&](mkd_wg_loads &n) {\n"
@@ -447,7 +451,8 @@ static void wg_run(cg_em *E, const char *in, const ir_mm_plan *mp, const char *t
 			  tx ? "true" : "false", ta, tb, tx ? "T_" : "-1", tx ? tx : "");
 	else
 		sb_printf(E->o, "%s\tmkd_wg_waited(),\n", in);
-	sb_printf(E->o, "%s\t%s, rows, cols, smem, %s))\n%s\treturn false;\n", in, dst, epi, in);
+	sb_printf(E->o, "%s\t%s, rows, cols, smem, %s%s%s))\n%s\treturn false;\n", in, dst, epi,
+		  act ? ", " : "", act ? act : "", in);
 }
 
 /* A split-K matmul (plan.c): W_ tasks compute a partial tile over one K
@@ -489,7 +494,7 @@ static void stage_matmul_split(cg_em *E, const ir_op *op, char *what, size_t nw)
 			       "\t\t\treturn mkd_wg_loads{tm, tm + 1, (int)(ja.lo[1] - mkd_base<MK_GPUS>(A, 1, rank)),\n"
 			       "\t\t\t\t(int)(ja.lo[2] - mkd_base<MK_GPUS>(A, 2, rank)), (int)(jb.lo[1] - mkd_base<MK_GPUS>(B, 1, rank)),\n"
 			       "\t\t\t\t(int)(jb.lo[2] - mkd_base<MK_GPUS>(B, 2, rank)), (int)((ja.hi[2] - ja.lo[2] + 63) / 64)};\n",
-			       "c, W.st[1]", "mkd_epi_none()", A->name, B->name, NULL);
+			       "c, W.st[1]", "mkd_epi_none()", A->name, B->name, NULL, NULL);
 			sb_puts(E->o, "#else\n");
 		}
 		else if (mp.wgmma)
@@ -609,24 +614,31 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 			  "\t\tmkd_zero_tile(c, C.st[1], rows, cols);\n"
 			  "\t\treturn true;\n"
 			  "\t}\n", rows_of);
-	char eb[192];
+	char eb[192], act[160] = "mkd_epi_none()";
 	const char *epi = epilogue(E, op, R, N, eb, sizeof eb);
 	const char *b0 = B->ndim == 3 ? "(l[0] - mkd_base<MK_GPUS>(B, 0, rank))" : "0";
-	if (mp.wgmma && (mp.carry || mp.late)) {  /* plan.c: one tile a task, never skipped */
+	if (op->gate && op->gate_epi) {  /* the gate-up tile's act(A Wg), an epilogue functor */
+		char f[64], ft[64];
+		epi_step(E, op->gate_epi, op->gate_scalar, f, ft);
+		snprintf(act, sizeof act, "mkd_epi1<%s>{%s}", ft, f);
+	}
+	/* plan.c: one tile a task, never skipped (a gate-up tile: always) */
+	if (mp.wgmma && (mp.carry || mp.late || op->gate)) {
 		char lb[1024];
 		snprintf(lb, sizeof lb,
 			 "\t\ti64 l[3], h[3];\n"
 			 "\t\tmkd_box_shift<MK_NODES, MK_GPUS>(C, rank, MK_TASKS[j].lo, MK_TASKS[j].hi, l, h);\n"
 			 "\t\treturn mkd_wg_loads{tm, tm + 1,\n"
 			 "\t\t\t(int)((l[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] + l[1] - mkd_base<MK_GPUS>(A, 1, rank)), 0,\n"
-			 "\t\t\t(int)(%s * B.local[1]), (int)(l[2] - mkd_base<MK_GPUS>(B, 2, rank)), (int)((K + 63) / 64)};\n",
-			 b0);
+			 "\t\t\t(int)(%s * B.local[1]), (int)(l[2] - mkd_base<MK_GPUS>(B, 2, rank)), (int)((K + 63) / 64)%s};\n",
+			 b0, op->gate ? ", tm + 2" : "");
 		sb_printf(E->o,
 			  "#ifdef MKD_HAS_WGMMA\n"
 			  "\tconst mkd_tmap *tm = (const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + %d;\n",
 			  mp.tmap);
 		wg_run(E, "\t", &mp, cg_ctype(A->dtype), cg_ctype(C->dtype), lb, "c, C.st[1]", epi,
-		       A->name, B->name, op->epi2 ? p->tensors[op->in[2]].name : NULL);
+		       A->name, B->name, op->epi2 ? p->tensors[op->in[2]].name : NULL,
+		       op->gate ? act : NULL);
 		sb_puts(E->o, "#else\n");
 	}
 	else if (mp.wgmma)
@@ -645,11 +657,28 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 			  mp.wg_cols ? ", true" : "", epi);
 	sb_printf(E->o,
 		  "\tconst %s *a = (const %s *)mkd_at<MK_GPUS>(p, T_%s, A, rank, lo[0], %s, k0);\n"
-		  "\tconst %s *b = (const %s *)mkd_at<MK_GPUS>(p, T_%s, B, rank, %s, k0, %s);\n"
+		  "\tconst %s *b = (const %s *)mkd_at<MK_GPUS>(p, T_%s, B, rank, %s, k0, %s);\n",
+		  cg_ctype(A->dtype), cg_ctype(A->dtype), A->name, R,
+		  cg_ctype(B->dtype), cg_ctype(B->dtype), B->name, B->ndim == 3 ? "lo[0]" : "0", N);
+	if (op->gate) {  /* two tiles: act(A Wg) into C, then epi(A B) * C over it */
+		const ir_tensor *G = &p->tensors[op->gate - 1];
+		char f[64], ft[64];
+		epi_step(E, op->epi, op->epi_scalar, f, ft);
+		sb_printf(E->o,
+			  "\tconst mkd_tensor &G = MK_T[T_%s];  // the gate's weight\n"
+			  "\tmkd_mma_tile<%s, %s, %d, %d, %d, %d>::run(a, A.st[1],\n"
+			  "\t\t(const %s *)mkd_at<MK_GPUS>(p, T_%s, G, rank, 0, k0, %s), G.st[1], c, C.st[1],\n"
+			  "\t\trows, cols, (int)K, 0, 0, smem, %s);\n"
+			  "\t__syncthreads();  // the gate's values in C, for the threads that multiply\n",
+			  G->name, cg_ctype(A->dtype), cg_ctype(C->dtype), mp.bm, mp.bn, mp.bk,
+			  mp.stages, cg_ctype(G->dtype), G->name, N, act);
+		snprintf(eb, sizeof eb, "mkd_epi2<%s, mkd_mul, %s, mkd_ident>{%s, c, (int)C.st[1], mkd_ident()}",
+			 ft, cg_ctype(C->dtype), f);
+		epi = eb;
+	}
+	sb_printf(E->o,
 		  "\tmkd_mma_tile<%s, %s, %d, %d, %d, %d>::run(a, A.st[1], b, B.st[1], c, C.st[1],\n"
 		  "\t\trows, cols, (int)K, 0, 0, smem, %s);\n%s",
-		  cg_ctype(A->dtype), cg_ctype(A->dtype), A->name, R,
-		  cg_ctype(B->dtype), cg_ctype(B->dtype), B->name, B->ndim == 3 ? "lo[0]" : "0", N,
 		  cg_ctype(A->dtype), cg_ctype(C->dtype), mp.bm, mp.bn, mp.bk, mp.stages, epi,
 		  mp.wgmma ? "#endif\n" : "");
 	if (walk) {  /* the tile's body, one level deeper (preprocessor lines stay put) */

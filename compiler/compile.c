@@ -102,6 +102,8 @@ int compile_run(srcset *src, int file, const compile_opts *o,
 		opt.no_late = 1;
 	if (env_on("MK_LATE"))  /* every tile that can waits per operand */
 		opt.all_late = 1;
+	if (env_on("MK_GATEUP"))  /* gate and up projections as one matmul */
+		opt.gateup = 1;
 	if (!a->limit)
 		a->limit = (size_t)(opt.max_mem > 0 ? opt.max_mem : COMPILE_MAX_MEM);
 

@@ -330,6 +330,8 @@ typedef struct mm_job {
 	float *o;
 	int64_t M, N, K;
 	int bshared;             /* B is [K, N] for every batch */
+	const float *g;          /* a gate-up matmul's gate weight [K, N], or NULL */
+	const ir_op *gepi;       /* the unary op on A times it, or NULL */
 } mm_job;
 
 static double ew_value(const ir_op *op, double a, double b);
@@ -341,16 +343,27 @@ static void mm_rows(void *arg, int64_t lo, int64_t hi, double *acc)
 		int64_t e = row / j->M;
 		const float *a = j->a + row * j->K;
 		const float *b = j->b + (j->bshared ? 0 : e * j->K * j->N);
+		double *gacc = acc + j->N;  /* A Wg (gate-up) */
 		for (int64_t n = 0; n < j->N; n++)
 			acc[n] = 0;
+		if (j->g)
+			for (int64_t n = 0; n < j->N; n++)
+				gacc[n] = 0;
 		for (int64_t k = 0; k < j->K; k++) {
 			double x = a[k];
 			const float *bk = b + k * j->N;
 			for (int64_t n = 0; n < j->N; n++)
 				acc[n] += x * bk[n];
+			if (j->g) {
+				const float *gk = j->g + k * j->N;
+				for (int64_t n = 0; n < j->N; n++)
+					gacc[n] += x * gk[n];
+			}
 		}
 		for (int64_t n = 0; n < j->N; n++) {
 			double v = j->epi ? ew_value(j->epi, acc[n], 0) : acc[n];
+			if (j->g)  /* epi(A B) * act(A Wg), unrounded between (as the tile) */
+				v *= j->gepi ? ew_value(j->gepi, gacc[n], 0) : gacc[n];
 			if (j->epi2) {  /* (row, n), or (batch, row, n) */
 				const int64_t at[3] = {row / j->M, row % j->M, n};
 				const int64_t *ix = j->ot->ndim == 3 ? at : at + 1;
@@ -399,11 +412,22 @@ static int op_matmul(ctx *c, const ir_op *op, int r)
 	} else if (op->nin != 2) {
 		return cr_fail(c, "matmul '%s' has %d operands", o->name, op->nin);
 	}
+	ir_op gepi = {0};
+	if (op->gate) {  /* expand.c: 2-D, the gate's weight of B's local shape */
+		const ir_tensor *g = cr_T(c, op->gate - 1);
+		if (nd != 2 || g->ndim != 2 || g->local[0] != K || g->local[1] != N)
+			return cr_fail(c, "gate-up matmul '%s': '%s' is not of '%s''s shape", o->name,
+				       g->name, b->name);
+		gepi.kind = (ir_opkind)(op->gate_epi - 1);
+		gepi.scalar = op->gate_scalar;
+	}
 	mm_job j = {c, op->epi ? &epi : NULL, op->epi2 ? &epi2 : NULL,
 		    op->epi2 && op->epi3 ? &epi3 : NULL, x, o,
 		    cr_piece(c, op->in[0], r), cr_piece(c, op->in[1], r),
-		    cr_outp(c, r), M, N, K, b->ndim == 2};
-	return par_rows(c, E * M, (double)E * M * N * K, (size_t)N, mm_rows, &j);
+		    cr_outp(c, r), M, N, K, b->ndim == 2,
+		    op->gate ? cr_piece(c, op->gate - 1, r) : NULL, op->gate_epi ? &gepi : NULL};
+	return par_rows(c, E * M, (double)E * M * N * K * (op->gate ? 2 : 1),
+			(size_t)N * (op->gate ? 2 : 1), mm_rows, &j);
 }
 
 /* The value of elementwise op `op` at operands a (and b). */

@@ -201,6 +201,56 @@ static void fuse_epilogues(expand *X, int binary)
 	}
 }
 
+/* ---- 2b. gate and up projections ------------------------------------------
+ * U = matmul(A, Wu) with the epilogue `mul S`, where S = act(matmul(A, Wg))
+ * (act unary or none) is read by nothing else, A the same, Wg of Wu's
+ * shape, placement and type: one matmul whose tiles compute both products
+ * for the same columns (the Hopper engine's two consumer warpgroups one
+ * weight each, codegen/mkd/wgmma.cuh), so a tile of the result depends on
+ * nothing but A.  Only for a few rows (decode: at most 64 a rank, where
+ * the warpgroups split the columns anyway); 2-D operands; neither matmul
+ * with a hint. */
+static void fuse_gates(expand *X)
+{
+	ir_prog *p = X->p;
+	for (int i = 0; i < p->nops; i++) {
+		ir_op *u = &p->ops[i];
+		if (u->kind != OP_MATMUL || u->epi2 != 1 + (int)OP_MUL || u->epi3 || u->gate ||
+		    u->nin != 3)
+			continue;
+		const int si = u->in[2];
+		const ir_tensor *s = &p->tensors[si], *y = &p->tensors[u->out],
+				*wu = &p->tensors[u->in[1]];
+		if (s->kind != TK_TEMP || s->nuses != 1 || s->nwriters != 1 || s->producer < 0 ||
+		    s->producer >= i || y->ndim != 2 || y->local[0] > 64 ||
+		    (y->dtype != DT_BF16 && y->dtype != DT_F16) || s->dtype != y->dtype)
+			continue;
+		const int gi = s->producer;
+		const ir_op *g = &p->ops[gi];
+		if (g->kind != OP_MATMUL || g->in[0] != u->in[0] || g->epi2 || g->gate || g->nin != 2)
+			continue;
+		/* hints shape one matmul's tiles; the pair's would have to agree */
+		if (u->hints.ntile || u->hints.split || u->hints.tasks || g->hints.ntile ||
+		    g->hints.split || g->hints.tasks)
+			continue;
+		const ir_tensor *wg = &p->tensors[g->in[1]];
+		if (wg->ndim != 2 || wu->ndim != 2 || wg->dtype != wu->dtype ||
+		    !same_place(p, wg->place, wu->place) || wg->shape[0] != wu->shape[0] ||
+		    wg->shape[1] != wu->shape[1] || wg->local[0] != wu->local[0] ||
+		    wg->local[1] != wu->local[1])
+			continue;
+		u->gate = 1 + g->in[1];
+		u->gate_epi = g->epi;
+		u->gate_scalar = g->epi_scalar;
+		u->epi2 = 0;
+		u->in[2] = 0;
+		u->nin = 2;
+		ir_fold_tensor(&p->tensors[si]);
+		ir_remove_op(p, gi);
+		i--;  /* u moved down one */
+	}
+}
+
 /* ---- 3. collectives in terms of others -------------------------------------
  * allreduce(X) = allgather(reduce_scatter(X, 0), 0): rank r reduces rows
  * r*M/world..., then everyone gathers the reduced rows.  attention(Q, K, V)
@@ -459,6 +509,8 @@ int expand_run(ir_prog *p, const compile_opts *o, diags *d, arena *a)
 	expand X = {.p = p, .d = d, .a = a};
 	fold_identity_collectives(&X);
 	fuse_epilogues(&X, !o || !o->no_epi2);
+	if (o && o->gateup)
+		fuse_gates(&X);
 	expand_collectives(&X);
 	if (!X.err)
 		hidden_tensors(&X);

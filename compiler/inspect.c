@@ -59,7 +59,10 @@ void inspect_plans(const ir_prog *p, strbuf *out)
 				sb_printf(out, "tile %d x %d x 64, wgmma, %d-stage ring (mma.sync %d x %d x %d, "
 					  "%d stages, off sm_90a)", pl->mm.bm, pl->mm.bn, pl->mm.wg_stages,
 					  pl->mm.bm, pl->mm.bn, pl->mm.bk, pl->mm.stages);
-				if (pl->mm.wg_cols)
+				if (pl->mm.wg_cols && op->gate)
+					sb_printf(out, ", 64 rows: one warpgroup %s's columns, the other %s's",
+						  p->tensors[op->gate - 1].name, p->tensors[op->in[1]].name);
+				else if (pl->mm.wg_cols)
 					sb_puts(out, ", 64 rows: the warpgroups split the columns");
 				if (pl->mm.carry)
 					sb_puts(out, ", the ring goes on into the next task");
@@ -73,7 +76,7 @@ void inspect_plans(const ir_prog *p, strbuf *out)
 			if (pl->mm.ksplit > 1)
 				sb_printf(out, ", split-K %d x %lld into %s", pl->mm.ksplit,
 					  (long long)pl->mm.kstep, p->tensors[pl->mm.work].name);
-			if (op->epi || op->epi2) {
+			if (ir_has_epilogue(op)) {
 				char eb[160];
 				sb_printf(out, ", %s in the epilogue", ir_epilogue_text(p, op, eb, sizeof eb));
 			}
@@ -564,7 +567,7 @@ void inspect_program(const ir_prog *p, strbuf *out)
 			sb_printf(x, "  split %lld", (long long)op->hints.split);
 		if (op->kind == OP_ATTENTION)
 			sb_printf(x, "  (scale %.6g)", op->scalar);
-		if (op->epi || op->epi2) {  /* fused by the expansion */
+		if (ir_has_epilogue(op)) {  /* fused by the expansion */
 			char eb[160];
 			sb_printf(x, "  then %s in the epilogue", ir_epilogue_text(p, op, eb, sizeof eb));
 		}

@@ -42,14 +42,22 @@ const char *ir_op_name(ir_opkind k) { return ops[k].name; }
 
 const char *ir_epilogue_text(const ir_prog *p, const ir_op *op, char *buf, int n)
 {
-	snprintf(buf, (size_t)n, "%s%s%s%s%s%s%s",
+	char gate[160] = "";
+	if (op->gate)  /* mul silu(N Wg) */
+		snprintf(gate, sizeof gate, "mul %s%s%s %s%s", op->gate_epi ?
+			 ir_op_name((ir_opkind)(op->gate_epi - 1)) : "", op->gate_epi ? "(" : "",
+			 p->tensors[op->in[0]].name, p->tensors[op->gate - 1].name,
+			 op->gate_epi ? ")" : "");
+	snprintf(buf, (size_t)n, "%s%s%s%s%s%s%s%s",
 		 op->epi ? ir_op_name((ir_opkind)(op->epi - 1)) : "",
-		 op->epi && op->epi2 ? " then " : "",
+		 op->epi && (op->epi2 || op->gate) ? " then " : "", gate,
 		 op->epi2 ? ir_op_name((ir_opkind)(op->epi2 - 1)) : "",
 		 op->epi2 ? " " : "", op->epi2 ? p->tensors[op->in[2]].name : "",
 		 op->epi3 ? " then " : "", op->epi3 ? ir_op_name((ir_opkind)(op->epi3 - 1)) : "");
 	return buf;
 }
+
+int ir_has_epilogue(const ir_op *op) { return op->epi || op->epi2 || op->gate; }
 char ir_op_class(ir_opkind k) { return ops[k].cls; }
 
 int ir_op_lookup(const char *name, int len)

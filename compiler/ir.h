@@ -322,6 +322,13 @@ typedef struct ir_op {
 	int epi3;               /* matmul with epi2: 1 + the kind of a unary op
 	                           applied after it (gelu(x W + b)), 0 none */
 	double epi3_scalar;     /* its scale factor */
+	int gate;               /* matmul: 1 + a second weight Wg of B's shape
+	                           and placement: the result is epi(A B) *
+	                           gate_epi(A Wg), element by element (a gate
+	                           and up projection fused: silu(x Wg) * (x Wu),
+	                           expand.c), 0 none */
+	int gate_epi;           /* 1 + the kind of the unary op on A Wg, 0 none */
+	double gate_scalar;     /* its scale factor */
 	ir_transport transport; /* explicit stages; TR_AUTO otherwise */
 	ir_peers peers;         /* explicit stages: `for p in node|remote|world` */
 	ir_hints hints;
@@ -380,6 +387,7 @@ typedef struct ir_prog {
 /* What a matmul's epilogue applies (the ops the expansion fused into it),
  * in order, as "silu", "scale then add X then gelu"; "" none.  Into buf. */
 const char *ir_epilogue_text(const ir_prog *p, const ir_op *op, char *buf, int n);
+int ir_has_epilogue(const ir_op *op);  /* a matmul's fused epilogue, of any kind */
 
 int ir_find_tensor(const ir_prog *p, const char *name);
 int ir_group_size(const ir_prog *p, ir_group g);   /* ranks in one group */

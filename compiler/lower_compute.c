@@ -70,8 +70,10 @@ void lower_matmul(lower *L, int oi)
 	/* device memory: A, B and C once (L2 serves the tiles that share a
 	 * band of A or a slab of B), the workspace written and read back */
 	const int xi = op->nin > 2 ? op->in[2] : -1;  /* the epilogue's operand */
+	const int gw = op->gate - 1;  /* a gate-up tile's second weight (expand.c), -1 */
 	const double hbm = ((double)ir_tensor_bytes(&p->tensors[op->in[0]]) +
 			    (double)ir_tensor_bytes(&p->tensors[op->in[1]]) +
+			    (gw >= 0 ? (double)ir_tensor_bytes(&p->tensors[gw]) : 0) +
 			    (double)ir_tensor_bytes(C) +
 			    (xi >= 0 ? (double)ir_tensor_bytes(&p->tensors[xi]) : 0) +
 			    (S > 1 ? 2.0 * (double)ir_tensor_bytes(&p->tensors[mp->work]) : 0)) /
@@ -124,10 +126,14 @@ void lower_matmul(lower *L, int oi)
 				lower_read(L, t, bs);
 				if (xi >= 0 && S == 1)  /* the epilogue's operand */
 					lower_read(L, t, epi2_box(p, xi, c));
+				if (gw >= 0) {  /* the gate's weight, B's box of it (no split-K) */
+					bs.tensor = gw;
+					lower_read(L, t, bs);
+				}
 				t->write = S > 1 ? ksplit_slice(c, mp->work, s) : c;
-				const double kk = S > 1 ? (double)(k1 - k0) : (double)K;
-				t->flops = 2.0 * rows * cols * kk;
-				t->bytes = (rows + cols) * kk * es;
+				const double kk = S > 1 ? (double)(k1 - k0) : (double)K, nw = gw >= 0 ? 2 : 1;
+				t->flops = 2.0 * rows * cols * kk * nw;
+				t->bytes = (rows + nw * cols) * kk * es;
 				t->hbm = hbm;
 			}
 		}

@@ -60,6 +60,9 @@ typedef struct compile_opts {
 	int all_late;           /* every tile that can waits per operand, not
 	                           only those whose operand another rank
 	                           delivers (MK_LATE=1) */
+	int gateup;             /* fuse a gate and up projection of a few rows
+	                           into one matmul (expand.c; the driver reads
+	                           MK_GATEUP=1) */
 	int64_t max_mem;        /* bytes the compile's arena may hold (0: the
 	                           driver's COMPILE_MAX_MEM); past it the compile
 	                           ends with "program too large" */

@@ -56,6 +56,16 @@ static int64_t wg_smem(int64_t a_rows, int64_t bn, int stages)
 	return 1024 + stages * (a_rows * 64 * 2 + (bn / 64) * 64 * 64 * 2) + 2 * stages * 8;
 }
 
+/* A gate-up tile (op->gate): the engine's BN is 128, a 64-column box of
+ * each weight, and 16 KB past the ring carry the gate's activations from
+ * one consumer warpgroup to the other (128 threads x 32 fp32,
+ * mkd_wgmma_tile::GATE_BYTES) */
+enum { MM_GATE_BYTES = 128 * 32 * 4 };
+static int64_t wg_bytes(const ir_op *op, int64_t a_rows, int64_t bn, int stages)
+{
+	return op->gate ? wg_smem(64, 128, stages) + MM_GATE_BYTES : wg_smem(a_rows, bn, stages);
+}
+
 /* Whether the Hopper engine can take op: 16-bit operands, 16-byte rows for
  * TMA, a 128-row tile with k step 64 when the hint gives them. */
 static int wg_ok(const planner *P, const ir_op *op)
@@ -291,7 +301,7 @@ static void mm_split(planner *P, ir_op *op)
 	m->ksplit = 1;
 	m->kstep = K;
 	m->work = -1;
-	const int can = C->ndim == 2 && m->bucket < 0 && m->tiles_m * m->tiles_n == 1;
+	const int can = C->ndim == 2 && m->bucket < 0 && m->tiles_m * m->tiles_n == 1 && !op->gate;
 	int64_t S = 1;
 	if (op->hints.split) {
 		S = op->hints.split;
@@ -444,6 +454,8 @@ static void plan_matmul(planner *P, ir_op *op, int wide)
 		bn = 128;
 	else if (m->wgmma && op->hints.ntile < 2 && bn == 256 && !op->hints.split && bm == 128)
 		bn = decode_bn(P, op, bm);
+	if (op->gate)  /* 64 columns of the result: 64 of each weight (expand.c) */
+		bn = 64;
 	const int64_t bk = op->hints.ntile >= 3 ? op->hints.tile[2] : 64;
 	int stages;
 	for (stages = 4; stages > 2; stages--) {
@@ -473,19 +485,20 @@ static void plan_matmul(planner *P, ir_op *op, int wide)
 	 * and load A in 64-row boxes, and the room that frees holds more
 	 * stages of B (up to 12): the weights such tiles stream are the
 	 * bytes in flight */
-	m->wg_cols = m->wgmma && m->bn >= 128 && m->bucket < 0 && C->local[C->ndim - 2] <= 64;
+	m->wg_cols = m->wgmma && (m->bn >= 128 || op->gate) && m->bucket < 0 &&
+		     C->local[C->ndim - 2] <= 64;
 	const int64_t a_rows = m->wg_cols ? 64 : m->bm;
 	m->wg_stages = 0;
 	if (m->wgmma) {
 		for (m->wg_stages = m->wg_cols ? 12 : 8;
-		     m->wg_stages > 2 && wg_smem(a_rows, m->bn, m->wg_stages) > limit; m->wg_stages--)
+		     m->wg_stages > 2 && wg_bytes(op, a_rows, m->bn, m->wg_stages) > limit; m->wg_stages--)
 			;
-		if (wg_smem(a_rows, m->bn, m->wg_stages) > limit)
+		if (wg_bytes(op, a_rows, m->bn, m->wg_stages) > limit || (op->gate && !m->wg_cols))
 			m->wgmma = 0;
 	}
 	m->wg_cols = m->wg_cols && m->wgmma;
-	if (m->wgmma && wg_smem(a_rows, m->bn, m->wg_stages) > smem)
-		smem = wg_smem(a_rows, m->bn, m->wg_stages);
+	if (m->wgmma && wg_bytes(op, a_rows, m->bn, m->wg_stages) > smem)
+		smem = wg_bytes(op, a_rows, m->bn, m->wg_stages);
 	op->plan.smem = (int)smem;
 	op->plan.threads = m->wgmma ? 384 : 256;  /* producer + two consumer warpgroups */
 	m->tmap = -1;
@@ -494,6 +507,8 @@ static void plan_matmul(planner *P, ir_op *op, int wide)
 	mm_grid(P, op);
 	if (!P->err)
 		mm_split(P, op);
+	if (op->gate && m->tiles_m * m->tiles_n > 1)  /* the engine's gate-up tile: one a task */
+		m->wgmma = m->wg_cols = 0;
 	/* where every task is one tile that runs the engine (bucket tiles
 	 * past the tokens skip it), the ring goes on from task to task; and
 	 * where another rank delivers A or the epilogue's operand, the engine
@@ -504,7 +519,8 @@ static void plan_matmul(planner *P, ir_op *op, int wide)
 	 * tile wait per operand, MK_NO_LATE=1 none */
 	const int one = m->wgmma && m->tiles_m * m->tiles_n == 1 && m->bucket < 0;
 	m->carry = one && !P->o->no_carry;
-	m->late = one && !P->o->no_late && (P->o->all_late || mm_delivered(P->p, op));
+	m->late = one && !P->o->no_late && !op->gate &&
+		  (P->o->all_late || mm_delivered(P->p, op));
 	P->err |= before;
 }
 
@@ -936,8 +952,8 @@ int plan_run(ir_prog *p, const compile_opts *o, diags *d, arena *a)
 		if (op->plan.smem > p->smem)
 			p->smem = op->plan.smem;
 		if (op->kind == OP_MATMUL && op->plan.mm.wgmma) {
-			op->plan.mm.tmap = p->ntmaps;
-			p->ntmaps += 2;
+			op->plan.mm.tmap = p->ntmaps;  /* A, B (and the gate's weight) */
+			p->ntmaps += op->gate ? 3 : 2;
 		}
 		if (op->kind == OP_ATTENTION && op->plan.attn.engine == IR_ATTN_WGMMA) {
 			op->plan.attn.tmap = p->ntmaps;  /* Q, K, V */

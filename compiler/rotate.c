@@ -93,6 +93,10 @@ int ir_rotate(ir_prog *p, diags *dg, arena *a)
 			uf_union(&u, DIMNODE(A, b + 0), DIMNODE(o, b + 0));
 			uf_union(&u, DIMNODE(B, b + 1), DIMNODE(o, b + 1));
 			uf_union(&u, DIMNODE(A, b + 1), DIMNODE(B, b + 0));
+			if (op->gate) {  /* the gate's weight, as B */
+				uf_union(&u, DIMNODE(op->gate - 1, b + 1), DIMNODE(o, b + 1));
+				uf_union(&u, DIMNODE(A, b + 1), DIMNODE(op->gate - 1, b + 0));
+			}
 			if (op->nin > 2 && p->tensors[op->in[2]].ndim == to->ndim)
 				tie_all(&u, p, op->in[2], o);  /* the epilogue's operand */
 			else if (op->nin > 2)  /* a bias: the columns */

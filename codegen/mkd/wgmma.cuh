@@ -11,6 +11,12 @@
  *         64 valid rows, decode) the two split the columns instead: rows 0..63 each, WG1 the
  *         first BN/2 columns, WG2 the rest (m64n(BN/2)k16), so no
  *         warpgroup multiplies the zeros TMA fills the missing rows with.
+ *         With GATE as well (a gate-up tile, BN 128: compiler/expand.c
+ *         fuse_gates) box 0 of a stage is the gate weight's (l.tg) and box
+ *         1 B's, at the same 64 columns: WG1 computes A Wg, WG2 A B, and
+ *         WG1 hands act(A Wg) to WG2 through GATE_BYTES of shared memory
+ *         past the barriers (named barrier 5); WG2 stores
+ *         epi(A B) * act(A Wg) over the 64 columns.
  *
  * Ring and barriers.  Stage s holds A[128][64] (16 KB, one TMA box; with
  * COLS A[64][64], 8 KB) and B[64][BN] (BN/64 TMA boxes of 64 x 64, 8 KB
@@ -96,6 +102,7 @@ struct __align__(64) mkd_tmap {
 struct mkd_wg_loads {
 	const mkd_tmap *ta, *tb;
 	int a_row, a_col, b_row, b_col, nk;
+	const mkd_tmap *tg;  /* a gate-up tile's gate weight (GATE), at B's box */
 };
 
 /* The next call has no tile to go on into (the stage function's `next`
@@ -136,6 +143,7 @@ struct mkd_wg_waited {
 #endif
 #define MKD_WG_BAR_ID 1        /* named barriers 1..3: one per warpgroup */
 #define MKD_WG_BAR_EPI 4       /* 4: the consumers wait for the first one's x() */
+#define MKD_WG_BAR_GATE 5      /* 5: the up warpgroup waits for the gate's values */
 
 /* The ring between two calls: task `task`'s first `pre` loads are in it as
  * loads pos.. of the live barriers; task -1: nothing carried (the barriers
@@ -283,7 +291,8 @@ template <int ID> MKD_INLINE void mkd_wg_bar()
 
 /* ---- the tile engine ------------------------------------------------------- */
 
-template <typename T, typename TC, int BM, int BN, int BK, int STAGES, bool COLS = false>
+template <typename T, typename TC, int BM, int BN, int BK, int STAGES, bool COLS = false,
+	  bool GATE = false>
 struct mkd_wgmma_tile {
 	enum {
 		THREADS = 384,
@@ -295,9 +304,12 @@ struct mkd_wgmma_tile {
 		B_BOXES = BN / 64,
 		STAGE_BYTES = A_BYTES + B_BOXES * B_BOX,
 		RING = STAGES * STAGE_BYTES,
-		/* 1024 of slack to align the ring, then full[] and empty[] */
-		SMEM = 1024 + RING + 2 * STAGES * 8,
 		ACC = BN / 2,                       /* fp32 accumulators per consumer thread */
+		/* GATE: the gate warpgroup's act(A Wg), 32 a thread, for the other */
+		GATE_BYTES = GATE ? 128 * (ACC / 2) * 4 : 0,
+		/* 1024 of slack to align the ring, then full[] and empty[], then
+		 * the gate's values */
+		SMEM = 1024 + RING + 2 * STAGES * 8 + GATE_BYTES,
 		TRADE_REGS = (BN > 128) && !COLS && MKD_WG_TRADE
 	};
 	static_assert(sizeof(T) == 2, "wgmma tile takes 16-bit inputs (bf16, f16)");
@@ -305,6 +317,7 @@ struct mkd_wgmma_tile {
 	static_assert(BK == 64, "BK is one 128-byte swizzle row of 16-bit elements");
 	static_assert(BN == 64 || BN == 128 || BN == 256, "BN: 64, 128 or 256");
 	static_assert(!COLS || BN >= 128, "the warpgroups split 128 or 256 columns");
+	static_assert(!GATE || (COLS && BN == 128), "a gate-up tile: 64 columns of each weight");
 	static_assert(STAGES >= 2 && STAGES <= 12, "2..12 stages");
 
 	static MKD_INLINE u32 full_bar(u32 bars, int s) { return bars + 8 * s; }
@@ -325,8 +338,9 @@ struct mkd_wgmma_tile {
 	static MKD_INLINE void load_b(const mkd_wg_loads &l, int kt, u32 ring, u32 bars, u32 s)
 	{
 #pragma unroll
-		for (int j = 0; j < B_BOXES; j++)
-			mkd_tma_load_2d(ring + s * STAGE_BYTES + A_BYTES + j * B_BOX, l.tb, l.b_col + 64 * j,
+		for (int j = 0; j < B_BOXES; j++)  /* GATE: box 0 the gate's, box 1 B's, same columns */
+			mkd_tma_load_2d(ring + s * STAGE_BYTES + A_BYTES + j * B_BOX,
+					GATE && j == 0 ? l.tg : l.tb, l.b_col + (GATE ? 0 : 64 * j),
 					l.b_row + kt * BK, full_bar(bars, s));
 	}
 
@@ -386,11 +400,14 @@ struct mkd_wgmma_tile {
 	 * wgmma m64nCNk16 over rows 64*arow.. of A and B boxes box0.. of each
 	 * stage; results go to C (the slab's first element) clipped to M x N.
 	 * The slab starts at row r_off, column c_off of the tile (epi's
-	 * coordinates). */
-	template <int CN, bool X, typename Epi, typename WX>
+	 * coordinates).  GATE: grole 1 (the gate's warpgroup) writes act of
+	 * its accumulators to gs and stores nothing; grole 2 (B's) multiplies
+	 * its epilogue's values by them (the same fragment layout, thread for
+	 * thread). */
+	template <int CN, bool X, typename Epi, typename WX, typename Act>
 	static MKD_INLINE void consume(int arow, int box0, int nk, u32 pos, u32 ring, u32 bars,
 				       TC *C, i64 ldc, int M, int N, int r_off, int c_off, Epi &epi,
-				       const WX &wx, u64 tmo)
+				       const WX &wx, u64 tmo, int grole, float *gs, const Act &act)
 	{
 		enum { CACC = CN / 2 };
 		const int t = threadIdx.x & 127, lane = threadIdx.x & 31;
@@ -437,6 +454,19 @@ struct mkd_wgmma_tile {
 				mkd_wg_ring.okx = wx();
 			mkd_bar_sync(MKD_WG_BAR_EPI, 256);
 		}
+		if (GATE) {  /* [i][thread]: a warp's 32 stores in 32 banks */
+			if (grole == 1) {
+#pragma unroll
+				for (int i = 0; i < CACC; i++)
+					gs[i * 128 + t] = act(d[i], 0, 0);
+			}
+			mkd_bar_sync(MKD_WG_BAR_GATE, 256);
+			if (grole == 1)
+				return;
+#pragma unroll
+			for (int i = 0; i < CACC; i++)
+				d[i] = epi(d[i], 0, 0) * gs[i * 128 + t];
+		}
 		/* accumulator j*4 + {0,1}: row r0, columns 8j + 2q + {0,1};
 		 * j*4 + {2,3}: row r0 + 8 (the m64nNk16 D fragment) */
 		const int r0 = (t >> 5) * 16 + (lane >> 2), c0 = (lane & 3) * 2;
@@ -446,17 +476,19 @@ struct mkd_wgmma_tile {
 		 * with c0 + 8j compared, the compiler kept every c0 + 8j (+ 1) in
 		 * a register of its own through the whole kernel */
 		const int er = r_off + r0, ec = c_off + c0, left = N - c0;
+		/* GATE: the values are final (the gate's epilogue is only a unary op) */
+		auto fin = [&](float v, int r, int c) { return GATE ? v : epi(v, r, c); };
 #pragma unroll
 		for (int j = 0; j < CN / 8; j++) {
 			if (8 * j < left) {
 				const bool two = 8 * j + 1 < left;
 				if (ok0)
-					mkd_wg_store2<TC>::st(p0 + 8 * j, epi(d[4 * j], er, ec + 8 * j),
-							      two ? epi(d[4 * j + 1], er, ec + 8 * j + 1) : 0.f,
+					mkd_wg_store2<TC>::st(p0 + 8 * j, fin(d[4 * j], er, ec + 8 * j),
+							      two ? fin(d[4 * j + 1], er, ec + 8 * j + 1) : 0.f,
 							      two);
 				if (ok1)
-					mkd_wg_store2<TC>::st(p1 + 8 * j, epi(d[4 * j + 2], er + 8, ec + 8 * j),
-							      two ? epi(d[4 * j + 3], er + 8, ec + 8 * j + 1) : 0.f,
+					mkd_wg_store2<TC>::st(p1 + 8 * j, fin(d[4 * j + 2], er + 8, ec + 8 * j),
+							      two ? fin(d[4 * j + 3], er + 8, ec + 8 * j + 1) : 0.f,
 							      two);
 			}
 		}
@@ -466,18 +498,22 @@ struct mkd_wgmma_tile {
 	 * more than 64 rows, decode) would otherwise leave the second warpgroup
 	 * multiplying zeros: the two split the columns, rows 0..63 each, BN/2
 	 * columns each. */
-	template <bool X, typename Epi, typename WX>
+	template <bool X, typename Epi, typename WX, typename Act>
 	static MKD_INLINE void consume_tile(int w, int nk, u32 pos, u32 ring, u32 bars, TC *C,
-					    i64 ldc, int M, int N, Epi &epi, const WX &wx, u64 tmo)
+					    i64 ldc, int M, int N, Epi &epi, const WX &wx, u64 tmo,
+					    float *gs, const Act &act)
 	{
-		if (COLS) {
+		if (GATE)  /* box w: the gate's (w 0) or B's (w 1), both into C's 64 columns */
+			consume<64, X>(0, w, nk, pos, ring, bars, C, ldc, M, N, 0, 0, epi, wx, tmo,
+				       1 + w, gs, act);
+		else if (COLS) {
 			enum { H = BN >= 128 ? BN / 2 : 64 };
 			consume<H, X>(0, w * (H / 64), nk, pos, ring, bars, C + w * H, ldc, M, N - w * H,
-				      0, w * H, epi, wx, tmo);
+				      0, w * H, epi, wx, tmo, 0, gs, act);
 		} else {
 			const int m = M - 64 * w;
 			consume<BN, X>(w, 0, nk, pos, ring, bars, C + (i64)(64 * w) * ldc, ldc, m, N,
-				       64 * w, 0, epi, wx, tmo);
+				       64 * w, 0, epi, wx, tmo, 0, gs, act);
 		}
 	}
 
@@ -489,14 +525,16 @@ struct mkd_wgmma_tile {
 	 * thread 0 calls next(loads) once: the task this CTA runs next when it
 	 * is a tile of this engine ready to load now (its loads filled in),
 	 * else -1; w: the flags the engine waits for itself (mkd_wg_waited:
-	 * none).  All THREADS threads call it; false when a wait saw the run
-	 * aborted. */
-	template <typename Epi, typename Next, typename W>
+	 * none).  GATE: act is the unary op on A times the gate's weight
+	 * (l.tg), C = epi(A B) * act(A Wg) over N <= 64 columns.  All THREADS
+	 * threads call it; false when a wait saw the run aborted. */
+	template <typename Epi, typename Next, typename W, typename Act = mkd_epi_none>
 	static __device__ bool run(const mkd_wg_loads &l, int task, Next next, const W &w, TC *C,
-				   i64 ldc, int M, int N, char *smem, Epi epi)
+				   i64 ldc, int M, int N, char *smem, Epi epi, Act act = Act())
 	{
 		const u32 ring = (mkd_smem_addr(smem) + 1023) & ~1023u;
 		const u32 bars = ring + RING;
+		float *gs = (float *)(smem + (ring + RING + 2 * STAGES * 8 - mkd_smem_addr(smem)));
 		/* warp-uniform role, as setmaxnreg wants it */
 		const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x >> 7), 0);
 		/* the previous call's producer went on into this tile */
@@ -525,6 +563,8 @@ struct mkd_wgmma_tile {
 			if (threadIdx.x == 0) {
 				mkd_tma_prefetch_desc(l.ta);
 				mkd_tma_prefetch_desc(l.tb);
+				if (GATE)
+					mkd_tma_prefetch_desc(l.tg);
 				if (W::LATE)
 					from = produce_first(l, pre, pos, ring, bars, w, &ok);
 				nt = next(nl);
@@ -555,7 +595,7 @@ struct mkd_wgmma_tile {
 			/* a stage may wait for its flags first: never trap before they time out */
 			consume_tile<W::X>(wg - 1, l.nk, pos, ring, bars, C, ldc, M < BM ? M : BM,
 					   N < BN ? N : BN, epi, [&] { return w.x(); },
-					   MKD_WG_TIMEOUT_NS + w.flag_ns());
+					   MKD_WG_TIMEOUT_NS + w.flag_ns(), gs, act);
 			if (TRADE_REGS) {
 				if (wg == 1)
 					mkd_wg_bar<MKD_WG_BAR_ID + 1>();

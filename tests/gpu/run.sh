@@ -35,7 +35,11 @@ check() {  # name, command...
 	fi
 	printf '== %s: %s\n' "$cname" "$*" >>"$log"
 	if out=$("$@" 2>&1); then
-		case "$1" in
+		cmd=  # the program run: the first word past `env NAME=VALUE ...`
+		for w in "$@"; do
+			case "$w" in env|*=*) ;; *) cmd=$w; break ;; esac
+		done
+		case "$cmd" in
 		*mkrun) echo "$out" | grep -q ': match' || { fail_it "$cname" "$out"; return; } ;;
 		esac
 		pass=$((pass + 1))
@@ -214,6 +218,17 @@ for r in 1 2; do
 	check "decode_mlp.tile64.r$r" "$MKRUN" "$dec_dir/mlp_tile.mk" --ranks "$r" -D T=3 -D D=512 -D F=1000 \
 		--iters 3 --quiet
 done
+# gate-up tiles (MK_GATEUP=1: one matmul computes silu(N Wg) * (N Wu) for
+# 64 columns, the engine's warpgroups one weight each): ragged T, 1 and 2
+# ranks, and the portable tile's two-tile path
+for t in 1 3 17; do
+	for r in 1 2; do
+		check "decode_mlp.gateup.t$t.r$r" env MK_GATEUP=1 "$MKRUN" samples/decode_mlp.mk --ranks "$r" \
+			-D T="$t" -D D=512 -D F=1000 --iters 3 --quiet
+	done
+done
+check "decode_mlp.gateup.mma" env MK_GATEUP=1 MK_NO_WGMMA=1 "$MKRUN" samples/decode_mlp.mk -D T=5 \
+	-D D=512 -D F=1000 --iters 3 --quiet
 sed -e 's/^  O = attention(Q, K, V)$/  O = attention(Q, K, V)  split 3/' samples/decode_attention.mk \
 	>"$dec_dir/attn_split.mk"
 check "decode_attention.split3.d64" "$MKRUN" "$dec_dir/attn_split.mk" -D T=3 -D H=4 -D S=1000 -D D=64 \

@@ -723,8 +723,16 @@ class Checker:
             return "reads %s in the epilogue for %s: not its box" % (self.rdesc(g), self.rdesc(w))
         return None
 
+    def gate_read(self, g, b):
+        """A gate-up matmul's third read (compiler/expand.c fuse_gates):
+        B's box of another weight of B's shape, on B's rank."""
+        return g["tensor"] != b["tensor"] and g["rank"] == b["rank"] and \
+            self.tensors[g["tensor"]]["shape"] == self.tensors[b["tensor"]]["shape"] and \
+            list(g["lo"]) == list(b["lo"]) and list(g["hi"]) == list(b["hi"])
+
     def check_df_matmul(self, t, w):
-        if len(t["reads"]) == 3 and len(w["lo"]) >= 2:
+        if len(t["reads"]) == 3 and len(w["lo"]) >= 2 and \
+                not self.gate_read(t["reads"][2], t["reads"][1]):
             e = self.check_df_epilogue(t["reads"][2], w)
             if e:
                 return e

@@ -1,0 +1,71 @@
+# Gate-up tiles (MK_GATEUP=1, expand.c fuse_gates; docs/gemm.md): U =
+# matmul(N, Wu) with the epilogue `mul S`, S = silu(matmul(N, Wg)) read by
+# nothing else, becomes one matmul whose tiles compute both products for
+# the same 64 columns: the Hopper engine's two consumer warpgroups one
+# weight each (codegen/mkd/wgmma.cuh GATE), the portable tile two tiles in
+# turn.  A tile of A then depends on nothing but N.  Off by default until
+# the GPU has measured it.
+#   EXP   the expansion: G's op gone, S folded, U's epilogue names the gate
+#   OFF   without MK_GATEUP nothing changes
+#   ROWS  more than 64 rows a rank (T = 128): not fused
+#   PLAN  64-column tiles, wgmma with one warpgroup per weight, no split-K
+#   CU    the engine with BN 128, COLS and GATE, the gate's map third, silu
+#         as the gate's functor; the portable path two tiles, the second
+#         multiplying by the first's values
+#   BIN   it compiles for sm_90a and sm_80, spill-free
+#   SCHED the schedule checker accepts it; U's tasks read Wg's box
+#   NEG   not fused where S has another reader, or U has a split hint
+#
+# RUN: env MK_GATEUP=1 %mkc --emit=expand %s | FileCheck %s --check-prefix=EXP
+# RUN: %mkc --emit=expand %s | FileCheck %s --check-prefix=OFF
+# RUN: env MK_GATEUP=1 %mkc --emit=expand -D T=128 %s | FileCheck %s --check-prefix=ROWS
+# RUN: env MK_GATEUP=1 %mkc --emit=plan %s | FileCheck %s --check-prefix=PLAN
+# RUN: env MK_GATEUP=1 %mkc --emit=cu %s | FileCheck %s --check-prefix=CU
+# RUN: env MK_GATEUP=1 %mkc --emit=cubin --no-cache %s -o %t.cubin 2>&1 | FileCheck %s --check-prefix=BIN
+# RUN: env MK_GATEUP=1 %mkc --emit=cubin --no-cache --arch=sm_80 %s -o %t.80.cubin 2>&1 | FileCheck %s --check-prefix=BIN80
+# RUN: env MK_GATEUP=1 %mkc --emit=json %s > %t.json
+# RUN: python3 tests/tools/check_schedule.py -q %t.json
+# RUN: env MK_GATEUP=1 %mkc --emit=schedule %s | FileCheck %s --check-prefix=SCHED
+# RUN: sed -e 's/^  Y = add(X, M)$/  Y = add(S, M)/' -e 's/D = 512/D = 1000/' %s > %t.two.mk
+# RUN: env MK_GATEUP=1 %mkc --emit=expand %t.two.mk | FileCheck %s --check-prefix=NEG
+# RUN: sed -e 's/^  U = matmul(N, Wu)$/  U = matmul(N, Wu)  split 2/' %s > %t.split.mk
+# RUN: env MK_GATEUP=1 %mkc --emit=expand %t.split.mk | FileCheck %s --check-prefix=NEG
+#
+# EXP: ops (3):
+# EXP: U  A = matmul(N, Wu)  then mul silu(N Wg) in the epilogue
+# EXP-NOT: G  S = matmul
+# OFF: ops (4):
+# OFF: G  S = matmul(N, Wg)  then silu in the epilogue
+# ROWS: G  S = matmul(N, Wg)  then silu in the epilogue
+# PLAN: U            matmul        tile 128 x 64 x 64, wgmma, {{[0-9]+}}-stage ring {{.*}}, 64 rows: one warpgroup Wg's columns, the other Wu's, the ring goes on into the next task, mul silu(N Wg) in the epilogue; smem
+# PLAN-NOT: split-K {{.*}} into A
+# CU: // stage U: A = matmul(N, Wu)
+# CU: (int)((K + 63) / 64), tm + 2};
+# CU: mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, {{[0-9]+}}, true, true>::run(loads(i), i,
+# CU: c, C.st[1], rows, cols, smem, mkd_epi_none(), mkd_epi1<mkd_silu>{mkd_silu()}))
+# CU: #else
+# CU: mkd_mma_tile<mkd_bf16, mkd_bf16, 128, 64, 64, {{[0-9]+}}>::run(a, A.st[1],
+# CU-NEXT: (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_Wg, G, rank, 0, k0, lo[2]), G.st[1], c, C.st[1],
+# CU: __syncthreads();
+# CU-NEXT: mkd_mma_tile<mkd_bf16, mkd_bf16, 128, 64, 64, {{[0-9]+}}>::run(a, A.st[1], b, B.st[1], c, C.st[1],
+# CU-NEXT: rows, cols, (int)K, 0, 0, smem, mkd_epi2<mkd_ident, mkd_mul, mkd_bf16, mkd_ident>{mkd_ident(), c, (int)C.st[1], mkd_ident()});
+# BIN: sm_90a: {{[0-9]+}} registers, 0 bytes stack, 0/0 bytes spilled
+# BIN80: sm_80: {{[0-9]+}} registers, 0 bytes stack, 0/0 bytes spilled
+# SCHED: U        A@0[0:3, 0:64] <- N@0[0:3, 0:512], Wu@0[0:512, 0:64], Wg@0[0:512, 0:64]
+# NEG: G  S = matmul(N, Wg)  then silu in the epilogue
+pipeline gateup {
+  param T = 3, D = 512, F = 1000
+  in  X  : bf16[T, D]
+  in  g  : bf16[D]
+  in  Wg : bf16[D, F]
+  in  Wu : bf16[D, F]
+  in  Wd : bf16[F, D]
+  out Y  : bf16[T, D]
+  N = rmsnorm(X, g)
+  G = matmul(N, Wg)
+  U = matmul(N, Wu)
+  S = silu(G)
+  A = mul(S, U)
+  M = matmul(A, Wd)
+  Y = add(X, M)
+}
