@@ -4,7 +4,8 @@
 # the same 64 columns: the Hopper engine's two consumer warpgroups one
 # weight each (codegen/mkd/wgmma.cuh GATE), the portable tile two tiles in
 # turn.  A tile of A then depends on nothing but N.  Off by default until
-# the GPU has measured it.
+# the GPU has measured it.  On samples/decode_mlp.mk at T = 3, D = 512,
+# F = 1000.
 #   EXP   the expansion: G's op gone, S folded, U's epilogue names the gate
 #   OFF   without MK_GATEUP nothing changes
 #   ROWS  more than 64 rows a rank (T = 128): not fused
@@ -16,20 +17,20 @@
 #   SCHED the schedule checker accepts it; U's tasks read Wg's box
 #   NEG   not fused where S has another reader, or U has a split hint
 #
-# RUN: env MK_GATEUP=1 %mkc --emit=expand %s | FileCheck %s --check-prefix=EXP
-# RUN: %mkc --emit=expand %s | FileCheck %s --check-prefix=OFF
-# RUN: env MK_GATEUP=1 %mkc --emit=expand -D T=128 %s | FileCheck %s --check-prefix=ROWS
-# RUN: env MK_GATEUP=1 %mkc --emit=plan %s | FileCheck %s --check-prefix=PLAN
-# RUN: env MK_GATEUP=1 %mkc --emit=cu %s | FileCheck %s --check-prefix=CU
-# RUN: env MK_GATEUP=1 %mkc --emit=cubin --no-cache %s -o %t.cubin 2>&1 | FileCheck %s --check-prefix=BIN
-# RUN: env MK_GATEUP=1 %mkc --emit=cubin --no-cache --arch=sm_80 %s -o %t.80.cubin 2>&1 | FileCheck %s --check-prefix=BIN80
-# RUN: env MK_GATEUP=1 %mkc --emit=json %s > %t.json
+# RUN: env MK_GATEUP=1 %mkc --emit=expand samples/decode_mlp.mk -D T=3 -D D=512 -D F=1000 | FileCheck %s --check-prefix=EXP
+# RUN: %mkc --emit=expand samples/decode_mlp.mk -D T=3 -D D=512 -D F=1000 | FileCheck %s --check-prefix=OFF
+# RUN: env MK_GATEUP=1 %mkc --emit=expand samples/decode_mlp.mk -D T=128 -D D=512 -D F=1000 | FileCheck %s --check-prefix=ROWS
+# RUN: env MK_GATEUP=1 %mkc --emit=plan samples/decode_mlp.mk -D T=3 -D D=512 -D F=1000 | FileCheck %s --check-prefix=PLAN
+# RUN: env MK_GATEUP=1 %mkc --emit=cu samples/decode_mlp.mk -D T=3 -D D=512 -D F=1000 | FileCheck %s --check-prefix=CU
+# RUN: env MK_GATEUP=1 %mkc --emit=cubin --no-cache samples/decode_mlp.mk -D T=3 -D D=512 -D F=1000 -o %t.cubin 2>&1 | FileCheck %s --check-prefix=BIN
+# RUN: env MK_GATEUP=1 %mkc --emit=cubin --no-cache --arch=sm_80 samples/decode_mlp.mk -D T=3 -D D=512 -D F=1000 -o %t.80.cubin 2>&1 | FileCheck %s --check-prefix=BIN80
+# RUN: env MK_GATEUP=1 %mkc --emit=json samples/decode_mlp.mk -D T=3 -D D=512 -D F=1000 > %t.json
 # RUN: python3 tests/tools/check_schedule.py -q %t.json
-# RUN: env MK_GATEUP=1 %mkc --emit=schedule %s | FileCheck %s --check-prefix=SCHED
-# RUN: sed -e 's/^  Y = add(X, M)$/  Y = add(S, M)/' -e 's/D = 512/D = 1000/' %s > %t.two.mk
-# RUN: env MK_GATEUP=1 %mkc --emit=expand %t.two.mk | FileCheck %s --check-prefix=NEG
-# RUN: sed -e 's/^  U = matmul(N, Wu)$/  U = matmul(N, Wu)  split 2/' %s > %t.split.mk
-# RUN: env MK_GATEUP=1 %mkc --emit=expand %t.split.mk | FileCheck %s --check-prefix=NEG
+# RUN: env MK_GATEUP=1 %mkc --emit=schedule samples/decode_mlp.mk -D T=3 -D D=512 -D F=1000 | FileCheck %s --check-prefix=SCHED
+# RUN: sed -e 's/^  Y = add(X, M)$/  Y = add(S, M)/' samples/decode_mlp.mk > %t.two.mk
+# RUN: env MK_GATEUP=1 %mkc --emit=expand %t.two.mk -D T=3 -D D=1000 -D F=1000 | FileCheck %s --check-prefix=NEG
+# RUN: sed -e 's/^  U = matmul(N, Wu)$/  U = matmul(N, Wu)  split 2/' samples/decode_mlp.mk > %t.split.mk
+# RUN: env MK_GATEUP=1 %mkc --emit=expand %t.split.mk -D T=3 -D D=512 -D F=1000 | FileCheck %s --check-prefix=NEG
 #
 # EXP: ops (3):
 # EXP: U  A = matmul(N, Wu)  then mul silu(N Wg) in the epilogue
@@ -53,19 +54,3 @@
 # BIN80: sm_80: {{[0-9]+}} registers, 0 bytes stack, 0/0 bytes spilled
 # SCHED: U        A@0[0:3, 0:64] <- N@0[0:3, 0:512], Wu@0[0:512, 0:64], Wg@0[0:512, 0:64]
 # NEG: G  S = matmul(N, Wg)  then silu in the epilogue
-pipeline gateup {
-  param T = 3, D = 512, F = 1000
-  in  X  : bf16[T, D]
-  in  g  : bf16[D]
-  in  Wg : bf16[D, F]
-  in  Wu : bf16[D, F]
-  in  Wd : bf16[F, D]
-  out Y  : bf16[T, D]
-  N = rmsnorm(X, g)
-  G = matmul(N, Wg)
-  U = matmul(N, Wu)
-  S = silu(G)
-  A = mul(S, U)
-  M = matmul(A, Wd)
-  Y = add(X, M)
-}
