@@ -507,8 +507,10 @@ static void plan_matmul(planner *P, ir_op *op, int wide)
 	mm_grid(P, op);
 	if (!P->err)
 		mm_split(P, op);
-	if (op->gate && m->tiles_m * m->tiles_n > 1)  /* the engine's gate-up tile: one a task */
+	if (op->gate && m->tiles_m * m->tiles_n > 1) {  /* the engine's gate-up tile: one a task */
 		m->wgmma = m->wg_cols = 0;
+		op->plan.threads = 256;
+	}
 	/* where every task is one tile that runs the engine (bucket tiles
 	 * past the tokens skip it), the ring goes on from task to task; and
 	 * where another rank delivers A or the epilogue's operand, the engine
