@@ -102,6 +102,12 @@ int compile_run(srcset *src, int file, const compile_opts *o,
 		opt.no_late = 1;
 	if (env_on("MK_LATE"))  /* every tile that can waits per operand */
 		opt.all_late = 1;
+	/* MK_SCHED_ORDER=ready|wave: the list schedule's order (sched.c) */
+	const char *so = getenv("MK_SCHED_ORDER");
+	if (so && !strcmp(so, "ready"))
+		opt.sched_order = 1;
+	else if (so && !strcmp(so, "wave"))
+		opt.sched_order = 2;
 	if (env_on("MK_GATEUP"))  /* gate and up projections as one matmul */
 		opt.gateup = 1;
 	if (!a->limit)

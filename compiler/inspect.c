@@ -200,6 +200,10 @@ void inspect_schedule(const ir_sched *s, strbuf *out)
 		  s->ctas, s->threads, s->smem);
 	sb_printf(out, "predicted %.1f us; floor %.1f us (compute %.1f us, communication %.1f us)\n",
 		  s->predicted_us, s->bound_us, s->compute_us, s->comm_us);
+	if (s->order_wave && s->other_us > 0)
+		sb_printf(out, "tasks taken by wave (ready first: predicted %.1f us)\n", s->other_us);
+	else if (s->order_wave)
+		sb_puts(out, "tasks taken by wave (MK_SCHED_ORDER)\n");
 	sb_puts(out, "\nroles\n");
 	for (int r = 0; r < s->nroles; r++) {
 		const ir_role *ro = &s->roles[r];
@@ -333,8 +337,9 @@ void inspect_json(const ir_sched *s, strbuf *out)
 				  r * s->nflags + f, r, s->flags[f].expected,
 				  r + 1 < p->world || f + 1 < s->nflags ? "," : "");
 	sb_printf(out, "  ],\n  \"predicted_us\": %.3f,\n  \"run_us\": %.3f,\n  \"bound_us\": %.3f,\n"
-		  "  \"compute_us\": %.3f,\n  \"comm_us\": %.3f\n}\n",
-		  s->predicted_us, s->dev.run_us, s->bound_us, s->compute_us, s->comm_us);
+		  "  \"compute_us\": %.3f,\n  \"comm_us\": %.3f,\n  \"task_order\": \"%s\"\n}\n",
+		  s->predicted_us, s->dev.run_us, s->bound_us, s->compute_us, s->comm_us,
+		  s->order_wave ? "wave" : "ready");
 }
 
 static const char *role_color[ROLE_COUNT] = {"#4c78a8", "#f58518", "#e45756", "#54a24b"};

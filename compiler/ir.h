@@ -559,6 +559,10 @@ typedef struct ir_sched {
 	ir_flag *flags;           /* rank 0's flag array; every rank has the same */
 	int nflags;
 	double predicted_us;
+	int order_wave;           /* the list schedule took tasks by wave, not
+	                             ready first (sched.c list_schedule) */
+	double other_us;          /* what the other order predicted; 0 when
+	                             MK_SCHED_ORDER chose */
 	double bound_us;          /* max(compute time, communication time) */
 	double compute_us, comm_us;
 } ir_sched;

@@ -60,6 +60,9 @@ typedef struct compile_opts {
 	int all_late;           /* every tile that can waits per operand, not
 	                           only those whose operand another rank
 	                           delivers (MK_LATE=1) */
+	int sched_order;        /* the list schedule's order: 0 the cost
+	                           model's choice, 1 ready first, 2 by wave
+	                           (sched.c; MK_SCHED_ORDER=ready|wave) */
 	int gateup;             /* fuse a gate and up projection of a few rows
 	                           into one matmul (expand.c; the driver reads
 	                           MK_GATEUP=1) */

@@ -684,7 +684,20 @@ static double late_rest_us(const ir_sched *s, const ir_task *t)
 	       tile_store_us(s, t);
 }
 
-static void list_schedule(sched *S)
+/* The order in which list_order takes the tasks that can start by the
+ * time a CTA comes free.  ORDER_READY: the one ready first, then the
+ * lower id (stage by stage).  ORDER_WAVE: the one furthest behind in its
+ * stage (the share of its stage's tasks before it), so that the tiles of
+ * stages that read the same operand interleave column by column and a
+ * consumer's ranges complete wave by wave (the decode MLP: G and U tile
+ * by tile, the down projection's k-ranges early).  list_schedule keeps
+ * the order whose schedule the cost model predicts shorter. */
+enum { ORDER_READY = 1, ORDER_WAVE = 2 };
+
+/* One list schedule in the given order: every task's role, CTA, order,
+ * cost and predicted times.  Returns its end (us from the kernel's
+ * start), -1 on an error (S->err set). */
+static double list_order(sched *S, int how)
 {
 	ir_sched *s = S->s;
 	const ir_prog *p = S->p;
@@ -700,11 +713,29 @@ static void list_schedule(sched *S)
 	char **need = arena_alloc(S->a, (size_t)n * sizeof(char *));
 	double *cta_free = arena_alloc(S->a, (size_t)s->ctas * sizeof(double));
 	int *cta_n = arena_alloc(S->a, (size_t)s->ctas * sizeof(int));
-	heap h = {arena_alloc(S->a, (size_t)n * sizeof(int)), ready, 0};
+	/* ORDER_WAVE: when each task could start at the earliest (its A
+	 * there; a tile that waits per operand is not held back for its
+	 * epilogue's operand), the time heap's key; and its place in its
+	 * stage, the key of the heap of tasks that can start by then */
+	const int wave = how == ORDER_WAVE;
+	double *avail = wave ? arena_alloc(S->a, (size_t)n * sizeof(double)) : ready;
+	double *wkey = wave ? arena_alloc(S->a, (size_t)n * sizeof(double)) : ready;
+	int *per_op = arena_alloc(S->a, (size_t)(p->nops + 1) * 2 * sizeof(int));
+	heap h = {arena_alloc(S->a, (size_t)n * sizeof(int)), avail, 0};
+	heap cand = {arena_alloc(S->a, (size_t)n * sizeof(int)), wkey, 0};
 	if (!indeg || !succ || !nsucc || !ready || !ready_a || !ready_x || !need || !cta_free ||
-	    !cta_n || !h.v) {
+	    !cta_n || !h.v || !avail || !wkey || !per_op || !cand.v) {
 		S->err = 1;
-		return;
+		return -1;
+	}
+	if (wave) {
+		int *count = per_op, *seen = per_op + p->nops + 1;
+		for (int i = 0; i < n; i++)
+			count[s->tasks[i].op]++;
+		for (int i = 0; i < n; i++) {
+			const int op = s->tasks[i].op;
+			wkey[i] = (seen[op]++ + 0.5) / count[op];
+		}
 	}
 	/* template dependency graph: distinct producer template tasks */
 	for (int i = 0; i < n; i++)
@@ -715,7 +746,7 @@ static void list_schedule(sched *S)
 					   "internal: task %d of '%s' depends on its own image on another rank",
 					   i, p->ops[s->tasks[i].op].stage);
 				S->err = 1;
-				return;
+				return -1;
 			}
 			if (k && S->deps[i][k - 1].task == q)
 				continue;
@@ -727,7 +758,7 @@ static void list_schedule(sched *S)
 		need[i] = arena_alloc(S->a, (size_t)(nsucc[i] + 1));
 		if (!succ[i] || !need[i]) {
 			S->err = 1;
-			return;
+			return -1;
 		}
 		nsucc[i] = 0;
 	}
@@ -753,8 +784,27 @@ static void list_schedule(sched *S)
 			heap_push(&h, i);
 	int done = 0;
 	double end = 0;
-	while (h.n) {
-		int i = heap_pop(&h);
+	double last_thr = 0;
+	while (h.n || cand.n) {
+		int i;
+		if (wave) {
+			/* the next start: a CTA free and a task there (cand's
+			 * tasks were there by the last one); the first in cand
+			 * of those there by then */
+			double thr = cta_free[0];
+			for (int c = 1; c < s->ctas; c++)
+				if (cta_free[c] < thr)
+					thr = cta_free[c];
+			const double first = cand.n ? last_thr : avail[h.v[0]];
+			if (thr < first)
+				thr = first;
+			while (h.n && avail[h.v[0]] <= thr)
+				heap_push(&cand, heap_pop(&h));
+			last_thr = thr;
+			i = heap_pop(&cand);
+		} else {
+			i = heap_pop(&h);
+		}
 		ir_task *t = &s->tasks[i];
 		int ri = role_of_kind[role_of(t)];
 		const ir_role *ro = &s->roles[ri];
@@ -786,6 +836,8 @@ static void list_schedule(sched *S)
 			if (t->t1 + lat > r[j])
 				r[j] = t->t1 + lat;
 			if (--indeg[j] == 0) {
+				if (wave)
+					avail[j] = ready_a[j] > ready[j] ? ready_a[j] : ready[j];
 				/* a tile that waits per operand starts no earlier than
 				 * lets it end when its A and epilogue operand allow */
 				if (ready_a[j] > ready[j] || ready_x[j] > ready[j]) {
@@ -807,8 +859,34 @@ static void list_schedule(sched *S)
 			   "internal: the tile graph has a cycle (%d of %d tasks could be ordered)",
 			   done, n);
 		S->err = 1;
-		return;
+		return -1;
 	}
+	return end;
+}
+
+/* The list schedule in the order asked for (MK_SCHED_ORDER), else in the
+ * one the cost model predicts shorter by at least 1% (ORDER_READY when
+ * they are within it: the schedules stay where they were), then the tasks
+ * in (cta, order) and the floor. */
+static void list_schedule(sched *S, const compile_opts *o)
+{
+	ir_sched *s = S->s;
+	int n = s->ntasks;
+	int how = o ? o->sched_order : 0;
+	double end;
+	s->other_us = 0;
+	if (how) {
+		end = list_order(S, how);
+	} else {
+		const double by_ready = list_order(S, ORDER_READY);
+		const double by_wave = by_ready < 0 ? -1 : list_order(S, ORDER_WAVE);
+		how = by_wave < 0.99 * by_ready ? ORDER_WAVE : ORDER_READY;
+		end = by_wave < 0 || how == ORDER_WAVE ? by_wave : list_order(S, ORDER_READY);
+		s->other_us = (how == ORDER_WAVE ? by_ready : by_wave) + s->dev.run_us;
+	}
+	if (end < 0)
+		return;
+	s->order_wave = how == ORDER_WAVE;
 	s->predicted_us = end + s->dev.run_us;
 
 	/* tasks in (cta, order); ids follow.  Sort indices, then move each
@@ -877,6 +955,6 @@ int sched_run(ir_sched *s, const compile_opts *o, diags *d, arena *a)
 	if (!S.err)
 		choose_roles(&S, o);
 	if (!S.err)
-		list_schedule(&S);
+		list_schedule(&S, o);
 	return S.err || a->failed ? 1 : 0;
 }
