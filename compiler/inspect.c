@@ -321,6 +321,8 @@ void inspect_json(const ir_sched *s, strbuf *out)
 					  ir_rank_shift(t->signals[j].rank, r, p->nodes, p->gpus) * s->nflags +
 					  t->signals[j].index);
 			sb_puts(out, "]");
+			if (ir_op_class(p->ops[t->op].kind) == 'L')  /* a layout op's copy */
+				sb_printf(out, ", \"layout\": \"%s\"", ir_op_name(p->ops[t->op].kind));
 			int late = 0;  /* the waits its engine does after it starts */
 			for (int j = 0; j < t->nwaits; j++)
 				if (ir_wait_late(p, t, j))

@@ -692,6 +692,14 @@ class Checker:
         return all(c <= a and b <= d for a, b, c, d in zip(lo, hi, glo, ghi))
 
     def check_df_ew(self, t, w):
+        if "layout" in t:
+            # a layout op's copy (slice, merge_heads, transpose, ...):
+            # its reads hold exactly the elements it writes, rearranged
+            n = sum(self.volume(g["lo"], g["hi"]) for g in t["reads"])
+            if n != self.volume(w["lo"], w["hi"]):
+                return "a %s copy reads %d elements for the %d of %s" % (
+                    t["layout"], n, self.volume(w["lo"], w["hi"]), self.rdesc(w))
+            return None
         nd = len(w["lo"])
         for g in t["reads"]:
             k = len(g["lo"])
