@@ -229,6 +229,16 @@ for t in 1 3 17; do
 done
 check "decode_mlp.gateup.mma" env MK_GATEUP=1 MK_NO_WGMMA=1 "$MKRUN" samples/decode_mlp.mk -D T=5 \
 	-D D=512 -D F=1000 --iters 3 --quiet
+# the list schedule by wave (MK_SCHED_ORDER=wave; the model takes it for
+# the llama layer and for ring attention over virtual ranks at their own
+# sizes): G's and U's tiles side by side with the waits per operand, and
+# ring attention's blocks, against the CPU reference
+for r in 1 2; do
+	check "decode_mlp.wave.r$r" env MK_SCHED_ORDER=wave MK_LATE=1 "$MKRUN" samples/decode_mlp.mk \
+		--ranks "$r" -D T=3 -D D=512 -D F=1000 --iters 3 --quiet
+	check "ring_attention_causal.wave.r$((2 * r))" env MK_SCHED_ORDER=wave "$MKRUN" \
+		samples/ring_attention_causal.mk --ranks $((2 * r)) -D S=1024 -D NH=2 --iters 3 --quiet
+done
 sed -e 's/^  O = attention(Q, K, V)$/  O = attention(Q, K, V)  split 3/' samples/decode_attention.mk \
 	>"$dec_dir/attn_split.mk"
 check "decode_attention.split3.d64" "$MKRUN" "$dec_dir/attn_split.mk" -D T=3 -D H=4 -D S=1000 -D D=64 \
