@@ -102,6 +102,10 @@ int compile_run(srcset *src, int file, const compile_opts *o,
 		opt.no_late = 1;
 	if (env_on("MK_LATE"))  /* every tile that can waits per operand */
 		opt.all_late = 1;
+	/* MK_WG_STAGES=N: the Hopper engine's ring depth, 2..12 (A/B) */
+	const char *ws = getenv("MK_WG_STAGES");
+	if (ws && atoi(ws) >= 2 && atoi(ws) <= 12)
+		opt.wg_stages = atoi(ws);
 	/* MK_SCHED_ORDER=ready|wave: the list schedule's order (sched.c) */
 	const char *so = getenv("MK_SCHED_ORDER");
 	if (so && !strcmp(so, "ready"))

@@ -60,6 +60,9 @@ typedef struct compile_opts {
 	int all_late;           /* every tile that can waits per operand, not
 	                           only those whose operand another rank
 	                           delivers (MK_LATE=1) */
+	int wg_stages;          /* the Hopper engine's ring depth where it fits
+	                           (2..12; 0: the plan's, 12 for tiles of a
+	                           few rows, else 8; MK_WG_STAGES=N) */
 	int sched_order;        /* the list schedule's order: 0 the cost
 	                           model's choice, 1 ready first, 2 by wave
 	                           (sched.c; MK_SCHED_ORDER=ready|wave) */

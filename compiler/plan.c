@@ -490,7 +490,10 @@ static void plan_matmul(planner *P, ir_op *op, int wide)
 	const int64_t a_rows = m->wg_cols ? 64 : m->bm;
 	m->wg_stages = 0;
 	if (m->wgmma) {
-		for (m->wg_stages = m->wg_cols ? 12 : 8;
+		/* MK_WG_STAGES=N (A/B): N stages where they fit */
+		const int want = P->o->wg_stages >= 2 && P->o->wg_stages <= 12 ? P->o->wg_stages
+										   : m->wg_cols ? 12 : 8;
+		for (m->wg_stages = want;
 		     m->wg_stages > 2 && wg_bytes(op, a_rows, m->bn, m->wg_stages) > limit; m->wg_stages--)
 			;
 		if (wg_bytes(op, a_rows, m->bn, m->wg_stages) > limit || (op->gate && !m->wg_cols))
