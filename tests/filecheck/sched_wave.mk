@@ -13,6 +13,7 @@
 #           1%), no line about it, task_order "ready" in the JSON
 #   MODEL   the llama layer (T = 2048): by wave, predicted shorter, and the
 #           other order's prediction given
+#   BADENV  an unknown MK_SCHED_ORDER is ignored, with a warning
 #
 # RUN: env MK_SCHED_ORDER=ready MK_LATE=1 %mkc --emit=schedule samples/decode_mlp.mk -D T=3 -D D=512 -D F=1000 | FileCheck %s --check-prefix=READY
 # RUN: env MK_SCHED_ORDER=wave MK_LATE=1 %mkc --emit=schedule samples/decode_mlp.mk -D T=3 -D D=512 -D F=1000 | FileCheck %s --check-prefix=WAVE
@@ -22,6 +23,7 @@
 # RUN: %mkc --emit=json samples/decode_mlp.mk -D T=3 -D D=512 -D F=1000 | FileCheck %s --check-prefix=DEFJSON
 # RUN: %mkc --emit=schedule samples/llama_layer.mk | FileCheck %s --check-prefix=MODEL
 # RUN: %mkc --emit=json samples/llama_layer.mk | FileCheck %s --check-prefix=MODJSON
+# RUN: env MK_SCHED_ORDER=waves %mkc --emit=schedule samples/llama_layer.mk 2>&1 | FileCheck %s --check-prefix=BADENV
 
 # READY-NOT: tasks taken by wave
 # READY:      CTA 1 (compute)
@@ -50,3 +52,7 @@
 # MODEL:      predicted [[P:[0-9.]+]] us; floor
 # MODEL-NEXT: tasks taken by wave (ready first: predicted [[R:[0-9.]+]] us)
 # MODJSON:    "task_order": "wave"
+
+# BADENV:      mkc: warning: MK_SCHED_ORDER=waves ignored: ready or wave
+# BADENV:      predicted
+# BADENV-NEXT: tasks taken by wave (ready first: predicted

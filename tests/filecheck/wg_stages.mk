@@ -6,17 +6,20 @@
 # samples/decode_mlp.mk at T = 1 (D = 4096, F = 14336).
 #   DEF   without it: 9 stages
 #   FOUR  MK_WG_STAGES=4: 4 stages, every matmul
-#   BAD   a depth out of range is ignored: 9 again
+#   BAD   a depth out of range is ignored, with a warning: 9 again
 #   BIN   the 4-stage kernel compiles for sm_90a without spills
 #
 # RUN: %mkc --emit=plan samples/decode_mlp.mk -D T=1 | FileCheck %s --check-prefix=DEF
 # RUN: env MK_WG_STAGES=4 %mkc --emit=plan samples/decode_mlp.mk -D T=1 | FileCheck %s --check-prefix=FOUR
 # RUN: env MK_WG_STAGES=13 %mkc --emit=plan samples/decode_mlp.mk -D T=1 | FileCheck %s --check-prefix=DEF
+# RUN: env MK_WG_STAGES=13 %mkc --emit=plan samples/decode_mlp.mk -D T=1 2>&1 >/dev/null | FileCheck %s --check-prefix=BAD
 # RUN: env MK_WG_STAGES=4 %mkc --emit=cubin --no-cache samples/decode_mlp.mk -D T=1 -o %t.cubin 2>&1 | FileCheck %s --check-prefix=BIN
 
 # DEF:      G{{ +}}matmul{{ +}}tile 128 x 128 x 64, wgmma, 9-stage ring
 # DEF:      U{{ +}}matmul{{ +}}tile 128 x 128 x 64, wgmma, 9-stage ring
 # DEF:      M{{ +}}matmul{{ +}}tile 128 x 128 x 64, wgmma, 9-stage ring
+
+# BAD: mkc: warning: MK_WG_STAGES=13 ignored: a ring of 2 to 12 stages
 
 # FOUR:     G{{ +}}matmul{{ +}}tile 128 x 128 x 64, wgmma, 4-stage ring
 # FOUR:     U{{ +}}matmul{{ +}}tile 128 x 128 x 64, wgmma, 4-stage ring
