@@ -878,10 +878,11 @@ static void list_schedule(sched *S, const compile_opts *o)
 	if (how) {
 		end = list_order(S, how);
 	} else {
-		const double by_ready = list_order(S, ORDER_READY);
-		const double by_wave = by_ready < 0 ? -1 : list_order(S, ORDER_WAVE);
+		/* ready first last: the usual choice needs no third schedule */
+		const double by_wave = list_order(S, ORDER_WAVE);
+		const double by_ready = by_wave < 0 ? -1 : list_order(S, ORDER_READY);
 		how = by_wave < 0.99 * by_ready ? ORDER_WAVE : ORDER_READY;
-		end = by_wave < 0 || how == ORDER_WAVE ? by_wave : list_order(S, ORDER_READY);
+		end = by_ready < 0 || how == ORDER_READY ? by_ready : list_order(S, ORDER_WAVE);
 		s->other_us = (how == ORDER_WAVE ? by_ready : by_wave) + s->dev.run_us;
 	}
 	if (end < 0)
