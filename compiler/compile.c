@@ -104,16 +104,17 @@ int compile_run(srcset *src, int file, const compile_opts *o,
 		opt.all_late = 1;
 	/* MK_WG_STAGES=N: the Hopper engine's ring depth, 2..12 (A/B) */
 	const char *ws = getenv("MK_WG_STAGES");
-	if (ws && *ws && atoi(ws) >= 2 && atoi(ws) <= 12)
-		opt.wg_stages = atoi(ws);
+	const int nws = ws ? atoi(ws) : 0;
+	if (nws >= 2 && nws <= 12)
+		opt.wg_stages = nws;
 	else if (ws && *ws)
 		diag_warning(d, SPAN_NONE, "MK_WG_STAGES=%s ignored: a ring of 2 to 12 stages", ws);
 	/* MK_SCHED_ORDER=ready|wave: the list schedule's order (sched.c) */
 	const char *so = getenv("MK_SCHED_ORDER");
 	if (so && !strcmp(so, "ready"))
-		opt.sched_order = 1;
+		opt.sched_order = ORDER_READY;
 	else if (so && !strcmp(so, "wave"))
-		opt.sched_order = 2;
+		opt.sched_order = ORDER_WAVE;
 	else if (so && *so)
 		diag_warning(d, SPAN_NONE, "MK_SCHED_ORDER=%s ignored: ready or wave", so);
 	if (env_on("MK_GATEUP"))  /* gate and up projections as one matmul */

@@ -34,6 +34,9 @@ typedef struct mk_define {
 	int64_t value;
 } mk_define;
 
+/* The list schedule's two orders (compiler/sched.c list_order) */
+enum { ORDER_READY = 1, ORDER_WAVE = 2 };
+
 typedef struct compile_opts {
 	const mk_define *defs;
 	int ndefs;
@@ -64,8 +67,8 @@ typedef struct compile_opts {
 	                           (2..12; 0: the plan's, 12 for tiles of a
 	                           few rows, else 8; MK_WG_STAGES=N) */
 	int sched_order;        /* the list schedule's order: 0 the cost
-	                           model's choice, 1 ready first, 2 by wave
-	                           (sched.c; MK_SCHED_ORDER=ready|wave) */
+	                           model's choice, else ORDER_READY or
+	                           ORDER_WAVE (MK_SCHED_ORDER=ready|wave) */
 	int gateup;             /* fuse a gate and up projection of a few rows
 	                           into one matmul (expand.c; the driver reads
 	                           MK_GATEUP=1) */

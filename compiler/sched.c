@@ -692,7 +692,7 @@ static double late_rest_us(const ir_sched *s, const ir_task *t)
  * consumer's ranges complete wave by wave (the decode MLP: G and U tile
  * by tile, the down projection's k-ranges early).  list_schedule keeps
  * the order whose schedule the cost model predicts shorter. */
-enum { ORDER_READY = 1, ORDER_WAVE = 2 };
+/* (ORDER_READY, ORDER_WAVE: pass.h, as MK_SCHED_ORDER sets them) */
 
 /* One list schedule in the given order: every task's role, CTA, order,
  * cost and predicted times.  Returns its end (us from the kernel's
