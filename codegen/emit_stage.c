@@ -121,11 +121,11 @@ static void attn_tile(cg_em *E, const ir_op *op, const char *indent)
 	if (ap.engine == IR_ATTN_WGMMA)
 		sb_printf(E->o,
 			  "#ifdef MKD_HAS_WGMMA\n"
-			  "%smkd_fa_wg<%lld, %s> fa((const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + %d,\n"
+			  "%smkd_fa_wg<%lld, %s, %d, %d, %d> fa((const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + %d,\n"
 			  "%s\t(u64)mkd_origin(p, MK_T[T_%s], rank), (u64)mkd_origin(p, MK_T[T_%s], rank),\n"
 			  "%s\t(u64)mkd_origin(p, MK_T[T_%s], rank));\n"
 			  "#else\n",
-			  indent, D, tq, ap.tmap, indent, q->name, p->tensors[op->in[1]].name, indent,
+			  indent, D, tq, ap.wg_keys, ap.wg_stages, ap.wg_overlap, ap.tmap, indent, q->name, p->tensors[op->in[1]].name, indent,
 			  p->tensors[op->in[2]].name);
 	char targs[32];
 	fa_targs(&ap, targs);
@@ -201,7 +201,6 @@ void cg_stage_attention(cg_em *E, const ir_op *op)
 	sb_printf(E->o,
 		  "\tconst mkd_box qb = mkd_read_box(rank, t, 0);\n"
 		  "\tconst %s *Qp = (const %s *)mkd_at<MK_GPUS>(p, qb.tensor, MK_T[qb.tensor], qb.rank, qb.lo[0], qb.lo[1], 0);\n"
-		  "\t%s *Op = (%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, lo[0], lo[1], 0);\n"
 		  "\tconst int rows = (int)(hi[1] - lo[1]);\n"
 		  "\t__shared__ int qok;  // the queries, when made in this kernel\n"
 		  "\tif (threadIdx.x == 0) {\n"
@@ -212,7 +211,7 @@ void cg_stage_attention(cg_em *E, const ir_op *op)
 		  "\t__syncthreads();\n"
 		  "\tif (!qok)\n"
 		  "\t\treturn false;\n",
-		  tq, tq, to, to, o->name, o->name);
+		  tq, tq);
 	if (tc) {
 		sb_puts(E->o, "\t__shared__ int good;\n");
 		attn_tile(E, op, "\t");
@@ -249,14 +248,16 @@ void cg_stage_attention(cg_em *E, const ir_op *op)
 		sb_printf(E->o,
 			  "\t\tfa.block(Kp, Vp, MK_T[kb.tensor].st[1], MK_T[vb.tensor].st[1], (int)(kb.hi[1] - kb.lo[1]), rows, %s, lo[1], kb.lo[1]);\n"
 			  "\t}\n"
+			  "\t%s *Op = (%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, lo[0], lo[1], 0);\n"
 			  "\tfa.end(Op, MK_T[T_%s].st[1], rows);\n",
-			  causal ? "true" : "false", o->name);
+			  causal ? "true" : "false", to, to, o->name, o->name, o->name);
 	else
 		sb_printf(E->o,
 			  "\t\tmkd_attn_block<%lld>(st, Kp, Vp, MK_T[kb.tensor].st[1], MK_T[vb.tensor].st[1], (int)(kb.hi[1] - kb.lo[1]), rows, %d, lo[1], kb.lo[1]);\n"
 			  "\t}\n"
+			  "\t%s *Op = (%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, lo[0], lo[1], 0);\n"
 			  "\tmkd_attn_end<%lld>(st, Op, MK_T[T_%s].st[1], rows);\n",
-			  (long long)D, causal, (long long)D, o->name);
+			  (long long)D, causal, to, to, o->name, o->name, (long long)D, o->name);
 	sb_puts(E->o, "\treturn true;\n}\n\n");
 }
 

@@ -109,6 +109,18 @@ int compile_run(srcset *src, int file, const compile_opts *o,
 		opt.wg_stages = nws;
 	else if (ws && *ws)
 		diag_warning(d, SPAN_NONE, "MK_WG_STAGES=%s ignored: a ring of 2 to 12 stages", ws);
+	/* MK_ATTN_KEYS=64|128, MK_ATTN_OVERLAP=0|1: the Hopper attention
+	 * tile's shape (A/B) */
+	const char *ak = getenv("MK_ATTN_KEYS");
+	if (ak && (!strcmp(ak, "64") || !strcmp(ak, "128")))
+		opt.attn_keys = atoi(ak);
+	else if (ak && *ak)
+		diag_warning(d, SPAN_NONE, "MK_ATTN_KEYS=%s ignored: 64 or 128", ak);
+	const char *ao = getenv("MK_ATTN_OVERLAP");
+	if (ao && (!strcmp(ao, "0") || !strcmp(ao, "1")))
+		opt.attn_overlap = 1 + (ao[0] == '1');
+	else if (ao && *ao)
+		diag_warning(d, SPAN_NONE, "MK_ATTN_OVERLAP=%s ignored: 0 or 1", ao);
 	/* MK_SCHED_ORDER=ready|wave: the list schedule's order (sched.c) */
 	const char *so = getenv("MK_SCHED_ORDER");
 	if (so && !strcmp(so, "ready"))

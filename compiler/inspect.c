@@ -90,8 +90,9 @@ void inspect_plans(const ir_prog *p, strbuf *out)
 			else
 				sb_printf(out, "%d query rows a task, fp32", pl->attn.rows);
 			if (pl->attn.tensor_cores && pl->attn.engine == IR_ATTN_WGMMA)
-				sb_printf(out, "; sm_90a: TMA + wgmma, %d keys a stage, 3 stages, "
-					  "tensor maps %d-%d", pl->attn.wg_keys, pl->attn.tmap,
+				sb_printf(out, "; sm_90a: TMA + wgmma, %d keys a stage, %d stages%s, "
+					  "tensor maps %d-%d", pl->attn.wg_keys, pl->attn.wg_stages,
+					  pl->attn.wg_overlap ? ", S beside P V" : "", pl->attn.tmap,
 					  pl->attn.tmap + 2);
 			if (pl->attn.kvsplit > 1)
 				sb_printf(out, ", split-KV %d x %lld keys into %s", pl->attn.kvsplit,

@@ -66,6 +66,10 @@ typedef struct compile_opts {
 	int wg_stages;          /* the Hopper engine's ring depth where it fits
 	                           (2..12; 0: the plan's, 12 for tiles of a
 	                           few rows, else 8; MK_WG_STAGES=N) */
+	int attn_keys;          /* the Hopper attention tile's keys a stage
+	                           (64 or 128; 0: the plan's; MK_ATTN_KEYS=N) */
+	int attn_overlap;       /* its S of one chunk beside P V of the last:
+	                           0 the plan's, 1 off, 2 on (MK_ATTN_OVERLAP) */
 	int sched_order;        /* the list schedule's order: 0 the cost
 	                           model's choice, else ORDER_READY or
 	                           ORDER_WAVE (MK_SCHED_ORDER=ready|wave) */

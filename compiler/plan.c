@@ -689,12 +689,55 @@ static int attn_local(const planner *P, const ir_op *op)
 	return 1;
 }
 
-/* mkd_fa_wg (attn_wg.cuh): keys per stage, and SMEM: 1 KB of alignment
- * slack, Q [128][D], 3 stages of K and V [keys][D], 7 mbarriers */
-static int wg_attn_keys(int64_t D) { return D <= 128 ? 64 : 32; }
-static int64_t wg_attn_smem(int64_t D)
+/* mkd_fa_wg (attn_wg.cuh): its SMEM: 1 KB of alignment slack, Q
+ * [128][D], the stages of K and V [keys][D], then 16 bytes a stage and 64
+ * (its barriers, counts, the block's place) */
+static int64_t wg_attn_smem(int64_t D, int keys, int stages)
 {
-	return 1024 + 128 * D * 2 + 3 * 2 * (int64_t)wg_attn_keys(D) * D * 2 + 7 * 8;
+	return 1024 + 128 * D * 2 + (int64_t)stages * 2 * keys * D * 2 + 16 * stages + 64;
+}
+
+/* The Hopper attention tile's shape: keys a stage (64 up to D = 128, 32
+ * above; MK_ATTN_KEYS), three stages where they fit, else two. */
+static void wg_attn_shape(const planner *P, ir_attn_plan *a, int64_t D)
+{
+	a->wg_keys = P->o->attn_keys ? P->o->attn_keys : D <= 128 ? 64 : 32;
+	a->wg_stages = wg_attn_smem(D, a->wg_keys, 3) <= P->dev.smem_per_sm ? 3 : 2;
+}
+
+/* The mma.sync tile's ring: split-KV tasks stream the cache for a few
+ * queries, load latency bounds them, so more stages in flight (4, or 3,
+ * where they fit) */
+static void mma_attn_ring(const planner *P, ir_op *op, int64_t D)
+{
+	ir_attn_plan *a = &op->plan.attn;
+	for (int n = 4; a->tensor_cores && a->kvsplit > 1 && n > 2; n--) {
+		const int64_t deep = (a->rows + 2 * n * (int64_t)a->keys) * (D + 8) * 2;
+		if (deep <= P->dev.smem_per_sm) {
+			a->ring = n;
+			if (deep > op->plan.smem)
+				op->plan.smem = (int)deep;
+			break;
+		}
+	}
+}
+
+/* What the kernel's threads leave it: a consumer thread holds O (D/2
+ * registers), S (keys/2) and P (keys/4), with S beside P V (the overlap)
+ * those of two chunks.  A thread of a 256-thread kernel has 255 registers:
+ * the overlap fits up to D = 128, D = 256 without it; one of a 384-thread
+ * kernel (a matmul on the Hopper engine beside it) 168: the overlap only
+ * up to D = 64, and D = 256 goes back to the mma.sync tile.
+ * MK_ATTN_OVERLAP forces the overlap either way. */
+static void wg_attn_fit(const planner *P, ir_op *op, int64_t D, int threads)
+{
+	ir_attn_plan *a = &op->plan.attn;
+	if (D > 128 && threads > 256) {
+		a->engine = IR_ATTN_MMA;
+		mma_attn_ring(P, op, D);
+	}
+	a->wg_overlap = P->o->attn_overlap ? P->o->attn_overlap == 2
+					   : D <= 64 || (D <= 128 && threads <= 256);
 }
 
 static void plan_attention(planner *P, ir_op *op)
@@ -740,33 +783,24 @@ static void plan_attention(planner *P, ir_op *op)
 	op->plan.threads = 256;
 	a->ring = 2;
 	/* the Hopper tile where it can run (the mma.sync tile stays compiled
-	 * for other archs: the plan's smem and threads cover both).  Not yet at
-	 * D = 256: 64 rows of O are 128 registers a consumer thread, and at the
-	 * 168 of a 384-thread CTA the stage spills (it needs setmaxnreg); nor
-	 * for 16-row decode tiles, whose 8 warps split the keys instead */
+	 * for other archs: the plan's smem and threads, 256 both, cover both);
+	 * not for 16-row decode tiles, whose 8 warps split the keys instead.
+	 * At D = 256 only in a 256-thread kernel: wg_attn_fit */
 	a->tmap = -1;
 	a->engine = IR_ATTN_MMA;
 	if (a->tensor_cores && a->rows == 128 && !P->o->no_wgmma && !P->o->attn_mma &&
-	    (D == 64 || D == 128) && attn_local(P, op) &&
-	    wg_attn_smem(D) <= P->dev.smem_per_sm) {
-		a->engine = IR_ATTN_WGMMA;
-		a->wg_keys = wg_attn_keys(D);
-		if (wg_attn_smem(D) > op->plan.smem)
-			op->plan.smem = (int)wg_attn_smem(D);
-		op->plan.threads = 384;  /* producer + two consumer warpgroups */
-	}
-	attn_split(P, op);
-	/* split-KV tasks stream the cache for a few queries: load latency
-	 * bounds them, so more stages in flight (4, or 3, where they fit) */
-	for (int n = 4; a->engine == IR_ATTN_MMA && a->tensor_cores && a->kvsplit > 1 && n > 2; n--) {
-		const int64_t deep = (a->rows + 2 * n * (int64_t)a->keys) * (D + 8) * 2;
-		if (deep <= P->dev.smem_per_sm) {
-			a->ring = n;
-			if (deep > op->plan.smem)
-				op->plan.smem = (int)deep;
-			break;
+	    (D == 64 || D == 128 || D == 256) && attn_local(P, op)) {
+		wg_attn_shape(P, a, D);
+		const int64_t ws = wg_attn_smem(D, a->wg_keys, a->wg_stages);
+		if (ws <= P->dev.smem_per_sm) {
+			a->engine = IR_ATTN_WGMMA;
+			if (ws > op->plan.smem)
+				op->plan.smem = (int)ws;
 		}
 	}
+	attn_split(P, op);
+	if (a->engine == IR_ATTN_MMA)
+		mma_attn_ring(P, op, D);
 }
 
 /* ---- row sums ---------------------------------------------------------------- */
@@ -956,6 +990,15 @@ int plan_run(ir_prog *p, const compile_opts *o, diags *d, arena *a)
 			p->threads = op->plan.threads;
 		if (op->plan.smem > p->smem)
 			p->smem = op->plan.smem;
+	}
+	for (int i = 0; i < p->nops; i++) {
+		ir_op *op = &p->ops[i];
+		if (op->kind == OP_ATTENTION && op->plan.attn.engine == IR_ATTN_WGMMA) {
+			const ir_tensor *q = &p->tensors[op->in[0]];
+			wg_attn_fit(&P, op, q->shape[q->ndim - 1], p->threads);
+			if (op->plan.smem > p->smem)  /* the mma.sync tile's deeper ring */
+				p->smem = op->plan.smem;
+		}
 		if (op->kind == OP_MATMUL && op->plan.mm.wgmma) {
 			op->plan.mm.tmap = p->ntmaps;  /* A, B (and the gate's weight) */
 			p->ntmaps += op->gate ? 3 : 2;

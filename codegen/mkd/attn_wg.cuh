@@ -4,12 +4,15 @@
  * attention), end or end_part (split-KV); the same state conventions (max
  * in log2 units, unnormalised sums), so split.cuh merges either's partials.
  *
- * 384 threads in three warpgroups:
- *
- *   WG0   producer: thread 0 issues the TMA loads of Q (once, in begin) and
- *         of K and V chunks of BN keys into a STAGES-deep ring.
- *   WG1   consumer: query rows 0..63 of the tile.
- *   WG2   consumer: query rows 64..127.
+ * 256 threads in two consumer warpgroups, WG0 on query rows 0..63 of the
+ * tile and WG1 on rows 64..127.  No warp only loads: thread 0 issues the
+ * TMA loads of Q (in begin) and of a block's first STAGES chunks of BN keys
+ * (K and V) into the ring, and the last of the 8 consumer warps to be done
+ * with a stage loads the chunk STAGES further into it (an arrival count per
+ * stage in shared memory).  So a consumer thread has the registers of a
+ * 256-thread CTA, 255, enough for S beside P V at D = 128 (OVERLAP); where
+ * the kernel runs 384 threads (a matmul on the Hopper engine beside it,
+ * 168 registers) threads 256.. wait at the CTA barriers only.
  *
  * Per chunk c a consumer computes S = Q K^T (wgmma, both operands in shared
  * memory, K-major), the online softmax of S in registers, and O += P V
@@ -22,21 +25,25 @@
  *     on the tensor cores;
  *   - between the warpgroups (ping-pong): named barriers SCHED+w make the
  *     two take turns issuing their GEMMs, so one's softmax runs under the
- *     other's GEMMs.  WG2 opens the turn for WG1 at the start of a block,
- *     each passes the turn after issuing, WG1 takes the last turn back at
+ *     other's GEMMs.  WG1 opens the turn for WG0 at the start of a block,
+ *     each passes the turn after issuing, WG0 takes the last turn back at
  *     the end: the arrivals and waits of each barrier balance per block.
  *
  * O is rescaled lazily: a row's reference max moves only when a chunk's max
  * exceeds it by more than LAZY (log2 units), so P stays below 2^LAZY and
  * most chunks multiply nothing (skipped when no row of the warp moved).
  *
- * Ring and barriers as in wgmma.cuh: full[s] (count 1: the producer's
- * arrive with the stage bytes, completed by the TMA engine), empty[s]
- * (count 8: lane 0 of every consumer warp, after the wgmma that read the
- * stage's V retired); chunk j of the tile (counted over all its blocks)
- * uses stage j % STAGES in round j / STAGES.  qbar (count 1) completes once
- * Q has landed.  Barriers are initialised in begin and invalidated in end,
- * end_part or quit; nothing is kept after the tile.
+ * Ring: full[s] (count 1: the loading thread's arrive with the stage
+ * bytes, completed by the TMA engine); chunk j of the tile (counted over
+ * all its blocks) uses stage j % STAGES in round j / STAGES.  cnt[s]
+ * counts the consumer warps done with stage s (lane 0 of each, after the
+ * wgmma that read the stage's V retired; acq_rel atomics): the warp that
+ * makes it a multiple of 8 loads the stage's next chunk of the block, if
+ * any.  A block's chunks are all consumed before the next block starts
+ * (its flags may not be set yet), so a block begins on an empty ring.
+ * qbar (count 1) completes once Q has landed.  Barriers are initialised in
+ * begin and invalidated in end, end_part or quit; nothing is kept after
+ * the tile.
  *
  * Shared memory (1024-byte aligned pieces, 128-byte swizzle as the tensor
  * maps write it): Q as D/64 boxes of [128 rows][64 columns]; stage s: K as
@@ -123,22 +130,24 @@ MKD_WG_RS(256, 128, 128, 129, 130, 131, 132, 133, mkd_f16, "f16")
 
 MKD_INLINE void mkd_wg_pin_u(u32 &x) { asm volatile("" : "+r"(x) :: "memory"); }
 
-template <int D, typename T>
+/* D: head dimension; KEYS a stage (BN), STAGES of the ring, OVL: S of
+ * chunk c beside P V of chunk c-1 (the plan's, compiler/plan.c) */
+template <int D, typename T, int KEYS = (D <= 128 ? 64 : 32), int NSTAGE = 3, int OVL = (D <= 64)>
 struct mkd_fa_wg {
 	enum {
-		THREADS = 384,
-		BN = D <= 128 ? 64 : 32,     /* keys per stage */
-		STAGES = 3,
-		/* S of chunk c beside P V of chunk c-1, up to D = 64 (at D = 128
-		 * the two chunks' registers spill at 168 where the stage reads
-		 * blocks of several ranks) */
-		OVERLAP = D <= 64,
+		THREADS = 256,               /* two consumer warpgroups */
+		BN = KEYS,                   /* keys per stage */
+		STAGES = NSTAGE,
+		OVERLAP = OVL,
 		CB = D / 64,                 /* 64-column boxes of a row */
 		Q_BOX = 128 * 128,           /* bytes of one Q box [128][64] */
 		KV_BOX = BN * 128,           /* one K or V box [BN][64] */
 		Q_BYTES = CB * Q_BOX,
 		STAGE_BYTES = 2 * CB * KV_BOX,
-		SMEM = 1024 + Q_BYTES + STAGES * STAGE_BYTES + (2 * STAGES + 1) * 8,
+		/* after the ring: full[STAGES] and qbar (8 bytes each), three
+		 * pointers, the block (8 ints), cnt[STAGES] (8 bytes each) */
+		TAIL = 16 * STAGES + 64,
+		SMEM = 1024 + Q_BYTES + STAGES * STAGE_BYTES + TAIL,
 		SACC = BN / 2,               /* S accumulators per consumer thread */
 		OACC = D / 2                 /* O accumulators */
 	};
@@ -153,20 +162,26 @@ struct mkd_fa_wg {
 	float scale2;
 	u32 qs;              /* shared address of Q; the ring, then the barriers follow */
 	int it;              /* chunks of the tile so far: the ring's position */
-	const mkd_tmap *tq;  /* Q's map; K's and V's follow */
-	const char *qbase, *kbase, *vbase;
+	/* Q's map (K's and V's follow) and where Q, K and V start: thread 0
+	 * alone reads them, so after begin they live in shared memory (ptrs),
+	 * not in every thread's registers */
+	const mkd_tmap *tq;
+	u64 qbase, kbase, vbase;
 
 	/* maps: Q, K, V of this rank; qb, kb, vb: where they start (mkd_origin) */
 	MKD_INLINE mkd_fa_wg(const mkd_tmap *maps, u64 qb, u64 kb, u64 vb)
-		: tq(maps), qbase((const char *)qb), kbase((const char *)kb),
-		  vbase((const char *)vb)
+		: tq(maps), qbase(qb), kbase(kb), vbase(vb)
 	{
 	}
 
 	MKD_INLINE u32 full_bar(int s) const { return qs + Q_BYTES + STAGES * STAGE_BYTES + 8 * s; }
-	MKD_INLINE u32 empty_bar(int s) const { return full_bar(STAGES + s); }
-	MKD_INLINE u32 q_bar() const { return full_bar(2 * STAGES); }
+	MKD_INLINE u32 q_bar() const { return full_bar(STAGES); }
 	MKD_INLINE u32 stage(int s) const { return qs + Q_BYTES + s * STAGE_BYTES; }
+	/* the maps (0), K's start (1), V's (2) */
+	MKD_INLINE u32 ptrs(int i) const { return full_bar(STAGES + 1) + 8 * i; }
+	/* the block being read: K's first row (0) and column (1), V's (2, 3) */
+	MKD_INLINE u32 blk(int i) const { return full_bar(STAGES + 4) + 4 * i; }
+	MKD_INLINE u32 cnt(int s) const { return full_bar(STAGES + 8 + s); }
 
 	/* q: the tile's first row in Q's buffer (row stride ldq) */
 	MKD_INLINE void begin(const T *q, i64 ldq, int rows, float scale, char *smem)
@@ -185,10 +200,13 @@ struct mkd_fa_wg {
 #pragma unroll
 			for (int s = 0; s < STAGES; s++) {
 				mkd_mbar_init(full_bar(s), 1);
-				mkd_mbar_init(empty_bar(s), 8);
+				asm volatile("st.shared.u32 [%0], 0;" :: "r"(cnt(s)) : "memory");
 			}
 			mkd_mbar_init(q_bar(), 1);
 			asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+			mkd_sts_u64(ptrs(0), (u64)tq);
+			mkd_sts_u64(ptrs(1), kbase);
+			mkd_sts_u64(ptrs(2), vbase);
 		}
 		__syncthreads();
 		if (threadIdx.x == 0) {
@@ -196,7 +214,7 @@ struct mkd_fa_wg {
 			mkd_tma_prefetch_desc(tq);
 			mkd_tma_prefetch_desc(tq + 1);
 			mkd_tma_prefetch_desc(tq + 2);
-			const i64 e = ((const char *)q - qbase) / 2;
+			const i64 e = ((const char *)q - (const char *)qbase) / 2;
 			const int row = (int)(e / ldq), col = (int)(e % ldq);
 			mkd_mbar_arrive_tx(q_bar(), Q_BYTES);
 #pragma unroll
@@ -205,24 +223,25 @@ struct mkd_fa_wg {
 		}
 	}
 
-	/* thread 0: chunks it .. it + n - 1 from rows krow, vrow on (their
-	 * first columns kcol, vcol) */
-	MKD_INLINE void produce(int krow, int kcol, int vrow, int vcol, int n)
+	/* one thread: chunk c of the block (ring position it + c) into its
+	 * stage, which no warp reads any more */
+	MKD_INLINE void load_chunk(int c)
 	{
+		const mkd_tmap *tq = (const mkd_tmap *)mkd_lds_u64(ptrs(0));
+		int b[4];
+#pragma unroll
+		for (int i = 0; i < 4; i++)
+			asm volatile("ld.shared.u32 %0, [%1];" : "=r"(b[i]) : "r"(blk(i)) : "memory");
 		asm volatile("fence.proxy.async.global;" ::: "memory");  /* after the flag acquire */
-		for (int c = 0; c < n; c++) {
-			const int j = it + c, s = j % STAGES;
-			mkd_mbar_wait(empty_bar(s), ((j / STAGES) & 1) ^ 1, MKD_WG_TIMEOUT_NS);
-			const u32 full = full_bar(s), dst = stage(s);
-			mkd_mbar_arrive_tx(full, STAGE_BYTES);
+		const int s = (it + c) % STAGES;
+		const u32 full = full_bar(s), dst = stage(s);
+		mkd_mbar_arrive_tx(full, STAGE_BYTES);
 #pragma unroll
-			for (int cb = 0; cb < CB; cb++)
-				mkd_tma_load_2d(dst + cb * KV_BOX, tq + 1, kcol + 64 * cb, krow + c * BN, full);
+		for (int cb = 0; cb < CB; cb++)
+			mkd_tma_load_2d(dst + cb * KV_BOX, tq + 1, b[1] + 64 * cb, b[0] + c * BN, full);
 #pragma unroll
-			for (int cb = 0; cb < CB; cb++)
-				mkd_tma_load_2d(dst + (CB + cb) * KV_BOX, tq + 2, vcol + 64 * cb, vrow + c * BN,
-						full);
-		}
+		for (int cb = 0; cb < CB; cb++)
+			mkd_tma_load_2d(dst + (CB + cb) * KV_BOX, tq + 2, b[3] + 64 * cb, b[2] + c * BN, full);
 	}
 
 	/* S = Q K^T for consumer w from stage s (issued, committed) */
@@ -251,18 +270,23 @@ struct mkd_fa_wg {
 	 * place; the rows' max and sum updated; corr: O's factors */
 	MKD_INLINE void softmax(float *s, int nkc, bool mask, int diag, float *corr)
 	{
+		/* straight-line, selects only: at a branch ptxas waits for the
+		 * P V in flight (the overlap), so the exponentials would not run
+		 * under it.  kmax: the last key a row half keeps */
 		const int tq4 = threadIdx.x & 3;
+		int kmax[2];
+#pragma unroll
+		for (int h = 0; h < 2; h++) {
+			const int lim = nkc - 1 < diag + 8 * h ? nkc - 1 : diag + 8 * h;
+			kmax[h] = mask ? lim : BN;
+		}
 		float mx[2] = {mkd_ninf(), mkd_ninf()};
 #pragma unroll
 		for (int j = 0; j < BN / 8; j++)
 #pragma unroll
 			for (int e = 0; e < 4; e++) {
-				float x = s[4 * j + e] * scale2;
-				if (mask) {
-					const int key = 8 * j + 2 * tq4 + (e & 1);
-					if (key >= nkc || key > diag + (e >> 1) * 8)
-						x = mkd_ninf();
-				}
+				const int key = 8 * j + 2 * tq4 + (e & 1);
+				const float x = key > kmax[e >> 1] ? mkd_ninf() : s[4 * j + e] * scale2;
 				s[4 * j + e] = x;
 				mx[e >> 1] = fmaxf(mx[e >> 1], x);
 			}
@@ -271,11 +295,10 @@ struct mkd_fa_wg {
 		for (int h = 0; h < 2; h++) {
 			mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
 			mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
-			corr[h] = 1.f;
-			if (mx[h] > m[h] + MKD_FAW_LAZY) {  /* -inf + 8 is -inf: a first key moves it */
-				corr[h] = mkd_exp2(m[h] - mx[h]);
-				m[h] = mx[h];
-			}
+			/* -inf + LAZY is -inf: a first key moves it */
+			const bool up = mx[h] > m[h] + MKD_FAW_LAZY;
+			corr[h] = mkd_exp2(up ? m[h] - mx[h] : 0.f);
+			m[h] = up ? mx[h] : m[h];
 			base[h] = m[h] == mkd_ninf() ? 0.f : m[h];  /* every key so far masked */
 			l[h] *= corr[h];
 		}
@@ -329,10 +352,17 @@ struct mkd_fa_wg {
 		}
 	}
 
-	MKD_INLINE void release(int j)
+	/* this warp is done with chunk j (of the block's n from it); the last
+	 * of the 8 loads the chunk STAGES further into its stage */
+	MKD_INLINE void release(int j, int n)
 	{
-		if ((threadIdx.x & 31) == 0)
-			mkd_mbar_arrive(empty_bar(j % STAGES));
+		if ((threadIdx.x & 31) == 0) {
+			u32 old;
+			asm volatile("atom.acq_rel.cta.shared::cta.add.u32 %0, [%1], 1;"
+				     : "=r"(old) : "r"(cnt(j % STAGES)) : "memory");
+			if ((old & 7) == 7 && j + STAGES < it + n)
+				load_chunk(j + STAGES - it);
+		}
 	}
 
 	MKD_INLINE void pin_s(float *s)
@@ -391,7 +421,7 @@ struct mkd_fa_wg {
 	}
 
 	/* O += P V of chunk j in this warpgroup's turn; the stage released */
-	MKD_INLINE void chunk_pv(int j, int me, int other, u32 (*pa)[4])
+	MKD_INLINE void chunk_pv(int j, int n, int me, int other, u32 (*pa)[4])
 	{
 		mkd_bar_sync(me, 256);
 		pin_o();
@@ -402,7 +432,7 @@ struct mkd_fa_wg {
 		mkd_wg_wait<0>();
 		pin_o();
 		pin_p(pa);
-		release(j);
+		release(j, n);
 	}
 
 	/* consumer w over chunks it .. it + n - 1 (nk keys from kpos0) */
@@ -419,7 +449,7 @@ struct mkd_fa_wg {
 		u32 pa[BN / 16][4];
 		mkd_mbar_wait(q_bar(), 0, MKD_WG_TIMEOUT_NS);
 		if (w == 1)
-			mkd_bar_arrive(MKD_FAW_SCHED, 256);  /* WG1 goes first */
+			mkd_bar_arrive(MKD_FAW_SCHED, 256);  /* WG0 goes first */
 		if (OVERLAP) {
 			/* chunk 0: S alone; then chunk c's S beside chunk c-1's P V;
 			 * the last P V after the loop.  Straight-line turns: a branch
@@ -442,23 +472,32 @@ struct mkd_fa_wg {
 				mkd_wg_wait<1>();
 				pin_s(s);
 				softmax(s, k.nkc, k.mask, k.diag, corr);
+				/* the probabilities made under P V, before its wait:
+				 * ptxas schedules the wait as early as it may (a wait
+				 * depends on nothing), so it must wait behind a branch
+				 * on the row sums, which depend on every exponential.
+				 * The branch's body never runs (the sums are never all
+				 * that NaN) and would change nothing if it did */
+				pin_s(s);
+				if (__any_sync(0xffffffffu, __float_as_uint(l[0] + l[1]) == 0xffffffffu))
+					asm volatile("nanosleep.u32 0;" ::: "memory");
 				mkd_wg_wait<0>();
 				pin_o();
 				pin_p(pa);
-				release(j - 1);
+				release(j - 1, n);
 				rescale(corr);
 				pack(pa, s);
 			}
-			chunk_pv(it + n - 1, me, other, pa);
+			chunk_pv(it + n - 1, n, me, other, pa);
 		} else {
 			for (int c = 0; c < n; c++) {
 				chunk_s(w, chunk_at(c, nk, causal, qfirst, qr), me, other, s, corr);
 				pack(pa, s);
-				chunk_pv(it + c, me, other, pa);  /* this chunk's P V now */
+				chunk_pv(it + c, n, me, other, pa);  /* this chunk's P V now */
 			}
 		}
 		if (w == 0)
-			mkd_bar_sync(MKD_FAW_SCHED, 256);  /* WG2's last turn */
+			mkd_bar_sync(MKD_FAW_SCHED, 256);  /* WG1's last turn */
 	}
 
 	/* One key/value block of nk rows at k, v (row strides ldk, ldv), as mkd_fa. */
@@ -470,16 +509,19 @@ struct mkd_fa_wg {
 		if (nk <= 0)
 			return;
 		const int n = (nk + BN - 1) / BN;
-		const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x >> 7), 0);
-		if (wg == 0) {
-			if (threadIdx.x == 0) {
-				const i64 ek = ((const char *)k - kbase) / 2, ev = ((const char *)v - vbase) / 2;
-				produce((int)(ek / ldk), (int)(ek % ldk), (int)(ev / ldv), (int)(ev % ldv), n);
-			}
-			__syncwarp();
-		} else {
-			consume(wg - 1, n, nk, causal, qpos0, kpos0);
+		if (threadIdx.x == 0) {  /* the block's rows, its first chunks */
+			const i64 ek = ((const char *)k - (const char *)mkd_lds_u64(ptrs(1))) / 2;
+			const i64 ev = ((const char *)v - (const char *)mkd_lds_u64(ptrs(2))) / 2;
+			const int b[4] = {(int)(ek / ldk), (int)(ek % ldk), (int)(ev / ldv), (int)(ev % ldv)};
+#pragma unroll
+			for (int i = 0; i < 4; i++)
+				asm volatile("st.shared.u32 [%0], %1;" :: "r"(blk(i)), "r"(b[i]) : "memory");
+			for (int c = 0; c < n && c < STAGES; c++)
+				load_chunk(c);
 		}
+		const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x >> 7), 0);
+		if (wg < 2)
+			consume(wg, n, nk, causal, qpos0, kpos0);
 		it += n;
 		__syncthreads();  /* every chunk consumed: the ring is empty */
 	}
@@ -500,8 +542,8 @@ struct mkd_fa_wg {
 	MKD_INLINE void finish(TO *out, i64 ldo, int rows)
 	{
 		const int wg = threadIdx.x >> 7, t = threadIdx.x & 127, lane = t & 31, tq4 = lane & 3;
-		if (wg > 0) {
-			const int r0 = 64 * (wg - 1) + 16 * (t >> 5) + (lane >> 2);
+		if (wg < 2) {
+			const int r0 = 64 * wg + 16 * (t >> 5) + (lane >> 2);
 #pragma unroll
 			for (int h = 0; h < 2; h++) {
 				float lh = l[h];
@@ -530,10 +572,8 @@ struct mkd_fa_wg {
 		if (threadIdx.x == 0) {
 			mkd_mbar_wait(q_bar(), 0, MKD_WG_TIMEOUT_NS);  /* Q landed: no write in flight */
 #pragma unroll
-			for (int s = 0; s < STAGES; s++) {
+			for (int s = 0; s < STAGES; s++)
 				mkd_mbar_inval(full_bar(s));
-				mkd_mbar_inval(empty_bar(s));
-			}
 			mkd_mbar_inval(q_bar());
 		}
 		__syncthreads();

@@ -79,6 +79,18 @@ MKD_INLINE u32 mkd_smem_addr(const void *p)
 	return a;
 }
 
+/* 64 bits at a 32-bit shared address (8-byte aligned) */
+MKD_INLINE void mkd_sts_u64(u32 a, u64 v)
+{
+	asm volatile("st.shared.u64 [%0], %1;" :: "r"(a), "l"(v) : "memory");
+}
+MKD_INLINE u64 mkd_lds_u64(u32 a)
+{
+	u64 v;
+	asm volatile("ld.shared.u64 %0, [%1];" : "=l"(v) : "r"(a) : "memory");
+	return v;
+}
+
 /* named barriers: n threads (whole warps) meet at barrier id; arrive does
  * not wait */
 MKD_INLINE void mkd_bar_sync(int id, int n)

@@ -7,7 +7,7 @@
 #   F32 fp32 inputs keep the CUDA-core tile: no mma.sync at all
 #   SM  the schedule: 128-row tasks and the shared memory of the larger
 #       tile, the Hopper one (1024 + 128 x 128 x 2 + 3 stages of 2 x 64 x
-#       128 x 2 + 7 x 8 bytes for D = 128)
+#       128 x 2 + 3 x 16 + 64 bytes for D = 128)
 # (split 1: the keys stay whole here; attention_split.mk has the split plan)
 #
 # RUN: %mkc --emit=cu %s | FileCheck %s --check-prefix=CU
@@ -20,7 +20,7 @@
 # RUN: %mkc --emit=schedule %s | FileCheck %s --check-prefix=SM
 #
 # CU: // stage O: O = attention(Q, K, V){{.*}}(tensor cores{{.*}})
-# CU: mkd_fa_wg<128, mkd_bf16> fa(
+# CU: mkd_fa_wg<128, mkd_bf16, 64, 3, 1> fa(
 # CU: mkd_fa<128, mkd_bf16> fa;
 # CU: fa.begin(Qp,
 # CU: ok = mkd_task_wait(
@@ -35,7 +35,7 @@
 # F32CU: mkd_attn_state<128> *st
 # F32CU-NOT: mkd_fa<
 # F32: .entry
-# SM: 132152 bytes of shared memory per CTA
+# SM: 132208 bytes of shared memory per CTA
 # SM: attn   O        O@0[0:1, 0:128, 0:128] <- Q@0[0:1, 0:128, 0:128]
 pipeline attention_tc {
   mesh  nodes x gpus

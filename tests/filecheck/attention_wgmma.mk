@@ -1,8 +1,10 @@
 # The Hopper attention tile (mkd/attn_wg.cuh) on sm_90a, beside the
 # portable mma.sync tile for other archs.
-#   PLAN the plan picks it for 16-bit inputs at D = 64 and 128 read on the
-#        rank (here ring attention: K and V gathered), 384 threads, three
-#        tensor maps (Q, K, V)
+#   PLAN the plan picks it for 16-bit inputs at D = 64, 128 and 256 read
+#        on the rank (here ring attention: K and V gathered), 256 threads
+#        (two consumer warpgroups, no loading warp), three tensor maps (Q,
+#        K, V), 64 keys a stage and S beside P V up to D = 128
+#        (attention_fit.mk: what a 384-thread kernel leaves it)
 #   CU   the stage is inlined into the kernel (a wgmma chain behind a call
 #        is serialized by ptxas, C7510: that halved the tile's speed),
 #        declares mkd_fa_wg under MKD_HAS_WGMMA and mkd_fa otherwise, and
@@ -13,12 +15,15 @@
 #        ping-pong; no mma.sync
 #   RES  no spills (mkc's ptxas info), no wgmma serialized ("Potential
 #        Performance Loss", which mkc prints), D = 128 and D = 64, and at a
-#        world of one rank (where the plan also picks the tile)
+#        world of one rank (where the plan also picks the tile), eight ranks
+#        (a block a rank), 128 keys a stage (MK_ATTN_KEYS=128), and D = 256
 #   SM80 --arch=sm_80 compiles the mma.sync tile, no wgmma
 #   MMA  MK_ATTN_ENGINE=mma (the A/B switch) and MK_NO_WGMMA=1 plan the
 #        mma.sync tile: no mkd_fa_wg, 256 threads
 #   F32  fp32 inputs keep the CUDA-core tile
-#   D256 D = 256 stays on the mma.sync tile (the Hopper one spills there)
+#   D256 D = 256: the Hopper tile, 32 keys a stage, without the overlap
+#   KEYS MK_ATTN_KEYS=128 and MK_ATTN_OVERLAP=0 (A/B): the plan says so;
+#        a value mkc does not know is ignored with a warning
 #
 # RUN: %mkc --emit=plan -D gpus=2 %s | FileCheck %s --check-prefix=PLAN
 # RUN: %mkc --emit=cu -D gpus=2 %s | FileCheck %s --check-prefix=CU
@@ -37,14 +42,22 @@
 # RUN: env MK_NO_WGMMA=1 %mkc --emit=cu -D gpus=2 %s | FileCheck %s --check-prefix=MMACU --implicit-check-not=mkd_fa_wg
 # RUN: sed -e 's/bf16\[/f32[/g' %s > %t.f32.mk
 # RUN: %mkc --emit=cu -D gpus=2 %t.f32.mk | FileCheck %s --check-prefix=F32 --implicit-check-not=mkd_fa_wg
-# RUN: %mkc --emit=plan -D gpus=2 -D D=256 %s | FileCheck %s --check-prefix=D256 --implicit-check-not='TMA + wgmma'
+# RUN: %mkc --emit=cubin -D gpus=8 %s -o %t.cubin 2> %t.res8
+# RUN: FileCheck %s --check-prefix=RES --implicit-check-not='Performance Loss' < %t.res8
+# RUN: env MK_ATTN_KEYS=128 %mkc --emit=cubin -D gpus=2 %s -o %t.cubin 2> %t.res128
+# RUN: FileCheck %s --check-prefix=RES --implicit-check-not='Performance Loss' < %t.res128
+# RUN: %mkc --emit=cubin -D gpus=2 -D D=256 %s -o %t.cubin 2> %t.res256
+# RUN: FileCheck %s --check-prefix=RES --implicit-check-not='Performance Loss' < %t.res256
+# RUN: %mkc --emit=plan -D gpus=2 -D D=256 %s | FileCheck %s --check-prefix=D256 --implicit-check-not='S beside P V'
+# RUN: env MK_ATTN_KEYS=128 MK_ATTN_OVERLAP=0 %mkc --emit=plan -D gpus=2 %s | FileCheck %s --check-prefix=KEYS --implicit-check-not='S beside P V'
+# RUN: env MK_ATTN_KEYS=96 MK_ATTN_OVERLAP=2 %mkc --emit=plan -D gpus=2 %s 2>&1 | FileCheck %s --check-prefix=BADKEYS
 #
-# PLAN: kernel: 384 threads a CTA, {{[0-9]+}} bytes of shared memory, 3 tensor maps
-# PLAN: attention 128 query rows a task, tensor cores, 64 keys a stage, 2 stages; sm_90a: TMA + wgmma, 64 keys a stage, 3 stages, tensor maps 0-2
+# PLAN: kernel: 256 threads a CTA, {{[0-9]+}} bytes of shared memory, 3 tensor maps
+# PLAN: attention 128 query rows a task, tensor cores, 64 keys a stage, 2 stages; sm_90a: TMA + wgmma, 64 keys a stage, 3 stages, S beside P V, tensor maps 0-2
 # CU: // stage O: O = attention(Q, K__ring, V__ring), {{.*}}TMA + wgmma on sm_90a
 # CU-NEXT: static __device__ __forceinline__ bool stage_O(
 # CU: #ifdef MKD_HAS_WGMMA
-# CU-NEXT: mkd_fa_wg<128, mkd_bf16> fa((const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + 0,
+# CU-NEXT: mkd_fa_wg<128, mkd_bf16, 64, 3, 1> fa((const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + 0,
 # CU-NEXT: (u64)mkd_origin(p, MK_T[T_Q], rank), (u64)mkd_origin(p, MK_T[T_K__ring], rank),
 # CU-NEXT: (u64)mkd_origin(p, MK_T[T_V__ring], rank));
 # CU-NEXT: #else
@@ -63,7 +76,12 @@
 # MMA: kernel: 256 threads a CTA, {{[0-9]+}} bytes of shared memory, 0 tensor maps
 # MMACU: mkd_fa<128, mkd_bf16> fa;
 # F32: mkd_attn_state<128> *st
-# D256: attention 128 query rows a task, tensor cores, 32 keys a stage, 2 stages; smem
+# D256: kernel: 256 threads a CTA
+# D256: attention 128 query rows a task, tensor cores, 32 keys a stage, 2 stages; sm_90a: TMA + wgmma, 32 keys a stage, 3 stages, tensor maps 0-2; smem
+# KEYS: sm_90a: TMA + wgmma, 128 keys a stage, 3 stages, tensor maps 0-2; smem 230512
+# BADKEYS: mkc: warning: MK_ATTN_KEYS=96 ignored: 64 or 128
+# BADKEYS: mkc: warning: MK_ATTN_OVERLAP=2 ignored: 0 or 1
+# BADKEYS: sm_90a: TMA + wgmma, 64 keys a stage, 3 stages, S beside P V, tensor maps 0-2
 pipeline attention_hopper {
   mesh  nodes x gpus
   param S = 1024, D = 128

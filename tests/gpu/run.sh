@@ -143,10 +143,12 @@ sed -e 's/bf16\[/f32[/g' -e 's/pipeline ring_attention_causal/pipeline ring_atte
 check "ring_attention.f32.r2" "$MKRUN" "$attn_f32" --ranks 2 -D S=512 -D NH=2 --iters 3 --quiet
 # the Hopper attention tile (mkd/attn_wg.cuh, sm_90a) against the CPU
 # reference, and the mma.sync tile it replaces (MK_ATTN_ENGINE=mma, the
-# A/B switch): D = 64 and 128, causal and not, ragged S (1000: a query tile
-# of 104 rows, blocks of 500 / 250 / 125 keys, ragged 64-key chunks), 1, 2,
-# 4 and 8 virtual ranks (ring attention block by block); heads split over
-# ranks; split-KV decode (end_part + merge).  The plan must name the engine.
+# A/B switch): D = 64, 128 and 256, causal and not, ragged S (1000: a
+# query tile of 104 rows, blocks of 500 / 250 / 125 keys, ragged 64-key
+# chunks), 1, 2, 4 and 8 virtual ranks (ring attention block by block);
+# heads split over ranks; split-KV decode (end_part + merge).  The plan
+# must name the engine.  Then the tile's other shapes (the A/B switches
+# MK_ATTN_KEYS=128, MK_ATTN_OVERLAP=0) at D = 64 and 128, ragged.
 for eng in wgmma mma; do
 	if [ "$eng" = mma ]; then export MK_ATTN_ENGINE=mma; else unset MK_ATTN_ENGINE; fi
 	plan=$("$B/mkc" --emit=plan -D gpus=2 samples/ring_attention.mk)
@@ -155,7 +157,7 @@ for eng in wgmma mma; do
 	else
 		check "attn.$eng.plan" sh -c "echo '$plan' | grep -q 'TMA + wgmma'"
 	fi
-	for d in 64 128; do
+	for d in 64 128 256; do
 		for S in 1024 1000; do
 			for r in 1 2 4 8; do
 				check "attn.$eng.ring.d$d.s$S.r$r" "$MKRUN" samples/ring_attention.mk --ranks "$r" \
@@ -164,8 +166,20 @@ for eng in wgmma mma; do
 					-D S=$S -D D=$d -D NH=2 --iters 3 --quiet
 			done
 		done
+		[ $d -le 128 ] || continue
 		check "attn.$eng.decode.d$d" "$MKRUN" samples/decode_attention.mk -D D=$d -D H=4 -D S=4000 --iters 3 --quiet
 		check "attn.$eng.decode.t200.d$d" "$MKRUN" samples/decode_attention.mk -D D=$d -D H=4 -D T=200 -D S=1000 --iters 3 --quiet
+	done
+done
+unset MK_ATTN_ENGINE
+for ab in MK_ATTN_KEYS=128 MK_ATTN_OVERLAP=0; do
+	for d in 64 128; do
+		for r in 1 2; do
+			check "attn.$ab.ring.d$d.r$r" env "$ab" "$MKRUN" samples/ring_attention.mk --ranks "$r" \
+				-D S=1000 -D D=$d --iters 3 --quiet
+			check "attn.$ab.causal.d$d.r$r" env "$ab" "$MKRUN" samples/ring_attention_causal.mk --ranks "$r" \
+				-D S=1000 -D D=$d -D NH=2 --iters 3 --quiet
+		done
 	done
 done
 unset MK_ATTN_ENGINE
