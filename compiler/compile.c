@@ -88,10 +88,15 @@ int compile_run(srcset *src, int file, const compile_opts *o,
 	/* A/B switches of the environment (set and not "0") */
 	if (env_on("MK_NO_WGMMA"))  /* every matmul on the portable tile (diagnosis) */
 		opt.no_wgmma = 1;
-	/* MK_ATTN_ENGINE=mma: attention on the mma.sync tile (A/B against wgmma) */
+	/* MK_ATTN_ENGINE=mma: attention on the mma.sync tile (A/B against
+	 * wgmma); =wgmma: the Hopper tile at D = 256 too */
 	const char *ae = getenv("MK_ATTN_ENGINE");
 	if (ae && !strcmp(ae, "mma"))
 		opt.attn_mma = 1;
+	else if (ae && !strcmp(ae, "wgmma"))
+		opt.attn_wg256 = 1;
+	else if (ae && *ae)
+		diag_warning(d, SPAN_NONE, "MK_ATTN_ENGINE=%s ignored: mma or wgmma", ae);
 	if (env_on("MK_NO_VIEWS"))  /* every layout op copies (views against copies) */
 		opt.no_views = 1;
 	if (env_on("MK_NO_EPI2"))  /* add and mul stay stages of their own */

@@ -31,6 +31,7 @@ ir_device costmodel_h200(void)
 		.mma_eff = 0.9,         /* wgmma engine 128x256: 780 of 833 (cuBLAS) measured */
 		.attn_eff = 0.59,       /* Hopper attention tile, D = 128: 464 of 790 measured */
 		.attn_causal_eff = 0.37, /* the same, causal, 8 heads: 295 of 790 measured */
+		.attn_ovl_causal_eff = 0.69, /* ... with S beside P V: 544 of 790 measured */
 	};
 }
 
@@ -151,10 +152,18 @@ double cost_tile_rest_us(const ir_device *d, double flops, double hbm, int ctas,
 	return (c > m ? c : m) + d->fill_us;
 }
 
-double cost_attn_us(const ir_device *d, double flops, int causal, double hbm, int ctas,
+double cost_attn_us(const ir_device *d, double flops, int causal, int ovl, double hbm, int ctas,
 		    int ranks_per_gpu)
 {
-	return tile_us(d, flops, causal ? d->attn_causal_eff : d->attn_eff, hbm, ctas, ranks_per_gpu);
+	const double eff = !causal ? d->attn_eff : ovl ? d->attn_ovl_causal_eff : d->attn_causal_eff;
+	return tile_us(d, flops, eff, hbm, ctas, ranks_per_gpu);
+}
+
+int cost_attn_ovl(const ir_prog *p, const ir_op *op)
+{
+	const ir_tensor *q = &p->tensors[op->in[0]];
+	return op->plan.attn.engine == IR_ATTN_WGMMA && op->plan.attn.wg_overlap &&
+	       q->shape[q->ndim - 1] >= 128;
 }
 
 double cost_copy_us(const ir_device *d, double bytes, ir_transport tr,

@@ -544,6 +544,8 @@ typedef struct ir_device {
 	double attn_eff;           /* an attention tile: fraction of peak */
 	double attn_causal_eff;    /* the same under a causal mask, per flop
 	                              its rows' keys count */
+	double attn_ovl_causal_eff; /* the same, the Hopper tile with S beside
+	                              P V at D >= 128 */
 } ir_device;
 
 typedef struct ir_sched {

@@ -551,7 +551,8 @@ static int64_t best_kvsplit(const planner *P, const ir_op *op, int64_t tiles, in
 	double best = 0, none = 0;
 	int64_t bs = 1;
 	for (int64_t S = 1; S <= 16 && (S == 1 || stages / S >= 4); S++) {
-		const double part = cost_attn_us(&P->dev, flops / (double)S, op->causal,
+		/* (the overlap is not known yet: the kernel's threads decide it) */
+		const double part = cost_attn_us(&P->dev, flops / (double)S, op->causal, 0,
 						 kv / (double)S + rows * (D + 2) * 4, P->ctas, rpg);
 		double t = (double)((tiles * S + P->ctas - 1) / P->ctas) * part;
 		if (S > 1)
@@ -785,11 +786,12 @@ static void plan_attention(planner *P, ir_op *op)
 	/* the Hopper tile where it can run (the mma.sync tile stays compiled
 	 * for other archs: the plan's smem and threads, 256 both, cover both);
 	 * not for 16-row decode tiles, whose 8 warps split the keys instead.
-	 * At D = 256 only in a 256-thread kernel: wg_attn_fit */
+	 * At D = 256 only in a 256-thread kernel (wg_attn_fit), and only with
+	 * MK_ATTN_ENGINE=wgmma until gpu-test has run it */
 	a->tmap = -1;
 	a->engine = IR_ATTN_MMA;
 	if (a->tensor_cores && a->rows == 128 && !P->o->no_wgmma && !P->o->attn_mma &&
-	    (D == 64 || D == 128 || D == 256) && attn_local(P, op)) {
+	    (D == 64 || D == 128 || (D == 256 && P->o->attn_wg256)) && attn_local(P, op)) {
 		wg_attn_shape(P, a, D);
 		const int64_t ws = wg_attn_smem(D, a->wg_keys, a->wg_stages);
 		if (ws <= P->dev.smem_per_sm) {

@@ -297,7 +297,8 @@ struct mkd_fa_wg {
 			mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
 			/* -inf + LAZY is -inf: a first key moves it */
 			const bool up = mx[h] > m[h] + MKD_FAW_LAZY;
-			corr[h] = mkd_exp2(up ? m[h] - mx[h] : 0.f);
+			const float c = mkd_exp2(m[h] - mx[h]);  /* NaN where both are -inf: not taken */
+			corr[h] = up ? c : 1.f;
 			m[h] = up ? mx[h] : m[h];
 			base[h] = m[h] == mkd_ninf() ? 0.f : m[h];  /* every key so far masked */
 			l[h] *= corr[h];

@@ -1,7 +1,7 @@
 # The Hopper attention tile (mkd/attn_wg.cuh) on sm_90a, beside the
 # portable mma.sync tile for other archs.
-#   PLAN the plan picks it for 16-bit inputs at D = 64, 128 and 256 read
-#        on the rank (here ring attention: K and V gathered), 256 threads
+#   PLAN the plan picks it for 16-bit inputs at D = 64 and 128 read on
+#        the rank (here ring attention: K and V gathered), 256 threads
 #        (two consumer warpgroups, no loading warp), three tensor maps (Q,
 #        K, V), 64 keys a stage and S beside P V up to D = 128
 #        (attention_fit.mk: what a 384-thread kernel leaves it)
@@ -21,7 +21,9 @@
 #   MMA  MK_ATTN_ENGINE=mma (the A/B switch) and MK_NO_WGMMA=1 plan the
 #        mma.sync tile: no mkd_fa_wg, 256 threads
 #   F32  fp32 inputs keep the CUDA-core tile
-#   D256 D = 256: the Hopper tile, 32 keys a stage, without the overlap
+#   D256 D = 256 stays on the mma.sync tile unless MK_ATTN_ENGINE=wgmma
+#        (the Hopper tile compiles there, 32 keys a stage without the
+#        overlap, but has not run on a GPU yet); then the Hopper tile
 #   KEYS MK_ATTN_KEYS=128 and MK_ATTN_OVERLAP=0 (A/B): the plan says so;
 #        a value mkc does not know is ignored with a warning
 #
@@ -46,9 +48,10 @@
 # RUN: FileCheck %s --check-prefix=RES --implicit-check-not='Performance Loss' < %t.res8
 # RUN: env MK_ATTN_KEYS=128 %mkc --emit=cubin -D gpus=2 %s -o %t.cubin 2> %t.res128
 # RUN: FileCheck %s --check-prefix=RES --implicit-check-not='Performance Loss' < %t.res128
-# RUN: %mkc --emit=cubin -D gpus=2 -D D=256 %s -o %t.cubin 2> %t.res256
+# RUN: env MK_ATTN_ENGINE=wgmma %mkc --emit=cubin -D gpus=2 -D D=256 %s -o %t.cubin 2> %t.res256
 # RUN: FileCheck %s --check-prefix=RES --implicit-check-not='Performance Loss' < %t.res256
-# RUN: %mkc --emit=plan -D gpus=2 -D D=256 %s | FileCheck %s --check-prefix=D256 --implicit-check-not='S beside P V'
+# RUN: %mkc --emit=plan -D gpus=2 -D D=256 %s | FileCheck %s --check-prefix=D256MMA --implicit-check-not='TMA + wgmma'
+# RUN: env MK_ATTN_ENGINE=wgmma %mkc --emit=plan -D gpus=2 -D D=256 %s | FileCheck %s --check-prefix=D256 --implicit-check-not='S beside P V'
 # RUN: env MK_ATTN_KEYS=128 MK_ATTN_OVERLAP=0 %mkc --emit=plan -D gpus=2 %s | FileCheck %s --check-prefix=KEYS --implicit-check-not='S beside P V'
 # RUN: env MK_ATTN_KEYS=96 MK_ATTN_OVERLAP=2 %mkc --emit=plan -D gpus=2 %s 2>&1 | FileCheck %s --check-prefix=BADKEYS
 #
@@ -76,6 +79,7 @@
 # MMA: kernel: 256 threads a CTA, {{[0-9]+}} bytes of shared memory, 0 tensor maps
 # MMACU: mkd_fa<128, mkd_bf16> fa;
 # F32: mkd_attn_state<128> *st
+# D256MMA: attention 128 query rows a task, tensor cores, 32 keys a stage, 2 stages; smem
 # D256: kernel: 256 threads a CTA
 # D256: attention 128 query rows a task, tensor cores, 32 keys a stage, 2 stages; sm_90a: TMA + wgmma, 32 keys a stage, 3 stages, tensor maps 0-2; smem
 # KEYS: sm_90a: TMA + wgmma, 128 keys a stage, 3 stages, tensor maps 0-2; smem 230512

@@ -147,10 +147,12 @@ check "ring_attention.f32.r2" "$MKRUN" "$attn_f32" --ranks 2 -D S=512 -D NH=2 --
 # query tile of 104 rows, blocks of 500 / 250 / 125 keys, ragged 64-key
 # chunks), 1, 2, 4 and 8 virtual ranks (ring attention block by block);
 # heads split over ranks; split-KV decode (end_part + merge).  The plan
-# must name the engine.  Then the tile's other shapes (the A/B switches
-# MK_ATTN_KEYS=128, MK_ATTN_OVERLAP=0) at D = 64 and 128, ragged.
+# must name the engine.  (MK_ATTN_ENGINE=wgmma: the plan's tile, and the
+# Hopper one at D = 256 too, which the plan takes once these pass.)  Then
+# the tile's other shapes (the A/B switches MK_ATTN_KEYS=128,
+# MK_ATTN_OVERLAP=0) at D = 64 and 128, ragged.
 for eng in wgmma mma; do
-	if [ "$eng" = mma ]; then export MK_ATTN_ENGINE=mma; else unset MK_ATTN_ENGINE; fi
+	export MK_ATTN_ENGINE=$eng
 	plan=$("$B/mkc" --emit=plan -D gpus=2 samples/ring_attention.mk)
 	if [ "$eng" = mma ]; then
 		check "attn.$eng.plan" sh -c "! echo '$plan' | grep -q 'TMA + wgmma'"
