@@ -95,14 +95,8 @@ static void header(cg_em *E, int sys)
 		sb_printf(o, " %s CTAs %d-%d%s", ir_role_name(s->roles[r].kind), s->roles[r].first_cta,
 			  s->roles[r].first_cta + s->roles[r].ctas - 1, r + 1 < s->nroles ? "," : "");
 	sb_printf(o, "\n// predicted %.1f us, floor %.1f us\n\n", s->predicted_us, s->bound_us);
-	/* setmaxnreg register trading pays with one engine instance; with
-	 * several inlined into one kernel ptxas spills, and 168 registers each
-	 * is enough for a 128 x 256 tile (154 used) */
-	int nwg = 0;
-	for (int i = 0; i < p->nops; i++)
-		nwg += p->ops[i].kind == OP_MATMUL && p->ops[i].plan.mm.wgmma;
 	sb_printf(o, "#define MKD_SYS_SCOPE %d\n%s#include \"mkd/mkd.cuh\"\n\n", sys,
-		  nwg > 1 ? "#define MKD_WG_TRADE 0  // several engine instances: no register trading\n" : "");
+		  p->wg_trade ? "" : "#define MKD_WG_TRADE 0  // no register trading (plan.c)\n");
 	sb_printf(o, "#if MKD_ABI_VERSION != %d\n#error \"device library ABI mismatch\"\n#endif\n\n",
 		  MKD_ABI_VERSION);
 	sb_printf(o, "#define MK_NODES %d\n#define MK_GPUS %d\n#define MK_WORLD %d\n"

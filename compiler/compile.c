@@ -134,6 +134,12 @@ int compile_run(srcset *src, int file, const compile_opts *o,
 		opt.sched_order = ORDER_WAVE;
 	else if (so && *so)
 		diag_warning(d, SPAN_NONE, "MK_SCHED_ORDER=%s ignored: ready or wave", so);
+	/* MK_WG_TRADE=0: no setmaxnreg in the engine's wide tiles (A/B) */
+	const char *wt = getenv("MK_WG_TRADE");
+	if (wt && !strcmp(wt, "0"))
+		opt.no_trade = 1;
+	else if (wt && *wt && strcmp(wt, "1"))
+		diag_warning(d, SPAN_NONE, "MK_WG_TRADE=%s ignored: 0 or 1", wt);
 	if (env_on("MK_GATEUP"))  /* gate and up projections as one matmul */
 		opt.gateup = 1;
 	if (!a->limit)

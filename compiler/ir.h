@@ -384,6 +384,8 @@ typedef struct ir_prog {
 	int threads;            /* threads of every CTA */
 	int smem;               /* dynamic shared memory of every CTA, bytes */
 	int ntmaps;             /* TMA tensor maps of the wgmma matmuls */
+	int wg_trade;           /* the Hopper engine's 128 x 256 tiles trade
+	                           registers (setmaxnreg, mkd/wgmma.cuh) */
 } ir_prog;
 
 /* What a matmul's epilogue applies (the ops the expansion fused into it),

@@ -70,6 +70,8 @@ typedef struct compile_opts {
 	int wg_stages;          /* the Hopper engine's ring depth where it fits
 	                           (2..12; 0: the plan's, 12 for tiles of a
 	                           few rows, else 8; MK_WG_STAGES=N) */
+	int no_trade;           /* the Hopper engine's wide tiles trade no
+	                           registers (MK_WG_TRADE=0) */
 	int attn_keys;          /* the Hopper attention tile's keys a stage
 	                           (64 or 128; 0: the plan's; MK_ATTN_KEYS=N) */
 	int attn_overlap;       /* its S of one chunk beside P V of the last:

@@ -986,6 +986,17 @@ int plan_run(ir_prog *p, const compile_opts *o, diags *d, arena *a)
 	p->threads = 256;
 	p->smem = 0;
 	p->ntmaps = 0;
+	/* setmaxnreg in the engine's 128 x 256 tiles: with one engine instance
+	 * (several inlined into one kernel spill), unless MK_WG_TRADE=0.  The
+	 * consumers fit the plain 168 registers too (154 used); ptxas keeps
+	 * them there even when they trade, since the warpgroups meet again
+	 * after each tile (the attention tile's finding, perf-notes
+	 * 2026-12-05, seventeenth session): what the trade costs or gives is
+	 * to be measured */
+	int nwg = 0;
+	for (int i = 0; i < p->nops; i++)
+		nwg += p->ops[i].kind == OP_MATMUL && p->ops[i].plan.mm.wgmma;
+	p->wg_trade = nwg <= 1 && !P.o->no_trade;
 	for (int i = 0; i < p->nops; i++) {
 		ir_op *op = &p->ops[i];
 		if (op->plan.threads > p->threads)

@@ -6,7 +6,7 @@
 // predicted 35.3 us, floor 0.3 us
 
 #define MKD_SYS_SCOPE 1
-#define MKD_WG_TRADE 0  // several engine instances: no register trading
+#define MKD_WG_TRADE 0  // no register trading (plan.c)
 #include "mkd/mkd.cuh"
 
 #if MKD_ABI_VERSION != 4
