@@ -121,11 +121,12 @@ static void attn_tile(cg_em *E, const ir_op *op, const char *indent)
 	if (ap.engine == IR_ATTN_WGMMA)
 		sb_printf(E->o,
 			  "#ifdef MKD_HAS_WGMMA\n"
-			  "%smkd_fa_wg<%lld, %s, %d, %d, %d> fa((const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + %d,\n"
+			  "%smkd_fa_wg<%lld, %s, %d, %d, %d%s> fa((const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + %d,\n"
 			  "%s\t(u64)mkd_origin(p, MK_T[T_%s], rank), (u64)mkd_origin(p, MK_T[T_%s], rank),\n"
 			  "%s\t(u64)mkd_origin(p, MK_T[T_%s], rank));\n"
 			  "#else\n",
-			  indent, D, tq, ap.wg_keys, ap.wg_stages, ap.wg_overlap, ap.tmap, indent, q->name, p->tensors[op->in[1]].name, indent,
+			  indent, D, tq, ap.wg_keys, ap.wg_stages, ap.wg_overlap,
+			  ap.wg_rotate && !op->causal ? ", 1" : "", ap.tmap, indent, q->name, p->tensors[op->in[1]].name, indent,
 			  p->tensors[op->in[2]].name);
 	char targs[32];
 	fa_targs(&ap, targs);

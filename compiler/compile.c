@@ -126,6 +126,8 @@ int compile_run(srcset *src, int file, const compile_opts *o,
 		opt.attn_overlap = 1 + (ao[0] == '1');
 	else if (ao && *ao)
 		diag_warning(d, SPAN_NONE, "MK_ATTN_OVERLAP=%s ignored: 0 or 1", ao);
+	if (env_on("MK_ATTN_ROTATE"))  /* the attention tile's chunks from each CTA's own place on */
+		opt.attn_rotate = 1;
 	/* MK_SCHED_ORDER=ready|wave: the list schedule's order (sched.c) */
 	const char *so = getenv("MK_SCHED_ORDER");
 	if (so && !strcmp(so, "ready"))

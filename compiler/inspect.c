@@ -90,10 +90,11 @@ void inspect_plans(const ir_prog *p, strbuf *out)
 			else
 				sb_printf(out, "%d query rows a task, fp32", pl->attn.rows);
 			if (pl->attn.tensor_cores && pl->attn.engine == IR_ATTN_WGMMA)
-				sb_printf(out, "; sm_90a: TMA + wgmma, %d keys a stage, %d stages%s, "
+				sb_printf(out, "; sm_90a: TMA + wgmma, %d keys a stage, %d stages%s%s, "
 					  "tensor maps %d-%d", pl->attn.wg_keys, pl->attn.wg_stages,
-					  pl->attn.wg_overlap ? ", S beside P V" : "", pl->attn.tmap,
-					  pl->attn.tmap + 2);
+					  pl->attn.wg_overlap ? ", S beside P V" : "",
+					  pl->attn.wg_rotate && !op->causal ? ", chunks from each CTA's place" : "",
+					  pl->attn.tmap, pl->attn.tmap + 2);
 			if (pl->attn.kvsplit > 1)
 				sb_printf(out, ", split-KV %d x %lld keys into %s", pl->attn.kvsplit,
 					  (long long)pl->attn.kvstep, p->tensors[pl->attn.work].name);

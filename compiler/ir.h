@@ -244,6 +244,8 @@ typedef struct ir_attn_plan {
 	int wg_keys;        /* its keys per stage (mkd_fa_wg::BN) */
 	int wg_stages;      /* its K/V ring depth */
 	int wg_overlap;     /* 1: S of chunk c beside P V of chunk c-1 */
+	int wg_rotate;      /* 1: each CTA reads a block's chunks from its own
+	                       place on (not causal; MK_ATTN_ROTATE=1) */
 	int tmap;           /* its tensor maps: Q, K, V from this index; -1 */
 	int kvsplit;        /* split-KV (flash-decoding): each query tile's keys
 	                       in kvsplit ranges of kvstep, an attnpart task

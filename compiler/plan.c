@@ -699,11 +699,13 @@ static int64_t wg_attn_smem(int64_t D, int keys, int stages)
 }
 
 /* The Hopper attention tile's shape: keys a stage (64 up to D = 128, 32
- * above; MK_ATTN_KEYS), three stages where they fit, else two. */
+ * above; MK_ATTN_KEYS), three stages where they fit, else two; the chunk
+ * order (MK_ATTN_ROTATE: not measured yet, so not the plan's own). */
 static void wg_attn_shape(const planner *P, ir_attn_plan *a, int64_t D)
 {
 	a->wg_keys = P->o->attn_keys ? P->o->attn_keys : D <= 128 ? 64 : 32;
 	a->wg_stages = wg_attn_smem(D, a->wg_keys, 3) <= P->dev.smem_per_sm ? 3 : 2;
+	a->wg_rotate = P->o->attn_rotate;
 }
 
 /* The mma.sync tile's ring: split-KV tasks stream the cache for a few

@@ -131,8 +131,12 @@ MKD_WG_RS(256, 128, 128, 129, 130, 131, 132, 133, mkd_f16, "f16")
 MKD_INLINE void mkd_wg_pin_u(u32 &x) { asm volatile("" : "+r"(x) :: "memory"); }
 
 /* D: head dimension; KEYS a stage (BN), STAGES of the ring, OVL: S of
- * chunk c beside P V of chunk c-1 (the plan's, compiler/plan.c) */
-template <int D, typename T, int KEYS = (D <= 128 ? 64 : 32), int NSTAGE = 3, int OVL = (D <= 64)>
+ * chunk c beside P V of chunk c-1, ROT: without a causal mask each CTA
+ * reads a block's chunks from its own place on, in turn (CTA i from chunk
+ * i n / CTAs), so the CTAs of one head's tiles do not all read the same
+ * chunk at once (the plan's, compiler/plan.c) */
+template <int D, typename T, int KEYS = (D <= 128 ? 64 : 32), int NSTAGE = 3, int OVL = (D <= 64),
+	  int ROT = 0>
 struct mkd_fa_wg {
 	enum {
 		THREADS = 256,               /* two consumer warpgroups */
@@ -179,7 +183,8 @@ struct mkd_fa_wg {
 	MKD_INLINE u32 stage(int s) const { return qs + Q_BYTES + s * STAGE_BYTES; }
 	/* the maps (0), K's start (1), V's (2) */
 	MKD_INLINE u32 ptrs(int i) const { return full_bar(STAGES + 1) + 8 * i; }
-	/* the block being read: K's first row (0) and column (1), V's (2, 3) */
+	/* the block being read: K's first row (0) and column (1), V's (2, 3),
+	 * its chunks (4), the first one read (5) */
 	MKD_INLINE u32 blk(int i) const { return full_bar(STAGES + 4) + 4 * i; }
 	MKD_INLINE u32 cnt(int s) const { return full_bar(STAGES + 8 + s); }
 
@@ -223,17 +228,18 @@ struct mkd_fa_wg {
 		}
 	}
 
-	/* one thread: chunk c of the block (ring position it + c) into its
-	 * stage, which no warp reads any more */
+	/* one thread: the chunk read c-th of the block (ring position it + c)
+	 * into its stage, which no warp reads any more */
 	MKD_INLINE void load_chunk(int c)
 	{
 		const mkd_tmap *tq = (const mkd_tmap *)mkd_lds_u64(ptrs(0));
-		int b[4];
+		int b[6];
 #pragma unroll
-		for (int i = 0; i < 4; i++)
+		for (int i = 0; i < 6; i++)
 			asm volatile("ld.shared.u32 %0, [%1];" : "=r"(b[i]) : "r"(blk(i)) : "memory");
 		asm volatile("fence.proxy.async.global;" ::: "memory");  /* after the flag acquire */
 		const int s = (it + c) % STAGES;
+		c = rotated(c, b[4], b[5]);  /* the chunk read c-th */
 		const u32 full = full_bar(s), dst = stage(s);
 		mkd_mbar_arrive_tx(full, STAGE_BYTES);
 #pragma unroll
@@ -387,17 +393,22 @@ struct mkd_fa_wg {
 				mkd_wg_pin_u(pa[kk][e]);
 	}
 
-	/* chunk c of a block of nk keys: its place in the ring (j), its valid
-	 * keys, whether its scores are masked (ragged, or crossing the causal
-	 * diagonal of this warpgroup's rows from qfirst; this thread's row qr) */
+	/* the chunk read c-th of a block of n read from chunk rot on */
+	static MKD_INLINE int rotated(int c, int n, int rot) { return c + rot < n ? c + rot : c + rot - n; }
+
+	/* the c-th chunk read of a block of nk keys (n chunks, from chunk rot
+	 * on): its place in the ring (j), its valid keys, whether its scores
+	 * are masked (ragged, or crossing the causal diagonal of this
+	 * warpgroup's rows from qfirst; this thread's row qr) */
 	struct chunk {
 		int j, nkc, diag;
 		bool mask;
 	};
-	MKD_INLINE chunk chunk_at(int c, int nk, bool causal, int qfirst, int qr) const
+	MKD_INLINE chunk chunk_at(int c, int n, int rot, int nk, bool causal, int qfirst, int qr) const
 	{
 		chunk k;
 		k.j = it + c;
+		c = rotated(c, n, rot);
 		k.nkc = nk - c * BN < BN ? nk - c * BN : BN;
 		k.mask = k.nkc < BN || (causal && c * BN + BN - 1 > qfirst);
 		k.diag = causal ? qr - c * BN : 1 << 30;
@@ -436,8 +447,9 @@ struct mkd_fa_wg {
 		release(j, n);
 	}
 
-	/* consumer w over chunks it .. it + n - 1 (nk keys from kpos0) */
-	MKD_INLINE void consume(int w, int n, int nk, bool causal, i64 qpos0, i64 kpos0)
+	/* consumer w over chunks it .. it + n - 1 (nk keys from kpos0, read
+	 * from chunk rot on) */
+	MKD_INLINE void consume(int w, int n, int rot, int nk, bool causal, i64 qpos0, i64 kpos0)
 	{
 		const int t = threadIdx.x & 127;
 		/* positions relative to the block's first key (int: fewer registers;
@@ -456,10 +468,10 @@ struct mkd_fa_wg {
 			 * the last P V after the loop.  Straight-line turns: a branch
 			 * between the wgmmas of a turn makes ptxas serialize them
 			 * (C7514, C7520) */
-			chunk_s(w, chunk_at(0, nk, causal, qfirst, qr), me, other, s, corr);
+			chunk_s(w, chunk_at(0, n, rot, nk, causal, qfirst, qr), me, other, s, corr);
 			pack(pa, s);
 			for (int c = 1; c < n; c++) {
-				const chunk k = chunk_at(c, nk, causal, qfirst, qr);
+				const chunk k = chunk_at(c, n, rot, nk, causal, qfirst, qr);
 				const int j = k.j;
 				arrive_chunk(w, j, k.nkc);
 				mkd_bar_sync(me, 256);
@@ -492,7 +504,7 @@ struct mkd_fa_wg {
 			chunk_pv(it + n - 1, n, me, other, pa);
 		} else {
 			for (int c = 0; c < n; c++) {
-				chunk_s(w, chunk_at(c, nk, causal, qfirst, qr), me, other, s, corr);
+				chunk_s(w, chunk_at(c, n, rot, nk, causal, qfirst, qr), me, other, s, corr);
 				pack(pa, s);
 				chunk_pv(it + c, n, me, other, pa);  /* this chunk's P V now */
 			}
@@ -510,19 +522,21 @@ struct mkd_fa_wg {
 		if (nk <= 0)
 			return;
 		const int n = (nk + BN - 1) / BN;
+		const int rot = ROT && !causal ? (int)((i64)blockIdx.x * n / gridDim.x) : 0;
 		if (threadIdx.x == 0) {  /* the block's rows, its first chunks */
 			const i64 ek = ((const char *)k - (const char *)mkd_lds_u64(ptrs(1))) / 2;
 			const i64 ev = ((const char *)v - (const char *)mkd_lds_u64(ptrs(2))) / 2;
-			const int b[4] = {(int)(ek / ldk), (int)(ek % ldk), (int)(ev / ldv), (int)(ev % ldv)};
+			const int b[6] = {(int)(ek / ldk), (int)(ek % ldk), (int)(ev / ldv), (int)(ev % ldv),
+					  n, rot};
 #pragma unroll
-			for (int i = 0; i < 4; i++)
+			for (int i = 0; i < 6; i++)
 				asm volatile("st.shared.u32 [%0], %1;" :: "r"(blk(i)), "r"(b[i]) : "memory");
 			for (int c = 0; c < n && c < STAGES; c++)
 				load_chunk(c);
 		}
 		const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x >> 7), 0);
 		if (wg < 2)
-			consume(wg, n, nk, causal, qpos0, kpos0);
+			consume(wg, n, rot, nk, causal, qpos0, kpos0);
 		it += n;
 		__syncthreads();  /* every chunk consumed: the ring is empty */
 	}

@@ -26,6 +26,9 @@
 #        overlap, but has not run on a GPU yet); then the Hopper tile
 #   KEYS MK_ATTN_KEYS=128 and MK_ATTN_OVERLAP=0 (A/B): the plan says so;
 #        a value mkc does not know is ignored with a warning
+#   ROT  MK_ATTN_ROTATE=1 (A/B): without a causal mask the plan and the
+#        tile's template say each CTA reads from its own place; with one
+#        (ring_attention_causal.mk) nothing changes; no spills
 #
 # RUN: %mkc --emit=plan -D gpus=2 %s | FileCheck %s --check-prefix=PLAN
 # RUN: %mkc --emit=cu -D gpus=2 %s | FileCheck %s --check-prefix=CU
@@ -54,6 +57,11 @@
 # RUN: env MK_ATTN_ENGINE=wgmma %mkc --emit=plan -D gpus=2 -D D=256 %s | FileCheck %s --check-prefix=D256 --implicit-check-not='S beside P V'
 # RUN: env MK_ATTN_KEYS=128 MK_ATTN_OVERLAP=0 %mkc --emit=plan -D gpus=2 %s | FileCheck %s --check-prefix=KEYS --implicit-check-not='S beside P V'
 # RUN: env MK_ATTN_KEYS=96 MK_ATTN_OVERLAP=2 %mkc --emit=plan -D gpus=2 %s 2>&1 | FileCheck %s --check-prefix=BADKEYS
+# RUN: env MK_ATTN_ROTATE=1 %mkc --emit=plan -D gpus=2 %s | FileCheck %s --check-prefix=ROT
+# RUN: env MK_ATTN_ROTATE=1 %mkc --emit=cu -D gpus=2 %s | FileCheck %s --check-prefix=ROTCU
+# RUN: env MK_ATTN_ROTATE=1 %mkc --emit=cu -D gpus=2 samples/ring_attention_causal.mk | FileCheck %s --check-prefix=ROTC
+# RUN: env MK_ATTN_ROTATE=1 %mkc --emit=cubin -D gpus=2 %s -o %t.cubin 2> %t.resrot
+# RUN: FileCheck %s --check-prefix=RES --implicit-check-not='Performance Loss' < %t.resrot
 #
 # PLAN: kernel: 256 threads a CTA, {{[0-9]+}} bytes of shared memory, 3 tensor maps
 # PLAN: attention 128 query rows a task, tensor cores, 64 keys a stage, 2 stages; sm_90a: TMA + wgmma, 64 keys a stage, 3 stages, S beside P V, tensor maps 0-2
@@ -86,6 +94,9 @@
 # BADKEYS: mkc: warning: MK_ATTN_KEYS=96 ignored: 64 or 128
 # BADKEYS: mkc: warning: MK_ATTN_OVERLAP=2 ignored: 0 or 1
 # BADKEYS: sm_90a: TMA + wgmma, 64 keys a stage, 3 stages, S beside P V, tensor maps 0-2
+# ROT: sm_90a: TMA + wgmma, 64 keys a stage, 3 stages, S beside P V, chunks from each CTA's place, tensor maps 0-2
+# ROTCU: mkd_fa_wg<128, mkd_bf16, 64, 3, 1, 1> fa(
+# ROTC: mkd_fa_wg<128, mkd_bf16, 64, 3, 1> fa(
 pipeline attention_hopper {
   mesh  nodes x gpus
   param S = 1024, D = 128

@@ -150,7 +150,7 @@ check "ring_attention.f32.r2" "$MKRUN" "$attn_f32" --ranks 2 -D S=512 -D NH=2 --
 # must name the engine.  (MK_ATTN_ENGINE=wgmma: the plan's tile, and the
 # Hopper one at D = 256 too, which the plan takes once these pass.)  Then
 # the tile's other shapes (the A/B switches MK_ATTN_KEYS=128,
-# MK_ATTN_OVERLAP=0) at D = 64 and 128, ragged.
+# MK_ATTN_OVERLAP=0, MK_ATTN_ROTATE=1) at D = 64 and 128, ragged.
 for eng in wgmma mma; do
 	export MK_ATTN_ENGINE=$eng
 	plan=$("$B/mkc" --emit=plan -D gpus=2 samples/ring_attention.mk)
@@ -174,7 +174,7 @@ for eng in wgmma mma; do
 	done
 done
 unset MK_ATTN_ENGINE
-for ab in MK_ATTN_KEYS=128 MK_ATTN_OVERLAP=0; do
+for ab in MK_ATTN_KEYS=128 MK_ATTN_OVERLAP=0 MK_ATTN_ROTATE=1; do
 	for d in 64 128; do
 		for r in 1 2; do
 			check "attn.$ab.ring.d$d.r$r" env "$ab" "$MKRUN" samples/ring_attention.mk --ranks "$r" \
