@@ -18,7 +18,8 @@ step() {  # name timeout command...
 	return $rc
 }
 : >"$OUT/steps.txt"
-step gpu-test "${GPU_TEST_TIMEOUT:-330}" sh tests/gpu/run.sh "$B"
+# GPU_ONLY=PATTERN: only the gpu-test checks whose names match (MK_GPU_ONLY)
+MK_GPU_ONLY=${GPU_ONLY:-} step gpu-test "${GPU_TEST_TIMEOUT:-330}" sh tests/gpu/run.sh "$B"
 if grep -q '^FAIL' "$OUT/gpu-test.txt"; then
 	# the same checks on the portable mma.sync tile: engine or the rest?
 	MK_NO_WGMMA=1 step nowgmma 90 sh -c "
@@ -28,18 +29,21 @@ if grep -q '^FAIL' "$OUT/gpu-test.txt"; then
 fi
 # AB="NAME=VALUE": each of AB_CASES ("sample.mk:-D T=1 ...;...") with and
 # without that environment, alternating, twice, medians of mkrun (no
-# check: gpu-test checks the outputs): a rewrite's worth
+# check: gpu-test checks the outputs): a rewrite's worth.  Several
+# variants: AB="A=1|B=2 C=3" (each against the default, in turn);
+# AB_ITERS (30) the runs each, AB_TIMEOUT (240 s) the whole step
 if [ -n "${AB:-}" ]; then
 	AB_CASES=${AB_CASES:-"decode_mlp.mk:-D T=1;decode_mlp.mk:-D T=16;decode_mlp.mk:-D T=128;decode_mlp.mk:-D T=1024;mlp_chain.mk:-D T=4096 -D D=1024;tp_mlp.mk:;llama_layer.mk:"}
-	step ab 240 sh -c '
+	export AB AB_CASES
+	step ab "${AB_TIMEOUT:-240}" sh -c '
 		IFS=";"; for c in $AB_CASES; do
 			f=${c%%:*}; d=${c#*:}; unset IFS
 			for it in 1 2; do
-				for e in "" "$AB"; do
+				IFS="|"; for e in "" $AB; do unset IFS
 					# shellcheck disable=SC2086
-					o=$(env $e '"$B"'/mkrun samples/$f $d --iters 30 --quiet --no-check 2>&1 | tail -1)
+					o=$(env $e '"$B"'/mkrun samples/$f $d --iters '"${AB_ITERS:-30}"' --quiet --no-check 2>&1 | tail -1)
 					echo "$f $d [${e:-default}] run $it: $o"
-				done
+				IFS="|"; done; unset IFS
 			done
 			IFS=";"
 		done'
