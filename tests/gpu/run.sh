@@ -174,6 +174,10 @@ for eng in wgmma mma; do
 	done
 done
 unset MK_ATTN_ENGINE
+# several tiles a CTA (8 ranks: 16 CTAs each, 32 causal tiles): the tile's
+# ring and counts start afresh each tile
+check "attn.wgmma.tiles.r8" "$MKRUN" samples/ring_attention_causal.mk --ranks 8 -D S=4096 -D NH=8 \
+	--iters 3 --quiet
 for ab in MK_ATTN_KEYS=128 MK_ATTN_OVERLAP=0 MK_ATTN_ROTATE=1; do
 	for d in 64 128; do
 		for r in 1 2; do
