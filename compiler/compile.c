@@ -136,6 +136,12 @@ int compile_run(srcset *src, int file, const compile_opts *o,
 		opt.sched_order = ORDER_WAVE;
 	else if (so && *so)
 		diag_warning(d, SPAN_NONE, "MK_SCHED_ORDER=%s ignored: ready or wave", so);
+	/* MK_WG_BN=128: 128-column engine tiles where the plan takes 256 (A/B) */
+	const char *wb = getenv("MK_WG_BN");
+	if (wb && !strcmp(wb, "128"))
+		opt.wg_bn128 = 1;
+	else if (wb && *wb)
+		diag_warning(d, SPAN_NONE, "MK_WG_BN=%s ignored: 128", wb);
 	/* MK_WG_TRADE=0: no setmaxnreg in the engine's wide tiles (A/B) */
 	const char *wt = getenv("MK_WG_TRADE");
 	if (wt && !strcmp(wt, "0"))

@@ -72,6 +72,8 @@ typedef struct compile_opts {
 	                           few rows, else 8; MK_WG_STAGES=N) */
 	int no_trade;           /* the Hopper engine's wide tiles trade no
 	                           registers (MK_WG_TRADE=0) */
+	int wg_bn128;           /* the Hopper engine's tiles 128 columns wide
+	                           where the plan would take 256 (MK_WG_BN=128) */
 	int attn_keys;          /* the Hopper attention tile's keys a stage
 	                           (64 or 128; 0: the plan's; MK_ATTN_KEYS=N) */
 	int attn_overlap;       /* its S of one chunk beside P V of the last:

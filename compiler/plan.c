@@ -450,7 +450,11 @@ static void plan_matmul(planner *P, ir_op *op, int wide)
 	const int64_t bm = op->hints.ntile >= 1 ? op->hints.tile[0] : 128;
 	int64_t bn = op->hints.ntile >= 2 ? op->hints.tile[1]
 					  : m->wgmma ? (n >= 256 ? 256 : n > 64 ? 128 : 64) : 128;
-	if (m->wgmma && op->hints.ntile < 2 && bn == 256 && wide)
+	/* MK_WG_BN=128 (A/B): 128-column tiles where the plan would take 256
+	 * (in the llama layer the 128 x 256 tiles' 128 accumulators a thread,
+	 * beside the attention tile and the row ops in one kernel, spill 3.2
+	 * KB, some in the mainloops; 128-column tiles 40 bytes) */
+	if (m->wgmma && op->hints.ntile < 2 && bn == 256 && (wide || P->o->wg_bn128))
 		bn = 128;
 	else if (m->wgmma && op->hints.ntile < 2 && bn == 256 && !op->hints.split && bm == 128)
 		bn = decode_bn(P, op, bm);
