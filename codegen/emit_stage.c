@@ -247,18 +247,19 @@ void cg_stage_attention(cg_em *E, const ir_op *op)
 			      : "\n\t\t\treturn false;", tk, tk, tk, tk);
 	if (tc)
 		sb_printf(E->o,
-			  "\t\tfa.block(Kp, Vp, MK_T[kb.tensor].st[1], MK_T[vb.tensor].st[1], (int)(kb.hi[1] - kb.lo[1]), rows, %s, lo[1], kb.lo[1]);\n"
-			  "\t}\n"
-			  "\t%s *Op = (%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, lo[0], lo[1], 0);\n"
-			  "\tfa.end(Op, MK_T[T_%s].st[1], rows);\n",
-			  causal ? "true" : "false", to, to, o->name, o->name, o->name);
+			  "\t\tfa.block(Kp, Vp, MK_T[kb.tensor].st[1], MK_T[vb.tensor].st[1], (int)(kb.hi[1] - kb.lo[1]), rows, %s, lo[1], kb.lo[1]);\n",
+			  causal ? "true" : "false");
 	else
 		sb_printf(E->o,
-			  "\t\tmkd_attn_block<%lld>(st, Kp, Vp, MK_T[kb.tensor].st[1], MK_T[vb.tensor].st[1], (int)(kb.hi[1] - kb.lo[1]), rows, %d, lo[1], kb.lo[1]);\n"
-			  "\t}\n"
-			  "\t%s *Op = (%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, lo[0], lo[1], 0);\n"
-			  "\tmkd_attn_end<%lld>(st, Op, MK_T[T_%s].st[1], rows);\n",
-			  (long long)D, causal, to, to, o->name, o->name, (long long)D, o->name);
+			  "\t\tmkd_attn_block<%lld>(st, Kp, Vp, MK_T[kb.tensor].st[1], MK_T[vb.tensor].st[1], (int)(kb.hi[1] - kb.lo[1]), rows, %d, lo[1], kb.lo[1]);\n",
+			  (long long)D, causal);
+	/* the output's pointer after the blocks: not live through them */
+	sb_printf(E->o, "\t}\n\t%s *Op = (%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, lo[0], lo[1], 0);\n",
+		  to, to, o->name, o->name);
+	if (tc)
+		sb_printf(E->o, "\tfa.end(Op, MK_T[T_%s].st[1], rows);\n", o->name);
+	else
+		sb_printf(E->o, "\tmkd_attn_end<%lld>(st, Op, MK_T[T_%s].st[1], rows);\n", (long long)D, o->name);
 	sb_puts(E->o, "\treturn true;\n}\n\n");
 }
 

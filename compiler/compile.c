@@ -78,6 +78,21 @@ static int env_on(const char *name)
 	return v && *v && strcmp(v, "0");
 }
 
+/* An environment switch of a few values: the index + 1 of the one set in
+ * vals (NULL-terminated), 0 when unset or empty; a value mkc does not know
+ * is ignored with a warning naming those it does (want) */
+static int env_pick(diags *d, const char *name, const char *const *vals, const char *want)
+{
+	const char *v = getenv(name);
+	if (!v || !*v)
+		return 0;
+	for (int i = 0; vals[i]; i++)
+		if (!strcmp(v, vals[i]))
+			return i + 1;
+	diag_warning(d, SPAN_NONE, "%s=%s ignored: %s", name, v, want);
+	return 0;
+}
+
 int compile_run(srcset *src, int file, const compile_opts *o,
 		compile_pass upto, diags *d, arena *a, compile_out *out)
 {
@@ -90,13 +105,12 @@ int compile_run(srcset *src, int file, const compile_opts *o,
 		opt.no_wgmma = 1;
 	/* MK_ATTN_ENGINE=mma: attention on the mma.sync tile (A/B against
 	 * wgmma); =wgmma: the Hopper tile at D = 256 too */
-	const char *ae = getenv("MK_ATTN_ENGINE");
-	if (ae && !strcmp(ae, "mma"))
+	static const char *const engines[] = {"mma", "wgmma", NULL};
+	const int ae = env_pick(d, "MK_ATTN_ENGINE", engines, "mma or wgmma");
+	if (ae == 1)
 		opt.attn_mma = 1;
-	else if (ae && !strcmp(ae, "wgmma"))
+	else if (ae == 2)
 		opt.attn_wg256 = 1;
-	else if (ae && *ae)
-		diag_warning(d, SPAN_NONE, "MK_ATTN_ENGINE=%s ignored: mma or wgmma", ae);
 	if (env_on("MK_NO_VIEWS"))  /* every layout op copies (views against copies) */
 		opt.no_views = 1;
 	if (env_on("MK_NO_EPI2"))  /* add and mul stay stages of their own */
@@ -116,38 +130,28 @@ int compile_run(srcset *src, int file, const compile_opts *o,
 		diag_warning(d, SPAN_NONE, "MK_WG_STAGES=%s ignored: a ring of 2 to 12 stages", ws);
 	/* MK_ATTN_KEYS=64|128, MK_ATTN_OVERLAP=0|1: the Hopper attention
 	 * tile's shape (A/B) */
-	const char *ak = getenv("MK_ATTN_KEYS");
-	if (ak && (!strcmp(ak, "64") || !strcmp(ak, "128")))
-		opt.attn_keys = atoi(ak);
-	else if (ak && *ak)
-		diag_warning(d, SPAN_NONE, "MK_ATTN_KEYS=%s ignored: 64 or 128", ak);
-	const char *ao = getenv("MK_ATTN_OVERLAP");
-	if (ao && (!strcmp(ao, "0") || !strcmp(ao, "1")))
-		opt.attn_overlap = 1 + (ao[0] == '1');
-	else if (ao && *ao)
-		diag_warning(d, SPAN_NONE, "MK_ATTN_OVERLAP=%s ignored: 0 or 1", ao);
+	static const char *const keys[] = {"64", "128", NULL}, *const offon[] = {"0", "1", NULL};
+	const int ak = env_pick(d, "MK_ATTN_KEYS", keys, "64 or 128");
+	if (ak)
+		opt.attn_keys = ak == 1 ? 64 : 128;
+	/* 1 off, 2 on: as compile_opts.attn_overlap counts */
+	const int ao = env_pick(d, "MK_ATTN_OVERLAP", offon, "0 or 1");
+	if (ao)
+		opt.attn_overlap = ao;
 	if (env_on("MK_ATTN_ROTATE"))  /* the attention tile's chunks from each CTA's own place on */
 		opt.attn_rotate = 1;
 	/* MK_SCHED_ORDER=ready|wave: the list schedule's order (sched.c) */
-	const char *so = getenv("MK_SCHED_ORDER");
-	if (so && !strcmp(so, "ready"))
-		opt.sched_order = ORDER_READY;
-	else if (so && !strcmp(so, "wave"))
-		opt.sched_order = ORDER_WAVE;
-	else if (so && *so)
-		diag_warning(d, SPAN_NONE, "MK_SCHED_ORDER=%s ignored: ready or wave", so);
+	static const char *const orders[] = {"ready", "wave", NULL};
+	const int so = env_pick(d, "MK_SCHED_ORDER", orders, "ready or wave");
+	if (so)
+		opt.sched_order = so == 1 ? ORDER_READY : ORDER_WAVE;
 	/* MK_WG_BN=128: 128-column engine tiles where the plan takes 256 (A/B) */
-	const char *wb = getenv("MK_WG_BN");
-	if (wb && !strcmp(wb, "128"))
+	static const char *const bns[] = {"128", NULL};
+	if (env_pick(d, "MK_WG_BN", bns, "128"))
 		opt.wg_bn128 = 1;
-	else if (wb && *wb)
-		diag_warning(d, SPAN_NONE, "MK_WG_BN=%s ignored: 128", wb);
 	/* MK_WG_TRADE=0: no setmaxnreg in the engine's wide tiles (A/B) */
-	const char *wt = getenv("MK_WG_TRADE");
-	if (wt && !strcmp(wt, "0"))
+	if (env_pick(d, "MK_WG_TRADE", offon, "0 or 1") == 1)
 		opt.no_trade = 1;
-	else if (wt && *wt && strcmp(wt, "1"))
-		diag_warning(d, SPAN_NONE, "MK_WG_TRADE=%s ignored: 0 or 1", wt);
 	if (env_on("MK_GATEUP"))  /* gate and up projections as one matmul */
 		opt.gateup = 1;
 	if (!a->limit)
