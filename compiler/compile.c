@@ -104,13 +104,10 @@ int compile_run(srcset *src, int file, const compile_opts *o,
 	if (env_on("MK_NO_WGMMA"))  /* every matmul on the portable tile (diagnosis) */
 		opt.no_wgmma = 1;
 	/* MK_ATTN_ENGINE=mma: attention on the mma.sync tile (A/B against
-	 * wgmma); =wgmma: the Hopper tile at D = 256 too */
+	 * wgmma, the plan's own where it fits) */
 	static const char *const engines[] = {"mma", "wgmma", NULL};
-	const int ae = env_pick(d, "MK_ATTN_ENGINE", engines, "mma or wgmma");
-	if (ae == 1)
+	if (env_pick(d, "MK_ATTN_ENGINE", engines, "mma or wgmma") == 1)
 		opt.attn_mma = 1;
-	else if (ae == 2)
-		opt.attn_wg256 = 1;
 	if (env_on("MK_NO_VIEWS"))  /* every layout op copies (views against copies) */
 		opt.no_views = 1;
 	if (env_on("MK_NO_EPI2"))  /* add and mul stay stages of their own */

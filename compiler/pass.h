@@ -52,10 +52,6 @@ typedef struct compile_opts {
 	                           and every attention on the mma.sync tile */
 	int attn_mma;           /* attention on the mma.sync tile (the driver
 	                           reads MK_ATTN_ENGINE=mma) */
-	int attn_wg256;         /* the Hopper tile at D = 256 too, where the
-	                           kernel has 256 threads (MK_ATTN_ENGINE=
-	                           wgmma; not yet run on a GPU, so not the
-	                           plan's own choice) */
 	int no_views;           /* every layout op a copy, none a view (the
 	                           driver reads MK_NO_VIEWS=1) */
 	int no_epi2;            /* no add or mul fused into a matmul's

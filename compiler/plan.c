@@ -702,14 +702,29 @@ static int64_t wg_attn_smem(int64_t D, int keys, int stages)
 	return 1024 + 128 * D * 2 + (int64_t)stages * 2 * keys * D * 2 + 16 * stages + 64;
 }
 
-/* The Hopper attention tile's shape: keys a stage (64 up to D = 128, 32
- * above; MK_ATTN_KEYS), three stages where they fit, else two; the chunk
- * order (MK_ATTN_ROTATE: not measured yet, so not the plan's own). */
-static void wg_attn_shape(const planner *P, ir_attn_plan *a, int64_t D)
+/* The mma.sync tile's SMEM: Q [rows][D + 8], two stages of K and V
+ * [keys][D + 8] (fp32: its own layout of 64-row tiles) */
+static int64_t mma_attn_smem(const ir_attn_plan *a, int64_t D)
 {
-	a->wg_keys = P->o->attn_keys ? P->o->attn_keys : D <= 128 ? 64 : 32;
+	if (!a->tensor_cores)
+		return 16 + 64 * 2 * 4 + 64 * D * 2 * 4;
+	return (a->rows + 2 * 2 * (int64_t)a->keys) * (D + 8) * 2;
+}
+
+/* The Hopper attention tile's shape: KEYS keys a stage unless
+ * MK_ATTN_KEYS says, three stages where they fit, else two; the chunk
+ * order (MK_ATTN_ROTATE: measured no better, so not the plan's own); and
+ * the op's SMEM, the larger of the two tiles' (the mma.sync tile stays
+ * compiled for other archs). */
+static void wg_attn_shape(const planner *P, ir_op *op, int64_t D, int keys)
+{
+	ir_attn_plan *a = &op->plan.attn;
+	a->wg_keys = P->o->attn_keys ? P->o->attn_keys : keys;
 	a->wg_stages = wg_attn_smem(D, a->wg_keys, 3) <= P->dev.smem_per_sm ? 3 : 2;
 	a->wg_rotate = P->o->attn_rotate;
+	const int64_t ws = wg_attn_smem(D, a->wg_keys, a->wg_stages);
+	const int64_t ms = mma_attn_smem(a, D);
+	op->plan.smem = (int)(ws > ms ? ws : ms);
 }
 
 /* The mma.sync tile's ring: split-KV tasks stream the cache for a few
@@ -732,16 +747,20 @@ static void mma_attn_ring(const planner *P, ir_op *op, int64_t D)
 /* What the kernel's threads leave it: a consumer thread holds O (D/2
  * registers), S (keys/2) and P (keys/4), with S beside P V (the overlap)
  * those of two chunks.  A thread of a 256-thread kernel has 255 registers:
- * the overlap fits up to D = 128, D = 256 without it; one of a 384-thread
- * kernel (a matmul on the Hopper engine beside it) 168: the overlap only
- * up to D = 64, and D = 256 goes back to the mma.sync tile.
- * MK_ATTN_OVERLAP forces the overlap either way. */
+ * the overlap with 128 keys fits up to D = 128 (231 registers at D = 128),
+ * D = 256 with 32 keys without it; one of a 384-thread kernel (a matmul on
+ * the Hopper engine beside it) 168: 64 keys, the overlap only up to
+ * D = 64, and D = 256 goes back to the mma.sync tile.  MK_ATTN_OVERLAP
+ * forces the overlap either way, MK_ATTN_KEYS the keys. */
 static void wg_attn_fit(const planner *P, ir_op *op, int64_t D, int threads)
 {
 	ir_attn_plan *a = &op->plan.attn;
 	if (D > 128 && threads > 256) {
 		a->engine = IR_ATTN_MMA;
+		op->plan.smem = (int)mma_attn_smem(a, D);
 		mma_attn_ring(P, op, D);
+	} else if (threads > 256) {
+		wg_attn_shape(P, op, D, 64);
 	}
 	a->wg_overlap = P->o->attn_overlap ? P->o->attn_overlap == 2
 					   : D <= 64 || (D <= 128 && threads <= 256);
@@ -770,16 +789,13 @@ static void plan_attention(planner *P, ir_op *op)
 		P->err = 1;
 		return;
 	}
-	int64_t smem;
 	if (a->tensor_cores) {
 		/* keys per stage (mkd_fa's KEYS): two warpgroups of 32 keys up to
 		 * D = 64, one of 64 up to 128, one of 32 above; 16-row tiles: 8
 		 * warps of 16 */
 		a->keys = few ? 128 : D <= 128 ? 64 : 32;
-		smem = (a->rows + 2 * 2 * (int64_t)a->keys) * (D + 8) * 2;
-	} else {
-		smem = 16 + 64 * 2 * 4 + 64 * D * 2 * 4;
 	}
+	const int64_t smem = mma_attn_smem(a, D);
 	if (smem > P->dev.smem_per_sm) {
 		diag_error(P->d, op->where, "attention with head dimension %lld needs %lld bytes of "
 			   "shared memory; %d fit", (long long)D, (long long)smem, P->dev.smem_per_sm);
@@ -792,19 +808,17 @@ static void plan_attention(planner *P, ir_op *op)
 	/* the Hopper tile where it can run (the mma.sync tile stays compiled
 	 * for other archs: the plan's smem and threads, 256 both, cover both);
 	 * not for 16-row decode tiles, whose 8 warps split the keys instead.
-	 * At D = 256 only in a 256-thread kernel (wg_attn_fit), and only with
-	 * MK_ATTN_ENGINE=wgmma until gpu-test has run it */
+	 * 128 keys a stage up to D = 128, 64 at D = 256 (the kernel's threads,
+	 * known once every op is planned, may cut them: wg_attn_fit) */
 	a->tmap = -1;
 	a->engine = IR_ATTN_MMA;
 	if (a->tensor_cores && a->rows == 128 && !P->o->no_wgmma && !P->o->attn_mma &&
-	    (D == 64 || D == 128 || (D == 256 && P->o->attn_wg256)) && attn_local(P, op)) {
-		wg_attn_shape(P, a, D);
-		const int64_t ws = wg_attn_smem(D, a->wg_keys, a->wg_stages);
-		if (ws <= P->dev.smem_per_sm) {
+	    (D == 64 || D == 128 || D == 256) && attn_local(P, op)) {
+		wg_attn_shape(P, op, D, D <= 128 ? 128 : 64);
+		if (op->plan.smem <= P->dev.smem_per_sm)
 			a->engine = IR_ATTN_WGMMA;
-			if (ws > op->plan.smem)
-				op->plan.smem = (int)ws;
-		}
+		else
+			op->plan.smem = (int)smem;
 	}
 	attn_split(P, op);
 	if (a->engine == IR_ATTN_MMA)
@@ -1003,21 +1017,20 @@ int plan_run(ir_prog *p, const compile_opts *o, diags *d, arena *a)
 	for (int i = 0; i < p->nops; i++)
 		nwg += p->ops[i].kind == OP_MATMUL && p->ops[i].plan.mm.wgmma;
 	p->wg_trade = nwg <= 1 && !P.o->no_trade;
-	for (int i = 0; i < p->nops; i++) {
-		ir_op *op = &p->ops[i];
-		if (op->plan.threads > p->threads)
-			p->threads = op->plan.threads;
-		if (op->plan.smem > p->smem)
-			p->smem = op->plan.smem;
-	}
+	for (int i = 0; i < p->nops; i++)
+		if (p->ops[i].plan.threads > p->threads)
+			p->threads = p->ops[i].plan.threads;
 	for (int i = 0; i < p->nops; i++) {
 		ir_op *op = &p->ops[i];
 		if (op->kind == OP_ATTENTION && op->plan.attn.engine == IR_ATTN_WGMMA) {
 			const ir_tensor *q = &p->tensors[op->in[0]];
 			wg_attn_fit(&P, op, q->shape[q->ndim - 1], p->threads);
-			if (op->plan.smem > p->smem)  /* the mma.sync tile's deeper ring */
-				p->smem = op->plan.smem;
 		}
+	}
+	for (int i = 0; i < p->nops; i++) {
+		ir_op *op = &p->ops[i];
+		if (op->plan.smem > p->smem)
+			p->smem = op->plan.smem;
 		if (op->kind == OP_MATMUL && op->plan.mm.wgmma) {
 			op->plan.mm.tmap = p->ntmaps;  /* A, B (and the gate's weight) */
 			p->ntmaps += op->gate ? 3 : 2;

@@ -1,15 +1,15 @@
 # What the kernel's threads leave the Hopper attention tile (plan.c
 # wg_attn_fit).  Alone in a kernel its CTA has 256 threads, 255 registers
-# a thread: S beside P V up to D = 128, and D = 256 on the tile (with
-# MK_ATTN_ENGINE=wgmma for now).  Beside a matmul on the Hopper engine the
-# CTA has 384 threads, 168 registers: no overlap at D = 128, and D = 256
-# on the mma.sync tile.
-#   ALONE  attention alone, D = 128: 256 threads, the overlap
-#   MIXED  with the projection, D = 128: 384 threads, no overlap
-#   MIX256 with the projection, D = 256 and MK_ATTN_ENGINE=wgmma (the
-#          Hopper tile at D = 256, which a 256-thread kernel would take):
-#          the mma.sync tile (no tensor maps for the attention, no
-#          mkd_fa_wg)
+# a thread: 128 keys a stage, S beside P V up to D = 128, and D = 256 on
+# the tile.  Beside a matmul on the Hopper engine the CTA has 384 threads,
+# 168 registers: 64 keys a stage, no overlap at D = 128, and D = 256 on
+# the mma.sync tile.
+#   ALONE  attention alone, D = 128: 256 threads, 128 keys, the overlap
+#   MIXED  with the projection, D = 128: 384 threads, 64 keys (and the
+#          shared memory of 64), no overlap
+#   MIX256 with the projection, D = 256 (the Hopper tile, which a
+#          256-thread kernel takes): the mma.sync tile (no tensor maps for
+#          the attention, no mkd_fa_wg)
 #   RES    the mixed kernel at D = 128 compiles for sm_90a without spills
 #          (at D = 256 the mma.sync tile beside the engine spills ~190
 #          bytes, as before the Hopper tile took D = 256 alone)
@@ -17,16 +17,16 @@
 # RUN: sed -e '/^  P = matmul/d; s/^  out P .*//' %s > %t.alone.mk
 # RUN: %mkc --emit=plan %t.alone.mk | FileCheck %s --check-prefix=ALONE
 # RUN: %mkc --emit=plan %s | FileCheck %s --check-prefix=MIXED --implicit-check-not='S beside P V'
-# RUN: env MK_ATTN_ENGINE=wgmma %mkc --emit=plan -D D=256 %s | FileCheck %s --check-prefix=MIX256 --implicit-check-not='TMA + wgmma, {{[0-9]+}} keys'
-# RUN: env MK_ATTN_ENGINE=wgmma %mkc --emit=cu -D D=256 %s | FileCheck %s --check-prefix=MIX256CU --implicit-check-not=mkd_fa_wg
+# RUN: %mkc --emit=plan -D D=256 %s | FileCheck %s --check-prefix=MIX256 --implicit-check-not='TMA + wgmma, {{[0-9]+}} keys'
+# RUN: %mkc --emit=cu -D D=256 %s | FileCheck %s --check-prefix=MIX256CU --implicit-check-not=mkd_fa_wg
 # RUN: %mkc --emit=cubin %s -o %t.cubin 2> %t.res
 # RUN: FileCheck %s --check-prefix=RES --implicit-check-not='Performance Loss' < %t.res
 #
 # ALONE: kernel: 256 threads a CTA
-# ALONE: attention{{ +}}128 query rows{{.*}}sm_90a: TMA + wgmma, 64 keys a stage, 3 stages, S beside P V, tensor maps 0-2
+# ALONE: attention{{ +}}128 query rows{{.*}}sm_90a: TMA + wgmma, 128 keys a stage, 3 stages, S beside P V, tensor maps 0-2{{.*}}; smem 230512
 # MIXED: kernel: 384 threads a CTA
 # MIXED: P{{ +}}matmul{{ +}}tile{{.*}}wgmma
-# MIXED: O{{ +}}attention{{ +}}128 query rows{{.*}}sm_90a: TMA + wgmma, 64 keys a stage, 3 stages, tensor maps 2-4
+# MIXED: O{{ +}}attention{{ +}}128 query rows{{.*}}sm_90a: TMA + wgmma, 64 keys a stage, 3 stages, tensor maps 2-4{{.*}}; smem 132208
 # MIX256: kernel: 384 threads a CTA, {{[0-9]+}} bytes of shared memory, 2 tensor maps
 # MIX256: O{{ +}}attention{{ +}}128 query rows a task, tensor cores, 32 keys a stage, 4 stages, split-KV
 # MIX256CU: mkd_fa<256, mkd_bf16, 4> fa;

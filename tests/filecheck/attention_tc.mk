@@ -20,7 +20,7 @@
 # RUN: %mkc --emit=schedule %s | FileCheck %s --check-prefix=SM
 #
 # CU: // stage O: O = attention(Q, K, V){{.*}}(tensor cores{{.*}})
-# CU: mkd_fa_wg<128, mkd_bf16, 64, 3, 1> fa(
+# CU: mkd_fa_wg<128, mkd_bf16, 128, 3, 1> fa(
 # CU: mkd_fa<128, mkd_bf16> fa;
 # CU: fa.begin(Qp,
 # CU: ok = mkd_task_wait(
@@ -35,7 +35,7 @@
 # F32CU: mkd_attn_state<128> *st
 # F32CU-NOT: mkd_fa<
 # F32: .entry
-# SM: 132208 bytes of shared memory per CTA
+# SM: 230512 bytes of shared memory per CTA
 # SM: attn   O        O@0[0:1, 0:128, 0:128] <- Q@0[0:1, 0:128, 0:128]
 pipeline attention_tc {
   mesh  nodes x gpus
