@@ -132,9 +132,10 @@ MKD_INLINE void mkd_wg_pin_u(u32 &x) { asm volatile("" : "+r"(x) :: "memory"); }
 
 /* D: head dimension; KEYS a stage (BN), STAGES of the ring, OVL: S of
  * chunk c beside P V of chunk c-1, ROT: without a causal mask each CTA
- * reads a block's chunks from its own place on, in turn (CTA i from chunk
- * i n / CTAs), so the CTAs of one head's tiles do not all read the same
- * chunk at once (the plan's, compiler/plan.c) */
+ * reads a block's nf full chunks from its own place on, in turn (CTA i
+ * from chunk i nf / CTAs; a ragged chunk last), so the CTAs of one head's
+ * tiles do not all read the same chunk at once (the plan's,
+ * compiler/plan.c) */
 template <int D, typename T, int KEYS = (D <= 128 ? 64 : 32), int NSTAGE = 3, int OVL = (D <= 64),
 	  int ROT = 0>
 struct mkd_fa_wg {
@@ -184,7 +185,7 @@ struct mkd_fa_wg {
 	/* the maps (0), K's start (1), V's (2) */
 	MKD_INLINE u32 ptrs(int i) const { return full_bar(STAGES + 1) + 8 * i; }
 	/* the block being read: K's first row (0) and column (1), V's (2, 3),
-	 * its chunks (4), the first one read (5) */
+	 * its full chunks (4), the first one read (5) */
 	MKD_INLINE u32 blk(int i) const { return full_bar(STAGES + 4) + 4 * i; }
 	MKD_INLINE u32 cnt(int s) const { return full_bar(STAGES + 8 + s); }
 
@@ -272,50 +273,69 @@ struct mkd_fa_wg {
 		mkd_wg_commit();
 	}
 
-	/* scores of chunk c (nkc valid keys from kpos) to probabilities, in
-	 * place; the rows' max and sum updated; corr: O's factors */
-	MKD_INLINE void softmax(float *s, int nkc, bool mask, int diag, float *corr)
+	/* raw scores of a chunk (nkc valid keys) to probabilities, in place;
+	 * the rows' max and sum updated; corr: O's factors.  MASK: keys past
+	 * nkc or past the causal diagonal (diag: this thread's row less the
+	 * chunk's first key) scored -inf; the chunks before the first masked
+	 * one run without (first_masked).  Per key: a max, an FFMA (the
+	 * scale folded in: scale2 > 0, so the raw max is the scaled one's), an
+	 * exponential and an add.  The max and the sum run in four partial
+	 * chains a row half (one chain of 32 would wait out each add's
+	 * latency).  Straight-line, selects only: at a branch ptxas waits for
+	 * the P V in flight (the overlap), so the exponentials would not run
+	 * under it. */
+	template <bool MASK>
+	MKD_INLINE void softmax(float *s, int nkc, int diag, float *corr)
 	{
-		/* straight-line, selects only: at a branch ptxas waits for the
-		 * P V in flight (the overlap), so the exponentials would not run
-		 * under it.  kmax: the last key a row half keeps */
 		const int tq4 = threadIdx.x & 3;
-		int kmax[2];
+		int kmax[2];  /* the last key a row half keeps */
 #pragma unroll
-		for (int h = 0; h < 2; h++) {
-			const int lim = nkc - 1 < diag + 8 * h ? nkc - 1 : diag + 8 * h;
-			kmax[h] = mask ? lim : BN;
-		}
-		float mx[2] = {mkd_ninf(), mkd_ninf()};
+		for (int h = 0; h < 2; h++)
+			kmax[h] = nkc - 1 < diag + 8 * h ? nkc - 1 : diag + 8 * h;
+		float mp[2][4];
+#pragma unroll
+		for (int i = 0; i < 8; i++)
+			mp[i >> 2][i & 3] = mkd_ninf();
 #pragma unroll
 		for (int j = 0; j < BN / 8; j++)
 #pragma unroll
 			for (int e = 0; e < 4; e++) {
 				const int key = 8 * j + 2 * tq4 + (e & 1);
-				const float x = key > kmax[e >> 1] ? mkd_ninf() : s[4 * j + e] * scale2;
-				s[4 * j + e] = x;
-				mx[e >> 1] = fmaxf(mx[e >> 1], x);
+				if (MASK)
+					s[4 * j + e] = key > kmax[e >> 1] ? mkd_ninf() : s[4 * j + e];
+				float &x = mp[e >> 1][2 * (j & 1) + (e & 1)];
+				x = fmaxf(x, s[4 * j + e]);
 			}
-		float base[2];
+		float base[2], nb[2];
 #pragma unroll
 		for (int h = 0; h < 2; h++) {
-			mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
-			mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+			float mx = fmaxf(fmaxf(mp[h][0], mp[h][1]), fmaxf(mp[h][2], mp[h][3]));
+			mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+			mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+			mx *= scale2;  /* log2 units; -inf stays -inf */
 			/* -inf + LAZY is -inf: a first key moves it */
-			const bool up = mx[h] > m[h] + MKD_FAW_LAZY;
-			const float c = mkd_exp2(m[h] - mx[h]);  /* NaN where both are -inf: not taken */
+			const bool up = mx > m[h] + MKD_FAW_LAZY;
+			const float c = mkd_exp2(m[h] - mx);  /* NaN where both are -inf: not taken */
 			corr[h] = up ? c : 1.f;
-			m[h] = up ? mx[h] : m[h];
+			m[h] = up ? mx : m[h];
 			base[h] = m[h] == mkd_ninf() ? 0.f : m[h];  /* every key so far masked */
+			nb[h] = -base[h];
 			l[h] *= corr[h];
 		}
+		float lp[2][4];
+#pragma unroll
+		for (int i = 0; i < 8; i++)
+			lp[i >> 2][i & 3] = 0.f;
 #pragma unroll
 		for (int j = 0; j < BN / 8; j++)
 #pragma unroll
 			for (int e = 0; e < 4; e++) {
-				s[4 * j + e] = mkd_exp2(s[4 * j + e] - base[e >> 1]);
-				l[e >> 1] += s[4 * j + e];
+				s[4 * j + e] = mkd_exp2(fmaf(s[4 * j + e], scale2, nb[e >> 1]));
+				lp[e >> 1][2 * (j & 1) + (e & 1)] += s[4 * j + e];
 			}
+#pragma unroll
+		for (int h = 0; h < 2; h++)
+			l[h] += (lp[h][0] + lp[h][1]) + (lp[h][2] + lp[h][3]);
 	}
 
 	MKD_INLINE void rescale(const float *corr)
@@ -393,26 +413,41 @@ struct mkd_fa_wg {
 				mkd_wg_pin_u(pa[kk][e]);
 	}
 
-	/* the chunk read c-th of a block of n read from chunk rot on */
-	static MKD_INLINE int rotated(int c, int n, int rot) { return c + rot < n ? c + rot : c + rot - n; }
+	/* the chunk read c-th of a block whose nf full chunks are read from
+	 * chunk rot on, in turn, and a ragged one (if any) last */
+	static MKD_INLINE int rotated(int c, int nf, int rot)
+	{
+		return c >= nf ? c : c + rot < nf ? c + rot : c + rot - nf;
+	}
 
-	/* the c-th chunk read of a block of nk keys (n chunks, from chunk rot
-	 * on): its place in the ring (j), its valid keys, whether its scores
-	 * are masked (ragged, or crossing the causal diagonal of this
-	 * warpgroup's rows from qfirst; this thread's row qr) */
+	/* the c-th chunk read of a block of nk keys (rot: as rotated): its
+	 * place in the ring (j), its valid keys, the diagonal for this
+	 * thread's row qr (see softmax) */
 	struct chunk {
 		int j, nkc, diag;
 		bool mask;
 	};
-	MKD_INLINE chunk chunk_at(int c, int n, int rot, int nk, bool causal, int qfirst, int qr) const
+	MKD_INLINE chunk chunk_at(int c, int rot, int nk, bool causal, int qfirst, int qr) const
 	{
 		chunk k;
 		k.j = it + c;
-		c = rotated(c, n, rot);
+		c = rotated(c, nk / BN, rot);
 		k.nkc = nk - c * BN < BN ? nk - c * BN : BN;
 		k.mask = k.nkc < BN || (causal && c * BN + BN - 1 > qfirst);
 		k.diag = causal ? qr - c * BN : 1 << 30;
 		return k;
+	}
+
+	/* the first chunk read whose scores are masked (n if none): the ragged
+	 * one, read last, or the first to cross the causal diagonal of this
+	 * warpgroup's rows from qfirst (chunk c does where c BN + BN - 1 >
+	 * qfirst; causal blocks are read in order).  Every chunk read after it
+	 * is masked too, so a loop without the mask runs up to it. */
+	static MKD_INLINE int first_masked(int n, int nk, bool causal, int qfirst)
+	{
+		const int fm = nk % BN ? n - 1 : n;
+		const int c0 = qfirst < 0 ? 0 : (qfirst + 1) / BN;
+		return causal && c0 < fm ? c0 : fm;
 	}
 
 	/* chunk k alone: wait for it, S = Q K^T in this warpgroup's turn, its
@@ -428,7 +463,10 @@ struct mkd_fa_wg {
 		mkd_bar_arrive(other, 256);
 		mkd_wg_wait<0>();
 		pin_s(s);
-		softmax(s, k.nkc, k.mask, k.diag, corr);
+		if (k.mask)  /* nothing in flight: a branch costs nothing here */
+			softmax<true>(s, k.nkc, k.diag, corr);
+		else
+			softmax<false>(s, k.nkc, k.diag, corr);
 		rescale(corr);
 	}
 
@@ -447,8 +485,44 @@ struct mkd_fa_wg {
 		release(j, n);
 	}
 
+	/* chunk k's S beside chunk k.j - 1's P V, in one turn (OVERLAP); the
+	 * softmax of chunk k under that P V; chunk k.j - 1's stage released */
+	template <bool MASK>
+	MKD_INLINE void chunk_ovl(int w, const chunk &k, int n, int me, int other, float *s, float *corr,
+				  u32 (*pa)[4])
+	{
+		const int j = k.j;
+		arrive_chunk(w, j, k.nkc);
+		mkd_bar_sync(me, 256);
+		pin_s(s);
+		pin_o();
+		pin_p(pa);
+		mkd_wg_fence();
+		qk(s, w, j % STAGES);
+		pv(pa, (j - 1) % STAGES);
+		mkd_bar_arrive(other, 256);
+		mkd_wg_wait<1>();
+		pin_s(s);
+		softmax<MASK>(s, k.nkc, k.diag, corr);
+		/* the probabilities made under P V, before its wait: ptxas
+		 * schedules the wait as early as it may (a wait depends on
+		 * nothing), so it must wait behind a branch on the row sums,
+		 * which depend on every exponential.  The branch's body never
+		 * runs (the sums are never all that NaN) and would change nothing
+		 * if it did */
+		pin_s(s);
+		if (__any_sync(0xffffffffu, __float_as_uint(l[0] + l[1]) == 0xffffffffu))
+			asm volatile("nanosleep.u32 0;" ::: "memory");
+		mkd_wg_wait<0>();
+		pin_o();
+		pin_p(pa);
+		release(j - 1, n);
+		rescale(corr);
+		pack(pa, s);
+	}
+
 	/* consumer w over chunks it .. it + n - 1 (nk keys from kpos0, read
-	 * from chunk rot on) */
+	 * as rotated from chunk rot on) */
 	MKD_INLINE void consume(int w, int n, int rot, int nk, bool causal, i64 qpos0, i64 kpos0)
 	{
 		const int t = threadIdx.x & 127;
@@ -464,47 +538,22 @@ struct mkd_fa_wg {
 		if (w == 1)
 			mkd_bar_arrive(MKD_FAW_SCHED, 256);  /* WG0 goes first */
 		if (OVERLAP) {
-			/* chunk 0: S alone; then chunk c's S beside chunk c-1's P V;
-			 * the last P V after the loop.  Straight-line turns: a branch
-			 * between the wgmmas of a turn makes ptxas serialize them
-			 * (C7514, C7520) */
-			chunk_s(w, chunk_at(0, n, rot, nk, causal, qfirst, qr), me, other, s, corr);
+			/* chunk 0: S alone; then chunk c's S beside chunk c-1's P V,
+			 * the chunks without a mask first; the last P V after the
+			 * loops.  Straight-line turns: a branch between the wgmmas of
+			 * a turn makes ptxas serialize them (C7514, C7520) */
+			chunk_s(w, chunk_at(0, rot, nk, causal, qfirst, qr), me, other, s, corr);
 			pack(pa, s);
-			for (int c = 1; c < n; c++) {
-				const chunk k = chunk_at(c, n, rot, nk, causal, qfirst, qr);
-				const int j = k.j;
-				arrive_chunk(w, j, k.nkc);
-				mkd_bar_sync(me, 256);
-				pin_s(s);
-				pin_o();
-				pin_p(pa);
-				mkd_wg_fence();
-				qk(s, w, j % STAGES);
-				pv(pa, (j - 1) % STAGES);
-				mkd_bar_arrive(other, 256);
-				mkd_wg_wait<1>();
-				pin_s(s);
-				softmax(s, k.nkc, k.mask, k.diag, corr);
-				/* the probabilities made under P V, before its wait:
-				 * ptxas schedules the wait as early as it may (a wait
-				 * depends on nothing), so it must wait behind a branch
-				 * on the row sums, which depend on every exponential.
-				 * The branch's body never runs (the sums are never all
-				 * that NaN) and would change nothing if it did */
-				pin_s(s);
-				if (__any_sync(0xffffffffu, __float_as_uint(l[0] + l[1]) == 0xffffffffu))
-					asm volatile("nanosleep.u32 0;" ::: "memory");
-				mkd_wg_wait<0>();
-				pin_o();
-				pin_p(pa);
-				release(j - 1, n);
-				rescale(corr);
-				pack(pa, s);
-			}
+			const int fm = first_masked(n, nk, causal, qfirst);
+			int c = 1;
+			for (; c < fm; c++)
+				chunk_ovl<false>(w, chunk_at(c, rot, nk, causal, qfirst, qr), n, me, other, s, corr, pa);
+			for (; c < n; c++)
+				chunk_ovl<true>(w, chunk_at(c, rot, nk, causal, qfirst, qr), n, me, other, s, corr, pa);
 			chunk_pv(it + n - 1, n, me, other, pa);
 		} else {
 			for (int c = 0; c < n; c++) {
-				chunk_s(w, chunk_at(c, n, rot, nk, causal, qfirst, qr), me, other, s, corr);
+				chunk_s(w, chunk_at(c, rot, nk, causal, qfirst, qr), me, other, s, corr);
 				pack(pa, s);
 				chunk_pv(it + c, n, me, other, pa);  /* this chunk's P V now */
 			}
@@ -521,13 +570,13 @@ struct mkd_fa_wg {
 			nk = (int)(qpos0 + rows - kpos0);  /* keys after the last query: none needed */
 		if (nk <= 0)
 			return;
-		const int n = (nk + BN - 1) / BN;
-		const int rot = ROT && !causal ? (int)((i64)blockIdx.x * n / gridDim.x) : 0;
+		const int n = (nk + BN - 1) / BN, nf = nk / BN;
+		const int rot = ROT && !causal ? (int)((i64)blockIdx.x * nf / gridDim.x) : 0;
 		if (threadIdx.x == 0) {  /* the block's rows, its first chunks */
 			const i64 ek = ((const char *)k - (const char *)mkd_lds_u64(ptrs(1))) / 2;
 			const i64 ev = ((const char *)v - (const char *)mkd_lds_u64(ptrs(2))) / 2;
 			const int b[6] = {(int)(ek / ldk), (int)(ek % ldk), (int)(ev / ldv), (int)(ev % ldv),
-					  n, rot};
+					  nf, rot};
 #pragma unroll
 			for (int i = 0; i < 6; i++)
 				asm volatile("st.shared.u32 [%0], %1;" :: "r"(blk(i)), "r"(b[i]) : "memory");
