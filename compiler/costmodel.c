@@ -29,9 +29,10 @@ ir_device costmodel_h200(void)
 		.copy_cta_gbps = 45.0,  /* bench_copy: one CTA 35-51 (ld/st), 50-56 (bulk) */
 		.stream_cta_gbps = 50.0, /* a GEMM tile's TMA ring, one CTA (docs/costmodel.md) */
 		.mma_eff = 0.9,         /* wgmma engine 128x256: 780 of 833 (cuBLAS) measured */
-		.attn_eff = 0.59,       /* Hopper attention tile, D = 128: 464 of 790 measured */
-		.attn_causal_eff = 0.37, /* the same, causal, 8 heads: 295 of 790 measured */
-		.attn_ovl_causal_eff = 0.69, /* ... with S beside P V: 544 of 790 measured */
+		.attn_eff = 0.66,       /* Hopper attention tile, D = 128: 508-545 of 790 measured */
+		.attn_k64_eff = 0.51,   /* the same, 64 keys a stage: 393-410 */
+		.attn_d64_eff = 0.40,   /* the Hopper tile at D = 64: 308-318 */
+		.attn_mma_eff = 0.28,   /* the mma.sync tile: 221-225 */
 	};
 }
 
@@ -152,18 +153,22 @@ double cost_tile_rest_us(const ir_device *d, double flops, double hbm, int ctas,
 	return (c > m ? c : m) + d->fill_us;
 }
 
-double cost_attn_us(const ir_device *d, double flops, int causal, int ovl, double hbm, int ctas,
+double cost_attn_us(const ir_device *d, double flops, double eff, double hbm, int ctas,
 		    int ranks_per_gpu)
 {
-	const double eff = !causal ? d->attn_eff : ovl ? d->attn_ovl_causal_eff : d->attn_causal_eff;
 	return tile_us(d, flops, eff, hbm, ctas, ranks_per_gpu);
 }
 
-int cost_attn_ovl(const ir_prog *p, const ir_op *op)
+double cost_attn_eff(const ir_device *d, const ir_prog *p, const ir_op *op)
 {
 	const ir_tensor *q = &p->tensors[op->in[0]];
-	return op->plan.attn.engine == IR_ATTN_WGMMA && op->plan.attn.wg_overlap &&
-	       q->shape[q->ndim - 1] >= 128;
+	const ir_attn_plan *a = &op->plan.attn;
+	if (a->engine != IR_ATTN_WGMMA)
+		return d->attn_mma_eff;
+	const int64_t D = q->shape[q->ndim - 1];
+	if (D < 128)
+		return d->attn_d64_eff;
+	return D == 128 && a->wg_keys < 128 ? d->attn_k64_eff : d->attn_eff;
 }
 
 double cost_copy_us(const ir_device *d, double bytes, ir_transport tr,

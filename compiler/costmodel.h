@@ -32,8 +32,9 @@
 	X(stream_cta_gbps, DBL)                                        \
 	X(mma_eff, DBL)                                                \
 	X(attn_eff, DBL)                                               \
-	X(attn_causal_eff, DBL)                                        \
-	X(attn_ovl_causal_eff, DBL)
+	X(attn_k64_eff, DBL)                                           \
+	X(attn_d64_eff, DBL)                                           \
+	X(attn_mma_eff, DBL)
 
 ir_device costmodel_h200(void);
 /* Reads `key = value` lines (# comments) over *d; -1 with why[] on error. */
@@ -55,14 +56,16 @@ double cost_tile_us(const ir_device *d, double flops, double hbm, int ctas, int 
  * its stream, plus fill_us. */
 double cost_tile_rest_us(const ir_device *d, double flops, double hbm, int ctas, int ranks_per_gpu,
 			 double early);
-/* An attention tile: as a matmul tile, its arithmetic at attn_eff (or,
- * causal, attn_causal_eff: flops counting only the keys the rows see;
- * attn_ovl_causal_eff where the Hopper tile runs S beside P V at D >= 128,
- * `ovl`). */
-double cost_attn_us(const ir_device *d, double flops, int causal, int ovl, double hbm, int ctas,
+/* An attention tile: as a matmul tile, its arithmetic (flops counting
+ * only the keys its rows see) at the rate of its tile, eff
+ * (cost_attn_eff). */
+double cost_attn_us(const ir_device *d, double flops, double eff, double hbm, int ctas,
 		    int ranks_per_gpu);
-/* Whether op's tiles are the overlapped Hopper tile at D >= 128 (cost_attn_us) */
-int cost_attn_ovl(const ir_prog *p, const ir_op *op);
+/* The rate of op's attention tile as planned: attn_eff, attn_k64_eff (D =
+ * 128 at 64 keys a stage), attn_d64_eff or attn_mma_eff (causal or not
+ * alike: the measured rates per flop of the keys the rows see differ by
+ * less than the runs). */
+double cost_attn_eff(const ir_device *d, const ir_prog *p, const ir_op *op);
 /* A copy by one CTA of a role of `ctas` CTAs sharing a link of link_gbps. */
 double cost_copy_us(const ir_device *d, double bytes, ir_transport tr,
 		    int ctas, int ranks_per_gpu);

@@ -545,11 +545,14 @@ typedef struct ir_device {
 	double stream_cta_gbps;    /* what one CTA streams through a tile's
 	                              load ring (TMA or cp.async) */
 	double mma_eff;            /* portable mma.sync tile: fraction of peak */
-	double attn_eff;           /* an attention tile: fraction of peak */
-	double attn_causal_eff;    /* the same under a causal mask, per flop
-	                              its rows' keys count */
-	double attn_ovl_causal_eff; /* the same, the Hopper tile with S beside
-	                              P V at D >= 128 */
+	double attn_eff;           /* the Hopper attention tile at D >= 128
+	                              (128 keys a stage; 64 at D = 256):
+	                              fraction of peak, per flop its rows'
+	                              keys count */
+	double attn_k64_eff;       /* the same at D = 128 with 64 keys a stage
+	                              (beside a matmul engine) */
+	double attn_d64_eff;       /* the Hopper tile at D = 64 */
+	double attn_mma_eff;       /* the mma.sync attention tile */
 } ir_device;
 
 typedef struct ir_sched {

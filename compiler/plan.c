@@ -555,8 +555,10 @@ static int64_t best_kvsplit(const planner *P, const ir_op *op, int64_t tiles, in
 	double best = 0, none = 0;
 	int64_t bs = 1;
 	for (int64_t S = 1; S <= 16 && (S == 1 || stages / S >= 4); S++) {
-		/* (the overlap is not known yet: the kernel's threads decide it) */
-		const double part = cost_attn_us(&P->dev, flops / (double)S, op->causal, 0,
+		/* (the tile as planned so far: the kernel's threads, known
+		 * once every op is planned, may still change it, wg_attn_fit) */
+		const double part = cost_attn_us(&P->dev, flops / (double)S,
+						 cost_attn_eff(&P->dev, p, op),
 						 kv / (double)S + rows * (D + 2) * 4, P->ctas, rpg);
 		double t = (double)((tiles * S + P->ctas - 1) / P->ctas) * part;
 		if (S > 1)

@@ -507,9 +507,9 @@ static double task_cost(const ir_sched *s, const ir_task *t, int role_ctas)
 		       tile_store_us(s, t);
 	case TASK_ATTN:
 	case TASK_ATTNPART:
-		return cost_attn_us(&s->dev, t->flops, s->prog->ops[t->op].causal,
-				    cost_attn_ovl(s->prog, &s->prog->ops[t->op]), t->hbm, s->ctas,
-				    s->ranks_per_gpu) +
+		return cost_attn_us(&s->dev, t->flops,
+				    cost_attn_eff(&s->dev, s->prog, &s->prog->ops[t->op]), t->hbm,
+				    s->ctas, s->ranks_per_gpu) +
 		       tile_store_us(s, t);
 	default:
 		return cost_stream_us(&s->dev, t->bytes);

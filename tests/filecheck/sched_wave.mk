@@ -11,8 +11,10 @@
 #   CHECK   the schedule checker accepts the wave schedule
 #   DEFAULT decode_mlp left to the model: ready first (the orders within
 #           1%), no line about it, task_order "ready" in the JSON
-#   MODEL   the llama layer (T = 2048): by wave, predicted shorter, and the
-#           other order's prediction given
+#   MODEL   ring attention, causal, over 8 GPUs: by wave, predicted
+#           shorter, and the other order's prediction given (the llama
+#           layer was the example until its attention's cost, measured at
+#           128 keys a stage, made the orders' predictions 1% apart)
 #   BADENV  an unknown MK_SCHED_ORDER is ignored, with a warning
 #
 # RUN: env MK_SCHED_ORDER=ready MK_LATE=1 %mkc --emit=schedule samples/decode_mlp.mk -D T=3 -D D=512 -D F=1000 | FileCheck %s --check-prefix=READY
@@ -21,9 +23,9 @@
 # RUN: python3 tests/tools/check_schedule.py -q %t.json
 # RUN: %mkc --emit=schedule samples/decode_mlp.mk -D T=3 -D D=512 -D F=1000 | FileCheck %s --check-prefix=DEFAULT
 # RUN: %mkc --emit=json samples/decode_mlp.mk -D T=3 -D D=512 -D F=1000 | FileCheck %s --check-prefix=DEFJSON
-# RUN: %mkc --emit=schedule samples/llama_layer.mk | FileCheck %s --check-prefix=MODEL
-# RUN: %mkc --emit=json samples/llama_layer.mk | FileCheck %s --check-prefix=MODJSON
-# RUN: env MK_SCHED_ORDER=waves %mkc --emit=schedule samples/llama_layer.mk 2>&1 | FileCheck %s --check-prefix=BADENV
+# RUN: %mkc --emit=schedule -D gpus=8 samples/ring_attention_causal.mk | FileCheck %s --check-prefix=MODEL
+# RUN: %mkc --emit=json -D gpus=8 samples/ring_attention_causal.mk | FileCheck %s --check-prefix=MODJSON
+# RUN: env MK_SCHED_ORDER=waves %mkc --emit=schedule -D gpus=8 samples/ring_attention_causal.mk 2>&1 | FileCheck %s --check-prefix=BADENV
 
 # READY-NOT: tasks taken by wave
 # READY:      CTA 1 (compute)
