@@ -135,8 +135,11 @@ int compile_run(srcset *src, int file, const compile_opts *o,
 	const int ao = env_pick(d, "MK_ATTN_OVERLAP", offon, "0 or 1");
 	if (ao)
 		opt.attn_overlap = ao;
-	if (env_on("MK_ATTN_ROTATE"))  /* the attention tile's chunks from each CTA's own place on */
-		opt.attn_rotate = 1;
+	/* MK_ATTN_ROTATE=0|1: the attention tile's chunks from each CTA's own
+	 * place on, or all from the first (1 off, 2 on, as attn_overlap) */
+	const int ar = env_pick(d, "MK_ATTN_ROTATE", offon, "0 or 1");
+	if (ar)
+		opt.attn_rotate = ar;
 	/* MK_SCHED_ORDER=ready|wave: the list schedule's order (sched.c) */
 	static const char *const orders[] = {"ready", "wave", NULL};
 	const int so = env_pick(d, "MK_SCHED_ORDER", orders, "ready or wave");

@@ -29,9 +29,9 @@ ir_device costmodel_h200(void)
 		.copy_cta_gbps = 45.0,  /* bench_copy: one CTA 35-51 (ld/st), 50-56 (bulk) */
 		.stream_cta_gbps = 50.0, /* a GEMM tile's TMA ring, one CTA (docs/costmodel.md) */
 		.mma_eff = 0.9,         /* wgmma engine 128x256: 780 of 833 (cuBLAS) measured */
-		.attn_eff = 0.66,       /* Hopper attention tile, D = 128: 508-545 of 790 measured */
-		.attn_k64_eff = 0.51,   /* the same, 64 keys a stage: 393-410 */
-		.attn_d64_eff = 0.40,   /* the Hopper tile at D = 64: 308-318 */
+		.attn_eff = 0.76,       /* Hopper attention tile, D = 128: 570-630 of 790 measured */
+		.attn_k64_eff = 0.51,   /* the same, 64 keys a stage: 393-410 (older softmax) */
+		.attn_d64_eff = 0.47,   /* the Hopper tile at D = 64: 364-373 */
 		.attn_mma_eff = 0.28,   /* the mma.sync tile: 221-225 */
 	};
 }

@@ -75,7 +75,8 @@ typedef struct compile_opts {
 	int attn_overlap;       /* its S of one chunk beside P V of the last:
 	                           0 the plan's, 1 off, 2 on (MK_ATTN_OVERLAP) */
 	int attn_rotate;        /* its CTAs read a block's chunks each from its
-	                           own place on, not causal (MK_ATTN_ROTATE=1) */
+	                           own place on, not causal: 0 the plan's (on),
+	                           1 off, 2 on (MK_ATTN_ROTATE=0|1) */
 	int sched_order;        /* the list schedule's order: 0 the cost
 	                           model's choice, else ORDER_READY or
 	                           ORDER_WAVE (MK_SCHED_ORDER=ready|wave) */

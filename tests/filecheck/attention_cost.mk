@@ -26,7 +26,7 @@
 # RUN: python3 -c "import json,sys; T=[t for t in json.load(open(sys.argv[1]))['tasks'] if t['kind']=='attn']; d=[t['predicted_us'][1]-t['predicted_us'][0] for t in T]; e={}; [e.__setitem__(t['cta'], max(e.get(t['cta'], 0), t['predicted_us'][1])) for t in T]; print('CAUSAL', len(T), max(d) > 30 * min(d), min(e.values()) > 0.98 * max(e.values()))" %t.json | FileCheck %s --check-prefix=CAUSAL
 # RUN: %mkc --emit=json samples/ring_attention.mk > %t.flat.json
 # RUN: python3 -c "import json,sys; T=[t for t in json.load(open(sys.argv[1]))['tasks'] if t['kind']=='attn']; d=[t['predicted_us'][1]-t['predicted_us'][0] for t in T]; print('FLAT', len(T), max(d) - min(d) < 1e-6)" %t.flat.json | FileCheck %s --check-prefix=FLAT
-# RUN: printf 'attn_eff = 0.33\n' > %t.dev
+# RUN: printf 'attn_eff = 0.38\n' > %t.dev
 # RUN: %mkc --emit=schedule samples/ring_attention_causal.mk > %t.slow.txt
 # RUN: %mkc --emit=schedule --device=%t.dev samples/ring_attention_causal.mk > %t.fast.txt
 # RUN: python3 -c "import re,sys; a, b = (float(re.search(r'predicted ([0-9.]+) us', open(f).read()).group(1)) for f in sys.argv[1:]); print('DEV', 1.7 < b / a < 2.1)" %t.slow.txt %t.fast.txt | FileCheck %s --check-prefix=DEV

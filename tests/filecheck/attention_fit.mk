@@ -23,10 +23,10 @@
 # RUN: FileCheck %s --check-prefix=RES --implicit-check-not='Performance Loss' < %t.res
 #
 # ALONE: kernel: 256 threads a CTA
-# ALONE: attention{{ +}}128 query rows{{.*}}sm_90a: TMA + wgmma, 128 keys a stage, 3 stages, S beside P V, tensor maps 0-2{{.*}}; smem 230512
+# ALONE: attention{{ +}}128 query rows{{.*}}sm_90a: TMA + wgmma, 128 keys a stage, 3 stages, S beside P V, chunks from each CTA's place, tensor maps 0-2{{.*}}; smem 230512
 # MIXED: kernel: 384 threads a CTA
 # MIXED: P{{ +}}matmul{{ +}}tile{{.*}}wgmma
-# MIXED: O{{ +}}attention{{ +}}128 query rows{{.*}}sm_90a: TMA + wgmma, 64 keys a stage, 3 stages, tensor maps 2-4{{.*}}; smem 132208
+# MIXED: O{{ +}}attention{{ +}}128 query rows{{.*}}sm_90a: TMA + wgmma, 64 keys a stage, 3 stages, chunks from each CTA's place, tensor maps 2-4{{.*}}; smem 132208
 # MIX256: kernel: 384 threads a CTA, {{[0-9]+}} bytes of shared memory, 2 tensor maps
 # MIX256: O{{ +}}attention{{ +}}128 query rows a task, tensor cores, 32 keys a stage, 4 stages, split-KV
 # MIX256CU: mkd_fa<256, mkd_bf16, 4> fa;

@@ -26,9 +26,10 @@
 #        eighteenth session); MK_ATTN_ENGINE=mma keeps it on mma.sync
 #   KEYS MK_ATTN_KEYS=64 and MK_ATTN_OVERLAP=0 (A/B): the plan says so;
 #        a value mkc does not know is ignored with a warning
-#   ROT  MK_ATTN_ROTATE=1 (A/B): without a causal mask the plan and the
-#        tile's template say each CTA reads from its own place; with one
-#        (ring_attention_causal.mk) nothing changes; no spills
+#   ROT  without a causal mask each CTA reads a block's chunks from its
+#        own place on (the plan and the tile's template say so: PLAN, CU);
+#        MK_ATTN_ROTATE=0 (A/B) reads them all from the first; with a mask
+#        (ring_attention_causal.mk) nothing rotates; no spills
 #
 # RUN: %mkc --emit=plan -D gpus=2 %s | FileCheck %s --check-prefix=PLAN
 # RUN: %mkc --emit=cu -D gpus=2 %s | FileCheck %s --check-prefix=CU
@@ -57,18 +58,18 @@
 # RUN: %mkc --emit=plan -D gpus=2 -D D=256 %s | FileCheck %s --check-prefix=D256 --implicit-check-not='S beside P V'
 # RUN: env MK_ATTN_KEYS=64 MK_ATTN_OVERLAP=0 %mkc --emit=plan -D gpus=2 %s | FileCheck %s --check-prefix=KEYS --implicit-check-not='S beside P V'
 # RUN: env MK_ATTN_KEYS=96 MK_ATTN_OVERLAP=2 %mkc --emit=plan -D gpus=2 %s 2>&1 | FileCheck %s --check-prefix=BADKEYS
-# RUN: env MK_ATTN_ROTATE=1 %mkc --emit=plan -D gpus=2 %s | FileCheck %s --check-prefix=ROT
-# RUN: env MK_ATTN_ROTATE=1 %mkc --emit=cu -D gpus=2 %s | FileCheck %s --check-prefix=ROTCU
-# RUN: env MK_ATTN_ROTATE=1 %mkc --emit=cu -D gpus=2 samples/ring_attention_causal.mk | FileCheck %s --check-prefix=ROTC
-# RUN: env MK_ATTN_ROTATE=1 %mkc --emit=cubin -D gpus=2 %s -o %t.cubin 2> %t.resrot
+# RUN: env MK_ATTN_ROTATE=0 %mkc --emit=plan -D gpus=2 %s | FileCheck %s --check-prefix=ROT --implicit-check-not="CTA's place"
+# RUN: env MK_ATTN_ROTATE=0 %mkc --emit=cu -D gpus=2 %s | FileCheck %s --check-prefix=ROTCU
+# RUN: %mkc --emit=cu -D gpus=2 samples/ring_attention_causal.mk | FileCheck %s --check-prefix=ROTC
+# RUN: env MK_ATTN_ROTATE=0 %mkc --emit=cubin -D gpus=2 %s -o %t.cubin 2> %t.resrot
 # RUN: FileCheck %s --check-prefix=RES --implicit-check-not='Performance Loss' < %t.resrot
 #
 # PLAN: kernel: 256 threads a CTA, 230512 bytes of shared memory, 3 tensor maps
-# PLAN: attention 128 query rows a task, tensor cores, 64 keys a stage, 2 stages; sm_90a: TMA + wgmma, 128 keys a stage, 3 stages, S beside P V, tensor maps 0-2{{.*}}; smem 230512
+# PLAN: attention 128 query rows a task, tensor cores, 64 keys a stage, 2 stages; sm_90a: TMA + wgmma, 128 keys a stage, 3 stages, S beside P V, chunks from each CTA's place, tensor maps 0-2{{.*}}; smem 230512
 # CU: // stage O: O = attention(Q, K__ring, V__ring), {{.*}}TMA + wgmma on sm_90a
 # CU-NEXT: static __device__ __forceinline__ bool stage_O(
 # CU: #ifdef MKD_HAS_WGMMA
-# CU-NEXT: mkd_fa_wg<128, mkd_bf16, 128, 3, 1> fa((const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + 0,
+# CU-NEXT: mkd_fa_wg<128, mkd_bf16, 128, 3, 1, 1> fa((const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + 0,
 # CU-NEXT: (u64)mkd_origin(p, MK_T[T_Q], rank), (u64)mkd_origin(p, MK_T[T_K__ring], rank),
 # CU-NEXT: (u64)mkd_origin(p, MK_T[T_V__ring], rank));
 # CU-NEXT: #else
@@ -89,13 +90,13 @@
 # F32: mkd_attn_state<128> *st
 # D256MMA: attention 128 query rows a task, tensor cores, 32 keys a stage, 2 stages; smem
 # D256: kernel: 256 threads a CTA
-# D256: attention 128 query rows a task, tensor cores, 32 keys a stage, 2 stages; sm_90a: TMA + wgmma, 64 keys a stage, 2 stages, tensor maps 0-2; smem 197728
-# KEYS: sm_90a: TMA + wgmma, 64 keys a stage, 3 stages, tensor maps 0-2; smem 132208
+# D256: attention 128 query rows a task, tensor cores, 32 keys a stage, 2 stages; sm_90a: TMA + wgmma, 64 keys a stage, 2 stages, chunks from each CTA's place, tensor maps 0-2; smem 197728
+# KEYS: sm_90a: TMA + wgmma, 64 keys a stage, 3 stages, chunks from each CTA's place, tensor maps 0-2; smem 132208
 # BADKEYS: mkc: warning: MK_ATTN_KEYS=96 ignored: 64 or 128
 # BADKEYS: mkc: warning: MK_ATTN_OVERLAP=2 ignored: 0 or 1
-# BADKEYS: sm_90a: TMA + wgmma, 128 keys a stage, 3 stages, S beside P V, tensor maps 0-2
-# ROT: sm_90a: TMA + wgmma, 128 keys a stage, 3 stages, S beside P V, chunks from each CTA's place, tensor maps 0-2
-# ROTCU: mkd_fa_wg<128, mkd_bf16, 128, 3, 1, 1> fa(
+# BADKEYS: sm_90a: TMA + wgmma, 128 keys a stage, 3 stages, S beside P V, chunks from each CTA's place, tensor maps 0-2
+# ROT: sm_90a: TMA + wgmma, 128 keys a stage, 3 stages, S beside P V, tensor maps 0-2
+# ROTCU: mkd_fa_wg<128, mkd_bf16, 128, 3, 1> fa(
 # ROTC: mkd_fa_wg<128, mkd_bf16, 128, 3, 1> fa(
 pipeline attention_hopper {
   mesh  nodes x gpus

@@ -154,7 +154,7 @@ check "ring_attention.f32.r2" "$MKRUN" "$attn_f32" --ranks 2 -D S=512 -D NH=2 --
 # heads split over ranks; split-KV decode (end_part + merge).  The plan
 # must name the engine.  (MK_ATTN_ENGINE=wgmma: the plan's own tile, the
 # Hopper one at every D.)  Then the tile's other shapes (the A/B switches
-# MK_ATTN_KEYS=64, MK_ATTN_OVERLAP=0, MK_ATTN_ROTATE=1) at D = 64 and 128,
+# MK_ATTN_KEYS=64, MK_ATTN_OVERLAP=0, MK_ATTN_ROTATE=0) at D = 64 and 128,
 # ragged.
 for eng in wgmma mma; do
 	export MK_ATTN_ENGINE=$eng
@@ -183,7 +183,7 @@ unset MK_ATTN_ENGINE
 # ring and counts start afresh each tile
 check "attn.wgmma.tiles.r8" "$MKRUN" samples/ring_attention_causal.mk --ranks 8 -D S=4096 -D NH=8 \
 	--iters 3 --quiet
-for ab in MK_ATTN_KEYS=64 MK_ATTN_OVERLAP=0 MK_ATTN_ROTATE=1; do
+for ab in MK_ATTN_KEYS=64 MK_ATTN_OVERLAP=0 MK_ATTN_ROTATE=0; do
 	for d in 64 128; do
 		for r in 1 2; do
 			check "attn.$ab.ring.d$d.r$r" env "$ab" "$MKRUN" samples/ring_attention.mk --ranks "$r" \
