@@ -136,8 +136,8 @@ MKD_INLINE void mkd_wg_pin_u(u32 &x) { asm volatile("" : "+r"(x) :: "memory"); }
  * from chunk i nf / CTAs; a ragged chunk last), so the CTAs of one head's
  * tiles do not all read the same chunk at once (the plan's,
  * compiler/plan.c) */
-template <int D, typename T, int KEYS = (D <= 128 ? 64 : 32), int NSTAGE = 3, int OVL = (D <= 64),
-	  int ROT = 0>
+template <int D, typename T, int KEYS = (D <= 128 ? 128 : 64), int NSTAGE = (D <= 128 ? 3 : 2),
+	  int OVL = (D <= 128), int ROT = 0>
 struct mkd_fa_wg {
 	enum {
 		THREADS = 256,               /* two consumer warpgroups */
@@ -157,9 +157,9 @@ struct mkd_fa_wg {
 		OACC = D / 2                 /* O accumulators */
 	};
 	static_assert(sizeof(T) == 2, "wgmma attention takes 16-bit inputs");
-	/* D = 256 compiles but spills at 168 registers (O alone is 128 a
-	 * thread): the plan does not pick it until the warpgroups trade
-	 * registers (setmaxnreg) */
+	/* D = 256 fits a 256-thread CTA's 255 registers without the overlap
+	 * (O alone is 128 a thread); beside a matmul engine (168) the plan
+	 * takes the mma.sync tile there */
 	static_assert(D == 64 || D == 128 || D == 256, "head dimension 64, 128 or 256");
 
 	float o[OACC];       /* rows g, g + 8 of this warp's 16: o[4j + 2h + {0,1}], columns 8j + 2q */
