@@ -717,9 +717,8 @@ static int64_t mma_attn_smem(const ir_attn_plan *a, int64_t D)
  * MK_ATTN_KEYS says, three stages where they fit, else two; the chunk
  * order (without a causal mask each CTA from its own place on: one head's
  * 256 tiles 4% faster, perf-notes 2026-12-05, eighteenth session; off with
- * MK_ATTN_ROTATE=0); and
- * the op's SMEM, the larger of the two tiles' (the mma.sync tile stays
- * compiled for other archs). */
+ * MK_ATTN_ROTATE=0); and the op's SMEM, the larger of the two tiles' (the
+ * mma.sync tile stays compiled for other archs). */
 static void wg_attn_shape(const planner *P, ir_op *op, int64_t D, int keys)
 {
 	ir_attn_plan *a = &op->plan.attn;
@@ -751,8 +750,8 @@ static void mma_attn_ring(const planner *P, ir_op *op, int64_t D)
 /* What the kernel's threads leave it: a consumer thread holds O (D/2
  * registers), S (keys/2) and P (keys/4), with S beside P V (the overlap)
  * those of two chunks.  A thread of a 256-thread kernel has 255 registers:
- * the overlap with 128 keys fits up to D = 128 (231 registers at D = 128),
- * D = 256 with 32 keys without it; one of a 384-thread kernel (a matmul on
+ * the overlap with 128 keys fits up to D = 128 (231-254 registers at D =
+ * 128), D = 256 with 64 keys without it; one of a 384-thread kernel (a matmul on
  * the Hopper engine beside it) 168: 64 keys, the overlap only up to
  * D = 64, and D = 256 goes back to the mma.sync tile.  MK_ATTN_OVERLAP
  * forces the overlap either way, MK_ATTN_KEYS the keys. */
