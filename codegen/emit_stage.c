@@ -126,7 +126,7 @@ static void attn_tile(cg_em *E, const ir_op *op, const char *indent)
 			  "%s\t(u64)mkd_origin(p, MK_T[T_%s], rank));\n"
 			  "#else\n",
 			  indent, D, tq, ap.wg_keys, ap.wg_stages, ap.wg_overlap,
-			  ap.wg_rotate && !op->causal ? ", 1" : "", ap.tmap, indent, q->name, p->tensors[op->in[1]].name, indent,
+			  ap.wg_rotate ? ", 1" : "", ap.tmap, indent, q->name, p->tensors[op->in[1]].name, indent,
 			  p->tensors[op->in[2]].name);
 	char targs[32];
 	fa_targs(&ap, targs);

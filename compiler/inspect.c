@@ -93,7 +93,7 @@ void inspect_plans(const ir_prog *p, strbuf *out)
 				sb_printf(out, "; sm_90a: TMA + wgmma, %d keys a stage, %d stages%s%s, "
 					  "tensor maps %d-%d", pl->attn.wg_keys, pl->attn.wg_stages,
 					  pl->attn.wg_overlap ? ", S beside P V" : "",
-					  pl->attn.wg_rotate && !op->causal ? ", chunks from each CTA's place" : "",
+					  pl->attn.wg_rotate ? ", chunks from each CTA's place" : "",
 					  pl->attn.tmap, pl->attn.tmap + 2);
 			if (pl->attn.kvsplit > 1)
 				sb_printf(out, ", split-KV %d x %lld keys into %s", pl->attn.kvsplit,

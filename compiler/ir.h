@@ -245,7 +245,8 @@ typedef struct ir_attn_plan {
 	int wg_stages;      /* its K/V ring depth */
 	int wg_overlap;     /* 1: S of chunk c beside P V of chunk c-1 */
 	int wg_rotate;      /* 1: each CTA reads a block's chunks from its own
-	                       place on (not causal; MK_ATTN_ROTATE=1) */
+	                       place on (the plan's without a causal mask;
+	                       MK_ATTN_ROTATE=0 off) */
 	int tmap;           /* its tensor maps: Q, K, V from this index; -1 */
 	int kvsplit;        /* split-KV (flash-decoding): each query tile's keys
 	                       in kvsplit ranges of kvstep, an attnpart task

@@ -724,7 +724,7 @@ static void wg_attn_shape(const planner *P, ir_op *op, int64_t D, int keys)
 	ir_attn_plan *a = &op->plan.attn;
 	a->wg_keys = P->o->attn_keys ? P->o->attn_keys : keys;
 	a->wg_stages = wg_attn_smem(D, a->wg_keys, 3) <= P->dev.smem_per_sm ? 3 : 2;
-	a->wg_rotate = P->o->attn_rotate != 1;
+	a->wg_rotate = P->o->attn_rotate != 1 && !op->causal;
 	const int64_t ws = wg_attn_smem(D, a->wg_keys, a->wg_stages);
 	const int64_t ms = mma_attn_smem(a, D);
 	op->plan.smem = (int)(ws > ms ? ws : ms);
