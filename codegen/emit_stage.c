@@ -429,24 +429,32 @@ static void epilogue_what(const cg_em *E, const ir_op *op, char *what, size_t nw
  * and the epilogue's operand (NULL: none). */
 static void wg_run(cg_em *E, const char *in, const ir_mm_plan *mp, const char *tin,
 		   const char *tout, const char *body, const char *dst, const char *epi,
-		   const char *ta, const char *tb, const char *tx, const char *act)
+		   const char *ta, const char *tb, const char *tx, const char *act,
+		   const char *empty)
 {
 	/* act: a gate-up tile's unary op on A Wg (the engine's BN is 128: 64
-	 * columns of each weight), NULL for any other tile */
+	 * columns of each weight), NULL for any other tile; empty: the body
+	 * of a test whether task j's tile is skipped (past a bucket's
+	 * tokens), NULL where none is */
 	sb_printf(E->o,
 		  "%s// task j's loads: this one's, or the next task's, which may start early\n"
-		  "%sauto loads = [&](int j) {\n%s%s};\n"
-		  "%sif (!mkd_wgmma_tile<%s, %s, %d, %d, 64, %d%s>::run(loads(i), i, ",
-		  in, in, body, in, in, tin, tout, mp->bm, act ? 128 : mp->bn, mp->wg_stages,
+		  "%sauto loads = [&](int j) {\n%s%s};\n", in, in, body, in);
+	if (empty && mp->carry)
+		sb_printf(E->o, "%s// whether task j skips its tile: nothing to load early\n"
+			  "%sauto empty = [&](int j) {\n%s%s};\n", in, in, empty, in);
+	sb_printf(E->o,
+		  "%sif (!mkd_wgmma_tile<%s, %s, %d, %d, 64, %d%s>::run(loads(i), mkd_wg_key(i, 0), ",
+		  in, tin, tout, mp->bm, act ? 128 : mp->bn, mp->wg_stages,
 		  act ? ", true, true" : mp->wg_cols ? ", true" : "");
 	if (mp->carry)
 		sb_printf(E->o,
-			  "[&](mkd_wg_loads &n) {\n"
+			  "[&](mkd_wg_loads &n) -> i64 {\n"
 			  "%s\t\tconst int j = mkd_next_ready(p, rank, i, epoch);\n"
-			  "%s\t\tif (j >= 0)\n"
-			  "%s\t\t\tn = loads(j);\n"
-			  "%s\t\treturn j;\n"
-			  "%s\t},\n", in, in, in, in, in);
+			  "%s\t\tif (j < 0%s)\n"
+			  "%s\t\t\treturn -1;\n"
+			  "%s\t\tn = loads(j);\n"
+			  "%s\t\treturn mkd_wg_key(j, 0);\n"
+			  "%s\t},\n", in, in, empty ? " || empty(j)" : "", in, in, in, in);
 	else
 		sb_puts(E->o, "mkd_wg_last(),\n");
 	if (mp->late)
@@ -497,7 +505,7 @@ static void stage_matmul_split(cg_em *E, const ir_op *op, char *what, size_t nw)
 			       "\t\t\treturn mkd_wg_loads{tm, tm + 1, (int)(ja.lo[1] - mkd_base<MK_GPUS>(A, 1, rank)),\n"
 			       "\t\t\t\t(int)(ja.lo[2] - mkd_base<MK_GPUS>(A, 2, rank)), (int)(jb.lo[1] - mkd_base<MK_GPUS>(B, 1, rank)),\n"
 			       "\t\t\t\t(int)(jb.lo[2] - mkd_base<MK_GPUS>(B, 2, rank)), (int)((ja.hi[2] - ja.lo[2] + 63) / 64)};\n",
-			       "c, W.st[1]", "mkd_epi_none()", A->name, B->name, NULL, NULL);
+			       "c, W.st[1]", "mkd_epi_none()", A->name, B->name, NULL, NULL, NULL);
 			sb_puts(E->o, "#else\n");
 		}
 		else if (mp.wgmma)
@@ -558,6 +566,11 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 	/* a task of several tiles walks them row tile by row tile, column
 	 * tile by column tile (lower.c: the `tasks` bound) */
 	const int walk = mp.tiles_m * mp.tiles_n > 1;
+	/* where tasks walk several tiles, the engine's ring goes on along the
+	 * stage's loop over them (plan.c: carry): `tile` says which tile comes
+	 * next, and whether it is loaded (past a bucket's tokens it is not) */
+	const int wcarry = mp.wgmma && mp.carry && !mp.late && !op->gate && walk;
+	const int loop = walk;
 	if (walk) {
 		size_t n = strlen(what);
 		snprintf(what + n, sizeof what - n, "; up to %d x %d tiles a task", mp.tiles_m,
@@ -567,7 +580,7 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 		stage_matmul_split(E, op, what, sizeof what);
 		return;
 	}
-	const char *R = walk ? "r0" : "lo[1]", *N = walk ? "n0" : "lo[2]";
+	const char *R = loop ? "r0" : "lo[1]", *N = loop ? "n0" : "lo[2]";
 	/* inlined into the kernel: the engine's wgmma chain and setmaxnreg need it */
 	cg_stage_head(E, op, what);
 	sb_printf(E->o,
@@ -578,19 +591,48 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 	const int rt = dop >= 0 ? p->ops[dop].route1 - 1 : -1;
 	/* the rows of expert lo[0]'s bucket that hold tokens: every rank's
 	 * count, or between nodes every source's on this node */
-	char rows_of[320];
-	if (rt >= 0 && p->ops[dop].rroute1)
-		snprintf(rows_of, sizeof rows_of, "mkd_bucket_rows_nodes<MK_NODES, MK_GPUS>(p, T_%s, T_%s, %lld, (int)lo[0], rank)",
-			 p->tensors[rt].name, p->tensors[p->ops[dop].rroute1 - 1].name,
-			 (long long)p->tensors[p->ops[dop].rroute1 - 1].local[1]);
-	else if (rt >= 0)
-		snprintf(rows_of, sizeof rows_of, "mkd_bucket_rows(p, T_%s, MK_WORLD, (int)lo[0])",
-			 p->tensors[rt].name);
+	char rows_of[320], rows_of_l[320];  /* of the expert lo[0], l[0] */
+	for (int w = 0; w < 2; w++) {
+		char *ro = w ? rows_of_l : rows_of;
+		const char *e = w ? "l[0]" : "lo[0]";
+		if (rt >= 0 && p->ops[dop].rroute1)
+			snprintf(ro, sizeof rows_of, "mkd_bucket_rows_nodes<MK_NODES, MK_GPUS>(p, T_%s, T_%s, %lld, (int)%s, rank)",
+				 p->tensors[rt].name, p->tensors[p->ops[dop].rroute1 - 1].name,
+				 (long long)p->tensors[p->ops[dop].rroute1 - 1].local[1], e);
+		else if (rt >= 0)
+			snprintf(ro, sizeof rows_of, "mkd_bucket_rows(p, T_%s, MK_WORLD, (int)%s)",
+				 p->tensors[rt].name, e);
+	}
+	const char *b0 = B->ndim == 3 ? "(l[0] - mkd_base<MK_GPUS>(B, 0, rank))" : "0";
 	strbuf body, *o = E->o;
 	sb_init(&body);
-	if (walk) {
+	if (loop) {
 		if (rt >= 0)
 			sb_printf(o, "\tconst int filled = %s;\n", rows_of);
+		if (wcarry) {
+			char past[400] = "";
+			if (rt >= 0)
+				snprintf(past, sizeof past, " || r >= %s", rows_of_l);
+			sb_printf(o,
+				  "#ifdef MKD_HAS_WGMMA\n"
+				  "\tconst mkd_tmap *tm = (const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + %d;\n"
+				  "\t// tile q of task j's walk (row tile by row tile, column tile by column\n"
+				  "\t// tile): its loads, or false past the task's tiles%s\n"
+				  "\tauto tile = [&](int j, int q, mkd_wg_loads &n) {\n"
+				  "\t\ti64 l[3], h[3];\n"
+				  "\t\tmkd_box_shift<MK_NODES, MK_GPUS>(C, rank, MK_TASKS[j].lo, MK_TASKS[j].hi, l, h);\n"
+				  "\t\tconst i64 nc = (h[2] - l[2] + %d) / %d, r = l[1] + q / nc * %d, c = l[2] + q %% nc * %d;\n"
+				  "\t\tif (r >= h[1]%s)\n"
+				  "\t\t\treturn false;\n"
+				  "\t\tn = mkd_wg_loads{tm, tm + 1,\n"
+				  "\t\t\t(int)((l[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] + r - mkd_base<MK_GPUS>(A, 1, rank)), 0,\n"
+				  "\t\t\t(int)(%s * B.local[1]), (int)(c - mkd_base<MK_GPUS>(B, 2, rank)), (int)((K + 63) / 64)};\n"
+				  "\t\treturn true;\n"
+				  "\t};\n"
+				  "#endif\n",
+				  mp.tmap, rt >= 0 ? " or its bucket's tokens" : "", mp.bn - 1, mp.bn,
+				  mp.bm, mp.bn, past, b0);
+		}
 		sb_printf(o, "\tfor (i64 r0 = lo[1]; r0 < hi[1]; r0 += %d)\n"
 			     "\tfor (i64 n0 = lo[2]; n0 < hi[2]; n0 += %d) {\n", mp.bm, mp.bn);
 		E->o = &body;
@@ -598,14 +640,14 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 	sb_printf(E->o,
 		  "\t%s *c = (%s *)mkd_at<MK_GPUS>(p, T_%s, C, rank, lo[0], %s, %s);\n",
 		  cg_ctype(C->dtype), cg_ctype(C->dtype), C->name, R, N);
-	if (walk)
+	if (loop)
 		sb_printf(E->o,
 			  "\tconst int rows = (int)(hi[1] - r0 < %d ? hi[1] - r0 : %d), "
 			  "cols = (int)(hi[2] - n0 < %d ? hi[2] - n0 : %d);\n",
 			  mp.bm, mp.bm, mp.bn, mp.bn);
 	else
 		sb_puts(E->o, "\tconst int rows = (int)(hi[1] - lo[1]), cols = (int)(hi[2] - lo[2]);\n");
-	if (rt >= 0 && walk)  /* rows of a dispatch's buckets: tiles past the tokens are zeros */
+	if (rt >= 0 && loop)  /* rows of a dispatch's buckets: tiles past the tokens are zeros */
 		sb_puts(E->o,
 			"\tif (r0 >= filled) {  // no tokens here\n"
 			"\t\tmkd_zero_tile(c, C.st[1], rows, cols);\n"
@@ -619,14 +661,38 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 			  "\t}\n", rows_of);
 	char eb[192], act[160] = "mkd_epi_none()";
 	const char *epi = epilogue(E, op, R, N, eb, sizeof eb);
-	const char *b0 = B->ndim == 3 ? "(l[0] - mkd_base<MK_GPUS>(B, 0, rank))" : "0";
 	if (op->gate && op->gate_epi) {  /* the gate-up tile's act(A Wg), an epilogue functor */
 		char f[64], ft[64];
 		epi_step(E, op->gate_epi, op->gate_scalar, f, ft);
 		snprintf(act, sizeof act, "mkd_epi1<%s>{%s}", ft, f);
 	}
+	if (wcarry)
+		sb_printf(E->o,
+			  "#ifdef MKD_HAS_WGMMA\n"
+			  "\tconst int q = (int)((r0 - lo[1]) / %d * ((hi[2] - lo[2] + %d) / %d) + (n0 - lo[2]) / %d);\n"
+			  "\tmkd_wg_loads ld;\n"
+			  "\ttile(i, q, ld);\n"
+			  "\tif (!mkd_wgmma_tile<%s, %s, %d, %d, 64, %d%s>::run(ld, mkd_wg_key(i, q), [&](mkd_wg_loads &n) -> i64 {\n"
+			  "\t\t\tif (tile(i, q + 1, n))  // this task's next tile\n"
+			  "\t\t\t\treturn mkd_wg_key(i, q + 1);\n"
+			  "\t\t\tconst int j = mkd_next_ready(p, rank, i, epoch);  // or the next task's first\n"
+			  "\t\t\treturn j >= 0 && tile(j, 0, n) ? mkd_wg_key(j, 0) : -1;\n"
+			  "\t\t},\n"
+			  "\t\tmkd_wg_waited(), c, C.st[1], rows, cols, smem, %s))\n"
+			  "\t\treturn false;\n"
+			  "#else\n",
+			  mp.bm, mp.bn - 1, mp.bn, mp.bn, cg_ctype(A->dtype), cg_ctype(C->dtype), mp.bm,
+			  mp.bn, mp.wg_stages, mp.wg_cols ? ", true" : "", epi);
 	/* plan.c: one tile a task, never skipped (a gate-up tile: always) */
-	if (mp.wgmma && (mp.carry || mp.late || op->gate)) {
+	else if (mp.wgmma && (mp.carry || mp.late || op->gate)) {
+		/* a bucket's task past the tokens loads nothing: the engine
+		 * carries nothing into it */
+		char em[600];
+		if (rt >= 0)
+			snprintf(em, sizeof em,
+				 "\t\ti64 l[3], h[3];\n"
+				 "\t\tmkd_box_shift<MK_NODES, MK_GPUS>(C, rank, MK_TASKS[j].lo, MK_TASKS[j].hi, l, h);\n"
+				 "\t\treturn l[1] >= %s;\n", rows_of_l);
 		char lb[1024];
 		snprintf(lb, sizeof lb,
 			 "\t\ti64 l[3], h[3];\n"
@@ -641,7 +707,7 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 			  mp.tmap);
 		wg_run(E, "\t", &mp, cg_ctype(A->dtype), cg_ctype(C->dtype), lb, "c, C.st[1]", epi,
 		       A->name, B->name, op->epi2 ? p->tensors[op->in[2]].name : NULL,
-		       op->gate ? act : NULL);
+		       op->gate ? act : NULL, rt >= 0 ? em : NULL);
 		sb_puts(E->o, "#else\n");
 	}
 	else if (mp.wgmma)
@@ -684,7 +750,7 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 		  "\t\trows, cols, (int)K, 0, 0, smem, %s);\n%s",
 		  cg_ctype(A->dtype), cg_ctype(C->dtype), mp.bm, mp.bn, mp.bk, mp.stages, epi,
 		  mp.wgmma ? "#endif\n" : "");
-	if (walk) {  /* the tile's body, one level deeper (preprocessor lines stay put) */
+	if (loop) {  /* the tile's body, one level deeper (preprocessor lines stay put) */
 		E->o = o;
 		for (const char *l = body.s; l && *l;) {
 			const char *nl = strchr(l, '\n');

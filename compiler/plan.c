@@ -518,16 +518,20 @@ static void plan_matmul(planner *P, ir_op *op, int wide)
 		m->wgmma = m->wg_cols = 0;
 		op->plan.threads = 256;
 	}
-	/* where every task is one tile that runs the engine (bucket tiles
-	 * past the tokens skip it), the ring goes on from task to task; and
-	 * where another rank delivers A or the epilogue's operand, the engine
+	/* the ring goes on from tile to tile, in a task that walks several
+	 * and from task to task, wherever the engine runs (the stage skips
+	 * bucket tiles past the tokens before their loads go out) but after
+	 * a dispatch between nodes (its stages beside the engine's carry
+	 * spill the kernel loop's registers: ptxas, 2 x 2 and 2 x 8); and
+	 * where every task is one tile, never skipped, and another rank
+	 * delivers A or the epilogue's operand, the engine
 	 * waits for each operand's flags as late as it can, so that B's loads
 	 * run under the transfer.  Not where they are computed here: on the
 	 * H200 that gained nothing in decode and cost 4-5% in compute-bound
 	 * chains (docs/perf-notes.md, 2026-12-05); MK_LATE=1 makes every such
 	 * tile wait per operand, MK_NO_LATE=1 none */
 	const int one = m->wgmma && m->tiles_m * m->tiles_n == 1 && m->bucket < 0;
-	m->carry = one && !P->o->no_carry;
+	m->carry = m->wgmma && !P->o->no_carry && (m->bucket < 0 || !p->ops[m->bucket].rroute1);
 	m->late = one && !P->o->no_late && !op->gate &&
 		  (P->o->all_late || mm_delivered(P->p, op));
 	P->err |= before;

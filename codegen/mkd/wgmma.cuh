@@ -32,9 +32,10 @@
  * only after wgmma.wait_group has retired the wgmma group that read it
  * (group kt is retired by wait_group 1 after group kt+1 is committed).
  *
- * Tile after tile.  A call may be told the task this CTA runs next (`next`,
- * thread 0 asks it at the start): when that task is a tile of the same
- * stage whose flags are already set, the producer goes on into its first
+ * Tile after tile.  A call may be told the tile this CTA runs next (`next`,
+ * thread 0 asks it at the start): the next tile of a task that walks
+ * several, or a tile of the CTA's next task when that is a task of the same
+ * stage whose flags are already set; the producer goes on into its first
  * STAGES loads as soon as this tile's stages free up, while the consumers
  * still run this tile's last k-blocks and its epilogue; the barriers stay
  * live and mkd_wg_ring (shared memory) says where the next call picks the
@@ -108,8 +109,12 @@ struct mkd_wg_loads {
 /* The next call has no tile to go on into (the stage function's `next`
  * when its stage never prefetches). */
 struct mkd_wg_last {
-	__device__ int operator()(mkd_wg_loads &) const { return -1; }
+	__device__ i64 operator()(mkd_wg_loads &) const { return -1; }
 };
+
+/* Which tile a call runs, for the ring carried between calls: tile q of
+ * task i's walk (a task of one tile: q = 0). */
+MKD_INLINE i64 mkd_wg_key(int task, int q) { return (i64)task << 24 | q; }
 
 /* The flags a tile's operands wait on, when the engine waits for them
  * itself (a stage that waits per read, MK_PROGRESSIVE): thread 0 calls b()
@@ -145,17 +150,19 @@ struct mkd_wg_waited {
 #define MKD_WG_BAR_EPI 4       /* 4: the consumers wait for the first one's x() */
 #define MKD_WG_BAR_GATE 5      /* 5: the up warpgroup waits for the gate's values */
 
-/* The ring between two calls: task `task`'s first `pre` loads are in it as
- * loads pos.. of the live barriers; task -1: nothing carried (the barriers
- * are invalidated).  Thread 0 writes it before a CTA barrier; the kernel
- * loop sets task -1 before a CTA's first task (mkd_wg_ring_reset). */
+/* The ring between two calls: the first `pre` loads of tile `key`
+ * (mkd_wg_key) are in it as loads pos.. of the live barriers; key -1:
+ * nothing carried (the barriers are invalidated).  Thread 0 writes it
+ * before a CTA barrier; the kernel loop sets key -1 before a CTA's first
+ * task (mkd_wg_ring_reset). */
 struct mkd_wg_carry {
-	int task, pre;
+	i64 key;
+	int pre;
 	u32 pos;
 	int ok, okx;  /* the last call's waits passed: the producer's, the epilogue's */
 };
 static __shared__ mkd_wg_carry mkd_wg_ring;
-MKD_INLINE void mkd_wg_ring_reset() { mkd_wg_ring.task = -1; }
+MKD_INLINE void mkd_wg_ring_reset() { mkd_wg_ring.key = -1; }
 
 /* mbarriers: mkd/mbar.cuh */
 
@@ -520,16 +527,16 @@ struct mkd_wgmma_tile {
 	/* C[0:BM, 0:BN] (clipped to M x N) = A[a_row.., a_col..a_col+64 nk) *
 	 * B[b_row..b_row+64 nk, b_col..] (l): A's map is row-major [rows][K]
 	 * with an A_ROWS x 64 box, B's row-major [K][N] with a 64 x 64 box,
-	 * both with 128-byte swizzle (runtime/tmap.h).  `task` is this tile's
-	 * task (-1: a tile of no task, which never picks up a carried ring);
-	 * thread 0 calls next(loads) once: the task this CTA runs next when it
-	 * is a tile of this engine ready to load now (its loads filled in),
-	 * else -1; w: the flags the engine waits for itself (mkd_wg_waited:
+	 * both with 128-byte swizzle (runtime/tmap.h).  `key` is this tile's
+	 * (mkd_wg_key; -1: a tile of no task, which never picks up a carried
+	 * ring); thread 0 calls next(loads) once: the key of the tile this CTA
+	 * runs next when it is a tile of this engine ready to load now (its
+	 * loads filled in), else -1; w: the flags the engine waits for itself (mkd_wg_waited:
 	 * none).  GATE: act is the unary op on A times the gate's weight
 	 * (l.tg), C = epi(A B) * act(A Wg) over N <= 64 columns.  All THREADS
 	 * threads call it; false when a wait saw the run aborted. */
 	template <typename Epi, typename Next, typename W, typename Act = mkd_epi_none>
-	static __device__ bool run(const mkd_wg_loads &l, int task, Next next, const W &w, TC *C,
+	static __device__ bool run(const mkd_wg_loads &l, i64 key, Next next, const W &w, TC *C,
 				   i64 ldc, int M, int N, char *smem, Epi epi, Act act = Act())
 	{
 		const u32 ring = (mkd_smem_addr(smem) + 1023) & ~1023u;
@@ -538,7 +545,7 @@ struct mkd_wgmma_tile {
 		/* warp-uniform role, as setmaxnreg wants it */
 		const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x >> 7), 0);
 		/* the previous call's producer went on into this tile */
-		const bool carried = task >= 0 && mkd_wg_ring.task == task;
+		const bool carried = key >= 0 && mkd_wg_ring.key == key;
 		const u32 pos = carried ? mkd_wg_ring.pos : 0;
 		const int pre = carried ? mkd_wg_ring.pre : 0;
 
@@ -555,7 +562,8 @@ struct mkd_wgmma_tile {
 
 		if (wg == 0) {
 			mkd_wg_loads nl = l;
-			int nt = -1, from = pre;
+			i64 nt = -1;
+			int from = pre;
 			bool ok = true;
 			/* before the registers go (the waits take more than the
 			 * producer keeps): the next tile's loads, and with late
@@ -579,7 +587,7 @@ struct mkd_wgmma_tile {
 				 * tile frees: none of them waits for the next call */
 				const int npre = nt >= 0 ? (nl.nk < STAGES ? nl.nk : STAGES) : 0;
 				produce(nl, 0, npre, pos + l.nk, ring, bars);
-				mkd_wg_ring.task = npre > 0 ? nt : -1;
+				mkd_wg_ring.key = npre > 0 ? nt : -1;
 				mkd_wg_ring.pre = npre;
 				mkd_wg_ring.pos = pos + l.nk;
 				mkd_wg_ring.ok = ok;
@@ -605,7 +613,7 @@ struct mkd_wgmma_tile {
 			}
 		}
 		__syncthreads();  /* this tile's loads consumed, its wgmmas retired */
-		if (threadIdx.x == 0 && mkd_wg_ring.task < 0) {
+		if (threadIdx.x == 0 && mkd_wg_ring.key < 0) {
 #pragma unroll
 			for (int s = 0; s < STAGES; s++) {
 				mkd_mbar_inval(full_bar(bars, s));

@@ -47,7 +47,7 @@
 # CU: const mkd_tensor &X2 = MK_T[T_S];  // mul's other operand, read in the epilogue
 # CU-NEXT: const mkd_epi2<mkd_ident, mkd_mul, mkd_bf16, mkd_ident> epi{mkd_ident(),
 # CU-NEXT: (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_S, X2, rank, lo[0], lo[1], lo[2]), (int)X2.st[1], mkd_ident()};
-# CU: if (!mkd_wgmma_tile<{{.*}}>::run(loads(i), i, [&](mkd_wg_loads &n) {
+# CU: if (!mkd_wgmma_tile<{{.*}}>::run(loads(i), mkd_wg_key(i, 0), [&](mkd_wg_loads &n) -> i64 {
 # CU: mkd_mm_waits<true>{p, rank, cta, i, epoch, T_X, T_Wu, T_S},
 # CU-NEXT: c, C.st[1], rows, cols, smem, epi))
 # CU: // stage M: Y = matmul(A, Wd, X), {{.*}}; then add X in the epilogue

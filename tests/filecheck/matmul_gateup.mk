@@ -42,7 +42,7 @@
 # PLAN-NOT: split-K {{.*}} into A
 # CU: // stage U: A = matmul(N, Wu)
 # CU: (int)((K + 63) / 64), tm + 2};
-# CU: mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, {{[0-9]+}}, true, true>::run(loads(i), i,
+# CU: mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, {{[0-9]+}}, true, true>::run(loads(i), mkd_wg_key(i, 0),
 # CU: c, C.st[1], rows, cols, smem, mkd_epi_none(), mkd_epi1<mkd_silu>{mkd_silu()}))
 # CU: #else
 # CU: mkd_mma_tile<mkd_bf16, mkd_bf16, 128, 64, 64, {{[0-9]+}}>::run(a, A.st[1],

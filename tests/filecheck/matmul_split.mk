@@ -40,13 +40,13 @@
 # CU: if (t.stage == W_H) {
 # CU: auto loads = [&](int j) {
 # CU-NEXT: const mkd_box ja = mkd_read_box(rank, MK_TASKS[j], 0), jb = mkd_read_box(rank, MK_TASKS[j], 1);
-# CU: if (!mkd_wgmma_tile<mkd_bf16, float, 128, 128, 64, {{[0-9]+}}, true>::run(loads(i), i, [&](mkd_wg_loads &n) {
+# CU: if (!mkd_wgmma_tile<mkd_bf16, float, 128, 128, 64, {{[0-9]+}}, true>::run(loads(i), mkd_wg_key(i, 0), [&](mkd_wg_loads &n) -> i64 {
 # CU-NEXT: const int j = mkd_next_ready(p, rank, i, epoch);
 # CU: mkd_wg_waited(),
 # CU-NEXT: c, W.st[1], rows, cols, smem, mkd_epi_none()))
 # LATE: mkd_mm_waits<false>{p, rank, cta, i, epoch, T_X, T_W, -1},
 # LATE: MK_PROGRESSIVE[] = {false, MKD_WG_LATE};
-# LATEONLY: run(loads(i), i, mkd_wg_last(),
+# LATEONLY: run(loads(i), mkd_wg_key(i, 0), mkd_wg_last(),
 # LATEONLY-NEXT: mkd_mm_waits<false>
 # NOCARRY: mkd_wgmma_tile<mkd_bf16, float, 128, 128, 64, {{[0-9]+}}, true>::run(tm, a_row, a_col, tm + 1, b_row, b_col, kn,
 # NOCARRY-NEXT: c, W.st[1], rows, cols, smem, mkd_epi_none());

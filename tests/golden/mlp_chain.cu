@@ -216,11 +216,12 @@ static __device__ __forceinline__ bool stage_H1(const mkd_params &p, int rank, i
 			(int)((l[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] + l[1] - mkd_base<MK_GPUS>(A, 1, rank)), 0,
 			(int)(0 * B.local[1]), (int)(l[2] - mkd_base<MK_GPUS>(B, 2, rank)), (int)((K + 63) / 64)};
 	};
-	if (!mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(loads(i), i, [&](mkd_wg_loads &n) {
+	if (!mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(loads(i), mkd_wg_key(i, 0), [&](mkd_wg_loads &n) -> i64 {
 			const int j = mkd_next_ready(p, rank, i, epoch);
-			if (j >= 0)
-				n = loads(j);
-			return j;
+			if (j < 0)
+				return -1;
+			n = loads(j);
+			return mkd_wg_key(j, 0);
 		},
 		mkd_wg_waited(),
 		c, C.st[1], rows, cols, smem, epi))
@@ -257,11 +258,12 @@ static __device__ __forceinline__ bool stage_M1(const mkd_params &p, int rank, i
 			(int)((l[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] + l[1] - mkd_base<MK_GPUS>(A, 1, rank)), 0,
 			(int)(0 * B.local[1]), (int)(l[2] - mkd_base<MK_GPUS>(B, 2, rank)), (int)((K + 63) / 64)};
 	};
-	if (!mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(loads(i), i, [&](mkd_wg_loads &n) {
+	if (!mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(loads(i), mkd_wg_key(i, 0), [&](mkd_wg_loads &n) -> i64 {
 			const int j = mkd_next_ready(p, rank, i, epoch);
-			if (j >= 0)
-				n = loads(j);
-			return j;
+			if (j < 0)
+				return -1;
+			n = loads(j);
+			return mkd_wg_key(j, 0);
 		},
 		mkd_wg_waited(),
 		c, C.st[1], rows, cols, smem, epi))
@@ -313,11 +315,12 @@ static __device__ __forceinline__ bool stage_H2(const mkd_params &p, int rank, i
 			(int)((l[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] + l[1] - mkd_base<MK_GPUS>(A, 1, rank)), 0,
 			(int)(0 * B.local[1]), (int)(l[2] - mkd_base<MK_GPUS>(B, 2, rank)), (int)((K + 63) / 64)};
 	};
-	if (!mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(loads(i), i, [&](mkd_wg_loads &n) {
+	if (!mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(loads(i), mkd_wg_key(i, 0), [&](mkd_wg_loads &n) -> i64 {
 			const int j = mkd_next_ready(p, rank, i, epoch);
-			if (j >= 0)
-				n = loads(j);
-			return j;
+			if (j < 0)
+				return -1;
+			n = loads(j);
+			return mkd_wg_key(j, 0);
 		},
 		mkd_wg_waited(),
 		c, C.st[1], rows, cols, smem, epi))
@@ -384,11 +387,12 @@ static __device__ __forceinline__ bool stage_M2(const mkd_params &p, int rank, i
 			(int)((l[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] + l[1] - mkd_base<MK_GPUS>(A, 1, rank)), 0,
 			(int)(0 * B.local[1]), (int)(l[2] - mkd_base<MK_GPUS>(B, 2, rank)), (int)((K + 63) / 64)};
 	};
-	if (!mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(loads(i), i, [&](mkd_wg_loads &n) {
+	if (!mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(loads(i), mkd_wg_key(i, 0), [&](mkd_wg_loads &n) -> i64 {
 			const int j = mkd_next_ready(p, rank, i, epoch);
-			if (j >= 0)
-				n = loads(j);
-			return j;
+			if (j < 0)
+				return -1;
+			n = loads(j);
+			return mkd_wg_key(j, 0);
 		},
 		mkd_wg_waited(),
 		c, C.st[1], rows, cols, smem, epi))
@@ -437,11 +441,12 @@ static __device__ __forceinline__ bool stage_Y(const mkd_params &p, int rank, in
 			(int)((l[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] + l[1] - mkd_base<MK_GPUS>(A, 1, rank)), 0,
 			(int)(0 * B.local[1]), (int)(l[2] - mkd_base<MK_GPUS>(B, 2, rank)), (int)((K + 63) / 64)};
 	};
-	if (!mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(loads(i), i, [&](mkd_wg_loads &n) {
+	if (!mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 7>::run(loads(i), mkd_wg_key(i, 0), [&](mkd_wg_loads &n) -> i64 {
 			const int j = mkd_next_ready(p, rank, i, epoch);
-			if (j >= 0)
-				n = loads(j);
-			return j;
+			if (j < 0)
+				return -1;
+			n = loads(j);
+			return mkd_wg_key(j, 0);
 		},
 		mkd_wg_waited(),
 		c, C.st[1], rows, cols, smem, mkd_epi_none()))
