@@ -78,15 +78,6 @@ void lower_matmul(lower *L, int oi)
 			    (xi >= 0 ? (double)ir_tensor_bytes(&p->tensors[xi]) : 0) +
 			    (S > 1 ? 2.0 * (double)ir_tensor_bytes(&p->tensors[mp->work]) : 0)) /
 			   ((double)nb * ntask * S);
-	/* rows of a dispatch's buckets: the cost model counts the tokens an
-	 * expert receives under uniform routing (T k / E, as lower_dispatch
-	 * does); the rows past them are zero tiles, only stored */
-	double tokens = -1;
-	if (mp->bucket >= 0) {
-		const ir_op *d = &p->ops[mp->bucket];
-		const ir_tensor *ix = &p->tensors[d->in[1]], *xe = &p->tensors[d->out];
-		tokens = (double)ix->shape[0] * (double)ix->shape[1] / (double)xe->shape[0];
-	}
 	/* split-K: every tile's partials first (slice s of the workspace), then
 	 * the sums, which the scheduler places once their partials are done */
 	for (int pass = 0; pass < (S > 1 ? 2 : 1); pass++)
@@ -103,9 +94,7 @@ void lower_matmul(lower *L, int oi)
 			a.hi[b] = c.hi[b] = mh[ie];
 			bb.lo[b + 1] = c.lo[b + 1] = nl[j];
 			bb.hi[b + 1] = c.hi[b + 1] = nh[je];
-			const double box = (double)(mh[ie] - ml[i]), cols = (double)(nh[je] - nl[j]);
-			const double rows = tokens < 0 || tokens >= (double)mh[ie] ? box
-					    : tokens > (double)ml[i] ? tokens - (double)ml[i] : 0;
+			const double rows = (double)(mh[ie] - ml[i]), cols = (double)(nh[je] - nl[j]);
 			if (pass == 1) {  /* the sum of this tile's partials */
 				ir_task *t = lower_task(L, TASK_SUMK, oi);
 				if (!t)
@@ -145,7 +134,7 @@ void lower_matmul(lower *L, int oi)
 				const double kk = S > 1 ? (double)(k1 - k0) : (double)K, nw = gw >= 0 ? 2 : 1;
 				t->flops = 2.0 * rows * cols * kk * nw;
 				t->bytes = (rows + nw * cols) * kk * es;
-				t->hbm = hbm * rows / box;
+				t->hbm = hbm;
 			}
 		}
 }
