@@ -5,12 +5,19 @@ and its last ended (microseconds from the first task of the run), busy
 CTAs; then the span and the CTA time no task used (idle: CTAs x span -
 busy).  --timeline US adds, for every US microseconds of the run, how many
 CTAs each stage kept busy on average: where waves leave CTAs idle (the
-decode MLP: docs/perf-notes.md, 2026-12-05)."""
+decode MLP: docs/perf-notes.md, 2026-12-05).  --schedule S.json (`mkc
+--emit=json` of the same program and -D values) adds, for every stage and
+operand, how far apart the tasks that read the same box of it started, in
+the plan and in the run (rank 0's tasks; tasks shorter than a quarter of
+their stage's 90th percentile, tiles that skipped their work, left out):
+tiles that share a weight slab read it from device memory once only when
+they run together (the MoE: docs/perf-notes.md, nineteenth session)."""
 import argparse, json, statistics
 
 ap = argparse.ArgumentParser()
 ap.add_argument("trace")
 ap.add_argument("--timeline", type=float, default=0, metavar="US")
+ap.add_argument("--schedule", metavar="S.json")
 args = ap.parse_args()
 
 try:
@@ -51,3 +58,42 @@ if args.timeline > 0:
             row.append("%8.1f" % (c / w))
         print("%8.1f %s" % (b, " ".join(row)))
         b += w
+
+if args.schedule:
+    try:
+        with open(args.schedule) as f:
+            tasks = {t["id"]: t for t in json.load(f)["tasks"] if t.get("rank", 0) == 0}
+    except (OSError, ValueError, KeyError, TypeError) as x:
+        raise SystemExit("trace-summary: %s: not a schedule of mkc --emit=json (%s)" % (args.schedule, x))
+    q = lambda v, p: sorted(v)[min(len(v) - 1, int(p * len(v)))]
+    rows = []
+    for st in order:
+        es = [e for e in stages[st] if e["pid"] == 0 and e.get("args", {}).get("task") in tasks]
+        if not es:
+            continue
+        cut = q([e["dur"] for e in es], 0.9) / 4
+        groups = {}
+        for e in es:
+            if e["dur"] < cut:
+                continue
+            t = tasks[e["args"]["task"]]
+            if t["stage"] != st.split(" ")[0]:
+                raise SystemExit("trace-summary: task %d is '%s' in the trace, '%s' in %s: "
+                                 "not the same program" % (t["id"], st, t["stage"], args.schedule))
+            for r in t.get("reads", []):
+                k = (r["tensor"], tuple(r["lo"]), tuple(r["hi"]))
+                groups.setdefault(k, []).append((t["predicted_us"][0], e["ts"]))
+        by = {}
+        for (x, _, _), g in groups.items():
+            if len(g) > 1:
+                by.setdefault(x, []).append((max(a for a, _ in g) - min(a for a, _ in g),
+                                             max(b for _, b in g) - min(b for _, b in g)))
+        for x in sorted(by):
+            sp = by[x]
+            plan, run = [a for a, _ in sp], [b for _, b in sp]
+            rows.append((st, x, len(sp), q(plan, .5), q(plan, .9), q(run, .5), q(run, .9)))
+    print("start spread of tasks that read the same box (us):")
+    print("%-14s %-12s %7s %9s %9s %9s %9s" % ("stage", "operand", "boxes", "plan p50", "plan p90",
+                                               "run p50", "run p90"))
+    for r in rows:
+        print("%-14s %-12s %7d %9.1f %9.1f %9.1f %9.1f" % r)
