@@ -2,7 +2,9 @@
 # tools/bench-moe.sh [-n W] BUILD - the MoE layer (make bench, on the GPU):
 # the fused pipeline (mkrun, samples/moe_dispatch_gemm.mk) against the
 # unfused layer, NCCL all_to_all + grouped GEMM (tests/gpu/moe_baseline.py,
-# PyTorch).  Prints one table; docs/bench.md says what the columns mean.
+# PyTorch), and the floor device memory sets (a GPU's expert weights and
+# token rows read once, over the measured read rate: moe_baseline.py).
+# Prints one table; docs/bench.md says what the columns mean.
 #
 # W=1 (default): no exchange on either side (the baseline's all_to_all
 # becomes a copy); the rows compare the routing, GEMMs and combine.  -n W:
@@ -25,13 +27,15 @@ row() {		# T E H F
 	esac
 	if [ -z "$hdr" ]; then
 		echo "MoE layer, W=$W, top-$TOPK: fused = $B/mkrun, baseline = tests/gpu/moe_baseline.py; medians of $ITERS runs"
-		printf "%-30s %10s %12s %15s %14s\n" shape "fused us" "baseline us" "baseline/fused" "fused TFLOP/s"
+		printf "%-30s %10s %12s %15s %14s %10s %12s\n" shape "fused us" "baseline us" "baseline/fused" "fused TFLOP/s" \
+			"floor us" "floor/fused"
 		hdr=1
 	fi
 	bo=$(baseline tests/gpu/moe_baseline.py --tokens "$1" --experts "$2" --hidden "$3" --ffn "$4" --topk $TOPK --check)
 	br=$?
 	fm=$(echo "$fo" | median mkrun)
 	bm=$(echo "$bo" | median moe_baseline)
+	fl=$(echo "$bo" | sed -n 's/^moe_baseline: .*, floor \([0-9.]*\) us.*/\1/p' | head -n 1)
 	if [ -z "$fm" ]; then
 		echo "$fo" | tail -n 3 >&2
 		rc=1
@@ -45,11 +49,13 @@ row() {		# T E H F
 	how=$(echo "$bo" | sed -n 's/^moe_baseline: W=[^,]*, \([^:]*\):.*/\1/p' | head -n 1) ;;
 	esac
 	# FLOPs per GPU = 4 (T k / W) H F: the routed rows, two GEMMs
-	awk -v t="$1" -v e="$2" -v h="$3" -v f="$4" -v k=$TOPK -v w="$W" -v fu="${fm:--}" -v b="${bm:--}" 'BEGIN {
+	awk -v t="$1" -v e="$2" -v h="$3" -v f="$4" -v k=$TOPK -v w="$W" -v fu="${fm:--}" -v b="${bm:--}" \
+	    -v m="${fl:--}" 'BEGIN {
 		fl = 4 * (t * k / w) * h * f
 		r = (fu != "-" && b != "-") ? sprintf("%.2f", b / fu) : "-"
 		x = fu != "-" ? sprintf("%.1f", fl / fu * 1e-6) : "-"
-		printf "%-30s %10s %12s %15s %14s\n", "T=" t " E=" e " H=" h " F=" f, fu, b, r, x
+		y = (fu != "-" && m != "-") ? sprintf("%.2f", m / fu) : "-"
+		printf "%-30s %10s %12s %15s %14s %10s %12s\n", "T=" t " E=" e " H=" h " F=" f, fu, b, r, x, m, y
 	}'
 }
 

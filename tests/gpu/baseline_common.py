@@ -1,6 +1,7 @@
 """baseline_common.py - what the PyTorch baselines of make bench share
-(ring_baseline.py, moe_baseline.py): the environment NCCL needs, this
-process's device and rank, timing and the check against a reference.
+(ring_baseline.py, moe_baseline.py, decode_baseline.py): the environment
+NCCL needs, this process's device and rank, timing, the read rate of
+device memory and the check against a reference.
 
 Import it before torch: it sets NCCL's environment.  It imports torch only
 when a Job is made, so a script can still say "skipped" without torch.
@@ -116,6 +117,15 @@ def timed(fn, warmup, iters):
         if it >= warmup:
             ts.append(a.elapsed_time(b) * 1e3)
     return sorted(ts)
+
+
+def read_rate_gbps(warmup, iters):
+    """Device memory's read rate as a reduction over 2 GiB measures it,
+    GB/s: the floors of make bench (bytes a layer must read / this)."""
+    import torch
+    x = torch.ones(1 << 29, dtype=torch.float32, device="cuda")  # 2 GiB
+    t = median(timed(lambda: x.sum(), warmup, iters))
+    return x.numel() * 4 / (t * 1e-6) / 1e9
 
 
 def graphed(fn, warmup):

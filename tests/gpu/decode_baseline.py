@@ -37,7 +37,7 @@ import subprocess
 import sys
 import tempfile
 
-from baseline_common import TOL, graphed, median, skipped, timed
+from baseline_common import TOL, graphed, median, read_rate_gbps, skipped, timed
 
 try:
     import numpy as np
@@ -46,12 +46,6 @@ try:
 except ImportError as e:
     skipped("decode_baseline", e)
 
-
-
-def read_rate_gbps(warmup, iters):
-    x = torch.ones(1 << 29, dtype=torch.float32, device="cuda")  # 2 GiB
-    t = median(timed(lambda: x.sum(), warmup, iters))
-    return x.numel() * 4 / (t * 1e-6) / 1e9
 
 
 def save(d, name, t):

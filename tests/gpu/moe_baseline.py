@@ -31,7 +31,12 @@ holds every row under uniform routing).
 Timed: the whole layer after a barrier, CUDA events, every rank; a run's
 time is its slowest rank's; median of --iters after --warmup.  Rank 0
 prints one line.  TFLOP/s per GPU = 4 (T k / W) H F / t: the routed rows
-only, as bench_moe counts them.
+only, as bench_moe counts them.  The floor: what a GPU must read from
+device memory at least, its experts' weights once and its tokens' rows in
+and out (2 (E / W) H F + 2 (T / W) H, 16-bit), over the read rate a
+reduction measures (baseline_common.read_rate_gbps): at E = 256, H = 7168
+the expert GEMMs are bound by device memory (docs/perf-notes.md,
+nineteenth session).
 
 --check: every rank's Y against float32 math over its tokens with the same
 bf16 intermediate (the hidden activations rounded to bf16, as both
@@ -44,7 +49,7 @@ line and exits 0.
 import argparse
 import sys
 
-from baseline_common import Job, median, skipped
+from baseline_common import Job, median, read_rate_gbps, skipped
 
 try:
     import torch
@@ -185,12 +190,17 @@ def main():
     t, y = job.time(lambda: layer(x, idx, gate, w1, w2, world, distributed, mlp), a.warmup, a.iters)
     med = median(t)
     flops = 4.0 * (a.tokens // world) * a.topk * a.hidden * a.ffn
+    floor = ""
+    if cuda:
+        need = 2.0 * (2 * (a.experts // world) * a.hidden * a.ffn + 2 * (a.tokens // world) * a.hidden)
+        rate = read_rate_gbps(a.warmup, a.iters)
+        floor = ", floor %.1f us (%.2f GB at %.0f GB/s)" % (need / (rate * 1e9) * 1e6, need / 1e9, rate)
     if rank == 0:
         print("moe_baseline: W=%d T=%d E=%d H=%d F=%d topk=%d, %s%s: median %.1f us (min %.1f, max %.1f), "
-              "%.1f TFLOP/s per GPU" % (world, a.tokens, a.experts, a.hidden, a.ffn, a.topk,
-                                        "grouped GEMM" if mlp.use else "one GEMM per expert",
-                                        "" if cuda else " (CPU, functional)", med, t[0], t[-1],
-                                        flops / med * 1e-6))
+              "%.1f TFLOP/s per GPU%s" % (world, a.tokens, a.experts, a.hidden, a.ffn, a.topk,
+                                          "grouped GEMM" if mlp.use else "one GEMM per expert",
+                                          "" if cuda else " (CPU, functional)", med, t[0], t[-1],
+                                          flops / med * 1e-6, floor))
 
     rc = 0
     if a.check:
