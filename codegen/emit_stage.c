@@ -570,7 +570,6 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 	 * stage's loop over them (plan.c: carry): `tile` says which tile comes
 	 * next, and whether it is loaded (past a bucket's tokens it is not) */
 	const int wcarry = mp.wgmma && mp.carry && !mp.late && !op->gate && walk;
-	const int loop = walk;
 	if (walk) {
 		size_t n = strlen(what);
 		snprintf(what + n, sizeof what - n, "; up to %d x %d tiles a task", mp.tiles_m,
@@ -580,7 +579,7 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 		stage_matmul_split(E, op, what, sizeof what);
 		return;
 	}
-	const char *R = loop ? "r0" : "lo[1]", *N = loop ? "n0" : "lo[2]";
+	const char *R = walk ? "r0" : "lo[1]", *N = walk ? "n0" : "lo[2]";
 	/* inlined into the kernel: the engine's wgmma chain and setmaxnreg need it */
 	cg_stage_head(E, op, what);
 	sb_printf(E->o,
@@ -606,7 +605,7 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 	const char *b0 = B->ndim == 3 ? "(l[0] - mkd_base<MK_GPUS>(B, 0, rank))" : "0";
 	strbuf body, *o = E->o;
 	sb_init(&body);
-	if (loop) {
+	if (walk) {
 		if (rt >= 0)
 			sb_printf(o, "\tconst int filled = %s;\n", rows_of);
 		if (wcarry) {
@@ -640,14 +639,14 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 	sb_printf(E->o,
 		  "\t%s *c = (%s *)mkd_at<MK_GPUS>(p, T_%s, C, rank, lo[0], %s, %s);\n",
 		  cg_ctype(C->dtype), cg_ctype(C->dtype), C->name, R, N);
-	if (loop)
+	if (walk)
 		sb_printf(E->o,
 			  "\tconst int rows = (int)(hi[1] - r0 < %d ? hi[1] - r0 : %d), "
 			  "cols = (int)(hi[2] - n0 < %d ? hi[2] - n0 : %d);\n",
 			  mp.bm, mp.bm, mp.bn, mp.bn);
 	else
 		sb_puts(E->o, "\tconst int rows = (int)(hi[1] - lo[1]), cols = (int)(hi[2] - lo[2]);\n");
-	if (rt >= 0 && loop)  /* rows of a dispatch's buckets: tiles past the tokens are zeros */
+	if (rt >= 0 && walk)  /* rows of a dispatch's buckets: tiles past the tokens are zeros */
 		sb_puts(E->o,
 			"\tif (r0 >= filled) {  // no tokens here\n"
 			"\t\tmkd_zero_tile(c, C.st[1], rows, cols);\n"
@@ -750,7 +749,7 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 		  "\t\trows, cols, (int)K, 0, 0, smem, %s);\n%s",
 		  cg_ctype(A->dtype), cg_ctype(C->dtype), mp.bm, mp.bn, mp.bk, mp.stages, epi,
 		  mp.wgmma ? "#endif\n" : "");
-	if (loop) {  /* the tile's body, one level deeper (preprocessor lines stay put) */
+	if (walk) {  /* the tile's body, one level deeper (preprocessor lines stay put) */
 		E->o = o;
 		for (const char *l = body.s; l && *l;) {
 			const char *nl = strchr(l, '\n');

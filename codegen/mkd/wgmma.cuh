@@ -531,8 +531,8 @@ struct mkd_wgmma_tile {
 	 * (mkd_wg_key; -1: a tile of no task, which never picks up a carried
 	 * ring); thread 0 calls next(loads) once: the key of the tile this CTA
 	 * runs next when it is a tile of this engine ready to load now (its
-	 * loads filled in), else -1; w: the flags the engine waits for itself (mkd_wg_waited:
-	 * none).  GATE: act is the unary op on A times the gate's weight
+	 * loads filled in), else -1; w: the flags the engine waits for itself
+	 * (mkd_wg_waited: none).  GATE: act is the unary op on A times the gate's weight
 	 * (l.tg), C = epi(A B) * act(A Wg) over N <= 64 columns.  All THREADS
 	 * threads call it; false when a wait saw the run aborted. */
 	template <typename Epi, typename Next, typename W, typename Act = mkd_epi_none>
