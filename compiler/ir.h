@@ -215,16 +215,16 @@ typedef struct ir_mm_plan {
 	int work;           /* split-K: the fp32 workspace [ksplit, rows,
 	                       cols] of the partial sums (a tensor the plan
 	                       adds); -1 */
-	int carry;          /* wgmma: the engine goes on
-	                       into the loads of the next tile of a task that
-	                       walks several, or of the CTA's next task, while
-	                       this tile finishes (wgmma.cuh); tiles past a
-	                       bucket's tokens are skipped, never loaded */
+	int carry;          /* wgmma: the engine goes on into the loads of
+	                       the next tile of a task that walks several, or
+	                       of the CTA's next task, while this tile
+	                       finishes (wgmma.cuh); tiles past a bucket's
+	                       tokens are skipped, never loaded */
 	int late;           /* wgmma, one tile a task, never skipped: the
-	                       engine waits for its
-	                       operands' flags itself, B's loads (weights)
-	                       before A's flags, the epilogue operand's just
-	                       before the epilogue (the stage waits per read) */
+	                       engine waits for its operands' flags itself,
+	                       B's loads (weights) before A's flags, the
+	                       epilogue operand's just before the epilogue
+	                       (the stage waits per read) */
 } ir_mm_plan;
 
 /* Attention (mkd/attn.cuh): 16-bit inputs take the tensor-core tile of 128

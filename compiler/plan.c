@@ -524,9 +524,9 @@ static void plan_matmul(planner *P, ir_op *op, int wide)
 	 * a dispatch between nodes (its stages beside the engine's carry
 	 * spill the kernel loop's registers: ptxas, 2 x 2 and 2 x 8); and
 	 * where every task is one tile, never skipped, and another rank
-	 * delivers A or the epilogue's operand, the engine
-	 * waits for each operand's flags as late as it can, so that B's loads
-	 * run under the transfer.  Not where they are computed here: on the
+	 * delivers A or the epilogue's operand, the engine waits for each
+	 * operand's flags as late as it can, so that B's loads run under the
+	 * transfer.  Not where they are computed here: on the
 	 * H200 that gained nothing in decode and cost 4-5% in compute-bound
 	 * chains (docs/perf-notes.md, 2026-12-05); MK_LATE=1 makes every such
 	 * tile wait per operand, MK_NO_LATE=1 none */
