@@ -21,10 +21,7 @@ bison -Wall -Werror --defines="$B/gen/parse.h" -o "$B/gen/parse.c" grammar/parse
 $CC -std=c11 -g -O1 -D_GNU_SOURCE -I. -I"$B/gen" \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	-o "$B/fuzz_frontend" tests/fuzz/fuzz_frontend.c \
-	grammar/ast.c grammar/diag.c base/arena.c base/strbuf.c \
-	compiler/sema.c compiler/sema_names.c compiler/sema_eval.c \
-	compiler/sema_decl.c compiler/sema_order.c compiler/sema_ops.c \
-	compiler/sema_hints.c compiler/inspect.c \
+	grammar/*.c base/arena.c base/strbuf.c compiler/sema*.c compiler/inspect.c \
 	compiler/ir.c "$B/gen/lex.c" "$B/gen/parse.c" -lm
 
 corpus=$(mktemp -d)
