@@ -6,13 +6,13 @@
 # parts of the tree are half-built), seeds a temporary corpus with
 # samples/*.mk and tests/errors/*.mk, and runs for SECONDS (default 60).
 # Exits non-zero when the fuzzer finds a crash, a sanitizer report, a leak
-# or a hang; the input that did it is left in build/fuzz/.
-# FUZZ_CC=clang-NN picks another clang.
+# or a hang; the input that did it is left in build/fuzz/ (FUZZ_DIR: another
+# directory).  FUZZ_CC=clang-NN picks another clang.
 set -eu
 secs=${1:-60}
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
-B=$top/build/fuzz
+B=${FUZZ_DIR:-$top/build/fuzz}
 CC=${FUZZ_CC:-clang}
 mkdir -p "$B/gen"
 
