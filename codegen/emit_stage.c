@@ -466,6 +466,25 @@ static void wg_run(cg_em *E, const char *in, const ir_mm_plan *mp, const char *t
 		  act ? ", " : "", act ? act : "", in);
 }
 
+/* Lambda lines: task j's box of C on this rank, as l and h. */
+static const char TASK_BOX[] =
+	"\t\ti64 l[3], h[3];\n"
+	"\t\tmkd_box_shift<MK_NODES, MK_GPUS>(C, rank, MK_TASKS[j].lo, MK_TASKS[j].hi, l, h);\n";
+
+/* The engine's loads of a tile of C at row `row` and column `col` (of task
+ * j's box l): A's rows from its bucket or batch l[0], all of K; B's K rows
+ * of batch b0 from its column; `more` ends the initializer (a gate-up
+ * tile's third map). */
+static void tile_loads(char *buf, size_t n, const char *row, const char *col, const char *b0,
+		       const char *more)
+{
+	snprintf(buf, n,
+		 "mkd_wg_loads{tm, tm + 1,\n"
+		 "\t\t\t(int)((l[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] + %s - mkd_base<MK_GPUS>(A, 1, rank)), 0,\n"
+		 "\t\t\t(int)(%s * B.local[1]), (int)(%s - mkd_base<MK_GPUS>(B, 2, rank)), (int)((K + 63) / 64)%s}",
+		 row, b0, col, more);
+}
+
 /* A split-K matmul (plan.c): W_ tasks compute a partial tile over one K
  * range into slice s of the fp32 workspace (the engine with fp32 out, no
  * epilogue); S_ tasks add a tile's slices, apply the epilogue and store
@@ -609,28 +628,25 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 		if (rt >= 0)
 			sb_printf(o, "\tconst int filled = %s;\n", rows_of);
 		if (wcarry) {
-			char past[400] = "";
+			char past[400] = "", ld[600];
 			if (rt >= 0)
 				snprintf(past, sizeof past, " || r >= %s", rows_of_l);
+			tile_loads(ld, sizeof ld, "r", "c", b0, "");
 			sb_printf(o,
 				  "#ifdef MKD_HAS_WGMMA\n"
 				  "\tconst mkd_tmap *tm = (const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + %d;\n"
 				  "\t// tile q of task j's walk (row tile by row tile, column tile by column\n"
 				  "\t// tile): its loads, or false past the task's tiles%s\n"
-				  "\tauto tile = [&](int j, int q, mkd_wg_loads &n) {\n"
-				  "\t\ti64 l[3], h[3];\n"
-				  "\t\tmkd_box_shift<MK_NODES, MK_GPUS>(C, rank, MK_TASKS[j].lo, MK_TASKS[j].hi, l, h);\n"
+				  "\tauto tile = [&](int j, int q, mkd_wg_loads &n) {\n%s"
 				  "\t\tconst i64 nc = (h[2] - l[2] + %d) / %d, r = l[1] + q / nc * %d, c = l[2] + q %% nc * %d;\n"
 				  "\t\tif (r >= h[1]%s)\n"
 				  "\t\t\treturn false;\n"
-				  "\t\tn = mkd_wg_loads{tm, tm + 1,\n"
-				  "\t\t\t(int)((l[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] + r - mkd_base<MK_GPUS>(A, 1, rank)), 0,\n"
-				  "\t\t\t(int)(%s * B.local[1]), (int)(c - mkd_base<MK_GPUS>(B, 2, rank)), (int)((K + 63) / 64)};\n"
+				  "\t\tn = %s;\n"
 				  "\t\treturn true;\n"
 				  "\t};\n"
 				  "#endif\n",
-				  mp.tmap, rt >= 0 ? " or its bucket's tokens" : "", mp.bn - 1, mp.bn,
-				  mp.bm, mp.bn, past, b0);
+				  mp.tmap, rt >= 0 ? " or its bucket's tokens" : "", TASK_BOX, mp.bn - 1,
+				  mp.bn, mp.bm, mp.bn, past, ld);
 		}
 		sb_printf(o, "\tfor (i64 r0 = lo[1]; r0 < hi[1]; r0 += %d)\n"
 			     "\tfor (i64 n0 = lo[2]; n0 < hi[2]; n0 += %d) {\n", mp.bm, mp.bn);
@@ -688,18 +704,10 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 		 * carries nothing into it */
 		char em[600];
 		if (rt >= 0)
-			snprintf(em, sizeof em,
-				 "\t\ti64 l[3], h[3];\n"
-				 "\t\tmkd_box_shift<MK_NODES, MK_GPUS>(C, rank, MK_TASKS[j].lo, MK_TASKS[j].hi, l, h);\n"
-				 "\t\treturn l[1] >= %s;\n", rows_of_l);
-		char lb[1024];
-		snprintf(lb, sizeof lb,
-			 "\t\ti64 l[3], h[3];\n"
-			 "\t\tmkd_box_shift<MK_NODES, MK_GPUS>(C, rank, MK_TASKS[j].lo, MK_TASKS[j].hi, l, h);\n"
-			 "\t\treturn mkd_wg_loads{tm, tm + 1,\n"
-			 "\t\t\t(int)((l[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] + l[1] - mkd_base<MK_GPUS>(A, 1, rank)), 0,\n"
-			 "\t\t\t(int)(%s * B.local[1]), (int)(l[2] - mkd_base<MK_GPUS>(B, 2, rank)), (int)((K + 63) / 64)%s};\n",
-			 b0, op->gate ? ", tm + 2" : "");
+			snprintf(em, sizeof em, "%s\t\treturn l[1] >= %s;\n", TASK_BOX, rows_of_l);
+		char ld[600], lb[1024];
+		tile_loads(ld, sizeof ld, "l[1]", "l[2]", b0, op->gate ? ", tm + 2" : "");
+		snprintf(lb, sizeof lb, "%s\t\treturn %s;\n", TASK_BOX, ld);
 		sb_printf(E->o,
 			  "#ifdef MKD_HAS_WGMMA\n"
 			  "\tconst mkd_tmap *tm = (const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + %d;\n",
