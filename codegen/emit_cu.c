@@ -109,6 +109,10 @@ static void header(cg_em *E, int sys)
 		  "#define MK_PER_STAGE %d  // also one kernel per stage (benchmarks)\n\n",
 		  p->nodes, p->gpus, p->world, s->ctas, s->threads, s->ntasks, s->nflags, s->smem,
 		  p->ntmaps, sys, E->rl.tasks > 0, E->per_stage);
+	if (s->npools)
+		sb_printf(o, "// pools: ops whose tasks the CTAs holding them take at run time, in\n"
+			  "// MK_POOL_ORDER, from the counter after READY and DONE (flag MK_NFLAGS + 2 + k)\n"
+			  "#define MK_NPOOLS %d\n\n", s->npools);
 	if (E->rl.tasks)
 		sb_printf(o, "// RDMA stages: flags 0 .. MK_NRFLAGS-1 are written (the epoch, by one RDMA\n"
 			  "// task each), in the RDMA flag area; then a READY word per rank rank 0\n"
@@ -287,6 +291,46 @@ static void build_stages(cg_em *E)
 
 /* ---- tables ----------------------------------------------------------------- */
 
+/* The pools (sched.c): each its stage, its tasks in MK_POOL_ORDER, and the
+ * CTAs holding them; and each stage's pool, -1 for none. */
+static void pool_tables(cg_em *E)
+{
+	const ir_sched *s = E->s;
+	const ir_prog *p = E->p;
+	strbuf *o = E->o;
+	int *stage_pool = calloc((size_t)E->nst + 1, sizeof(int));
+	if (!stage_pool) {
+		cg_fail(E, "out of memory", p->name);
+		return;
+	}
+	for (int j = 0; j < E->nst; j++)
+		stage_pool[j] = -1;
+	sb_puts(o, "// {stage, first, tasks, CTAs}: a run takes tasks + CTAs tickets\n"
+		   "__device__ const mkd_pool MK_POOLS[MK_NPOOLS] = {");
+	for (int k = 0; k < s->npools && !E->bad; k++) {
+		const ir_pool *pl = &s->pools[k];
+		const int st = stage_of_task(E, &s->tasks[s->pool_order[pl->first]]);
+		for (int j = 0; j < pl->n; j++)
+			if (stage_of_task(E, &s->tasks[s->pool_order[pl->first + j]]) != st || st < 0)
+				st < 0 ? cg_fail(E, "a pool without a stage", p->ops[pl->op].stage)
+				       : cg_fail(E, "a pool's tasks in two stages", p->ops[pl->op].stage);
+		if (E->bad)
+			break;
+		stage_pool[st] = k;
+		sb_printf(o, "%s{%s_%s, %d, %d, %d}", k ? ", " : "", stage_prefix[E->st[st].kind],
+			  p->ops[pl->op].stage, pl->first, pl->n, pl->ctas);
+	}
+	sb_puts(o, "};\n__device__ const signed char MK_STAGE_POOL[] = {");
+	for (int j = 0; j < E->nst; j++)
+		sb_printf(o, "%s%d", j ? ", " : "", stage_pool[j]);
+	free(stage_pool);
+	const int n = s->pools[s->npools - 1].first + s->pools[s->npools - 1].n;
+	sb_printf(o, "};\n__device__ const int MK_POOL_ORDER[%d] = {", n);
+	for (int j = 0; j < n; j++)
+		sb_printf(o, "%s%s%d", j ? "," : "", j % 16 ? " " : "\n\t", s->pool_order[j]);
+	sb_puts(o, "\n};\n\n");
+}
+
 static void tables(cg_em *E)
 {
 	const ir_sched *s = E->s;
@@ -341,6 +385,8 @@ static void tables(cg_em *E)
 	for (int c = 0; c <= s->ctas; c++)
 		sb_printf(o, "%s%s%d", c ? "," : "", c % 16 ? " " : "\n\t", s->cta_first[c]);
 	sb_puts(o, "\n};\n\n");
+	if (s->npools)
+		pool_tables(E);
 
 	sb_printf(o, "__device__ const mkd_read MK_READS[%d] = {\n", nr + 1);
 	for (int i = 0; i < s->ntasks; i++)

@@ -64,7 +64,9 @@ void inspect_plans(const ir_prog *p, strbuf *out)
 						  p->tensors[op->gate - 1].name, p->tensors[op->in[1]].name);
 				else if (pl->mm.wg_cols)
 					sb_puts(out, ", 64 rows: the warpgroups split the columns");
-				if (pl->mm.carry)
+				if (pl->mm.carry && pl->pool)  /* the next is taken when this ends */
+					sb_puts(out, ", the ring goes on into the task's next tile");
+				else if (pl->mm.carry)
 					sb_puts(out, ", the ring goes on into the next task");
 				if (pl->mm.late)
 					sb_puts(out, ", waits per operand");
@@ -82,6 +84,8 @@ void inspect_plans(const ir_prog *p, strbuf *out)
 			}
 			if (pl->mm.bucket >= 0)
 				sb_printf(out, ", rows bounded by %s's buckets", p->ops[pl->mm.bucket].stage);
+			if (pl->pool)
+				sb_puts(out, ", tasks taken at run time (a pool)");
 			break;
 		case OP_ATTENTION:
 			if (pl->attn.tensor_cores)
@@ -202,6 +206,10 @@ void inspect_schedule(const ir_sched *s, strbuf *out)
 		  s->ctas, s->threads, s->smem);
 	sb_printf(out, "predicted %.1f us; floor %.1f us (compute %.1f us, communication %.1f us)\n",
 		  s->predicted_us, s->bound_us, s->compute_us, s->comm_us);
+	for (int k = 0; k < s->npools; k++)
+		sb_printf(out, "pool %s: %d tasks taken at run time by the %d CTAs that hold them, "
+			  "first t%d\n", p->ops[s->pools[k].op].stage, s->pools[k].n, s->pools[k].ctas,
+			  s->pool_order[s->pools[k].first]);
 	if (s->order_wave && s->other_us > 0)
 		sb_printf(out, "tasks taken by wave (ready first: predicted %.1f us)\n", s->other_us);
 	else if (s->order_wave)
@@ -340,6 +348,19 @@ void inspect_json(const ir_sched *s, strbuf *out)
 			sb_printf(out, "    {\"id\": %d, \"rank\": %d, \"expected\": %d}%s\n",
 				  r * s->nflags + f, r, s->flags[f].expected,
 				  r + 1 < p->world || f + 1 < s->nflags ? "," : "");
+	/* each rank's pools: rank r takes r's images of the template's, in
+	 * the same order */
+	sb_puts(out, "  ],\n  \"pools\": [");
+	for (int r = 0, np = 0; r < p->world; r++)
+		for (int q = 0; q < s->npools; q++, np++) {
+			const ir_pool *pl = &s->pools[q];
+			sb_printf(out, "%s\n    {\"stage\": \"%s\", \"rank\": %d, \"ctas\": %d, \"tasks\": [",
+				  np ? "," : "", p->ops[pl->op].stage, r, pl->ctas);
+			for (int j = 0; j < pl->n; j++)
+				sb_printf(out, "%s%d", j ? ", " : "", r * s->ntasks + s->pool_order[pl->first + j]);
+			sb_puts(out, "]}");
+		}
+	sb_puts(out, s->npools ? "\n" : "");
 	sb_printf(out, "  ],\n  \"predicted_us\": %.3f,\n  \"run_us\": %.3f,\n  \"bound_us\": %.3f,\n"
 		  "  \"compute_us\": %.3f,\n  \"comm_us\": %.3f,\n  \"task_order\": \"%s\"\n}\n",
 		  s->predicted_us, s->dev.run_us, s->bound_us, s->compute_us, s->comm_us,

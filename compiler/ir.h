@@ -276,6 +276,10 @@ typedef struct ir_plan {
 	ir_moe_plan moe;    /* OP_DISPATCH, OP_COMBINE */
 	int view;           /* layout op: its result is a view of its input
 	                       (plan_view.c); it makes no task */
+	int pool;           /* its tasks are taken at run time, in the pool's
+	                       order, from a per-rank counter by the CTAs whose
+	                       lists hold them (sched.c, mkd/kernel.cuh): the
+	                       bucket matmuls, whose empty tiles are data */
 } ir_plan;
 
 /* The most tasks one matmul makes without a `tasks` hint: past it a task
@@ -559,6 +563,17 @@ typedef struct ir_device {
 	double attn_mma_eff;       /* the mma.sync attention tile */
 } ir_device;
 
+/* A pool (ir_plan.pool): the tasks of one op, which the CTAs that hold
+ * any of them take at run time from a per-rank counter, in this order,
+ * until none is left; a CTA's entries of the op are contiguous in its list
+ * and run as one loop at the first (sched.c). */
+typedef struct ir_pool {
+	int op;
+	int first, n;    /* its tasks: ir_sched.pool_order[first .. first + n) */
+	int ctas;        /* CTAs of a rank with an entry: each takes one ticket
+	                    past the last task, so a run takes n + ctas */
+} ir_pool;
+
 typedef struct ir_sched {
 	const ir_prog *prog;
 	ir_device dev;
@@ -573,6 +588,9 @@ typedef struct ir_sched {
 	int *cta_first;           /* tasks of CTA c: [cta_first[c], cta_first[c+1]) */
 	ir_flag *flags;           /* rank 0's flag array; every rank has the same */
 	int nflags;
+	ir_pool *pools;           /* the ops whose tasks are taken at run time */
+	int npools;
+	int *pool_order;          /* their tasks, pool by pool, in ticket order */
 	double predicted_us;
 	int order_wave;           /* the list schedule took tasks by wave, not
 	                             ready first (sched.c list_schedule) */

@@ -58,6 +58,9 @@ typedef struct compile_opts {
 	                           epilogue (the driver reads MK_NO_EPI2=1) */
 	int no_carry;           /* no matmul's ring carried into the next task
 	                           (the driver reads MK_NO_CARRY=1) */
+	int no_pool;            /* every task where the list schedule puts it:
+	                           no bucket matmul's tiles taken at run time
+	                           (the driver reads MK_NO_POOL=1) */
 	int no_late;            /* every matmul's flags waited for before its
 	                           task starts (the driver reads MK_NO_LATE=1) */
 	int all_late;           /* every tile that can waits per operand, not

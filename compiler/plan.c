@@ -530,8 +530,17 @@ static void plan_matmul(planner *P, ir_op *op, int wide)
 	 * H200 that gained nothing in decode and cost 4-5% in compute-bound
 	 * chains (docs/perf-notes.md, 2026-12-05); MK_LATE=1 makes every such
 	 * tile wait per operand, MK_NO_LATE=1 none */
+	/* a bucket matmul's tiles are taken at run time, expert by expert
+	 * (sched.c: the pool): which of them are past the tokens is data, and
+	 * in fixed lists every empty tile let its CTA run ahead, so the
+	 * tiles that share a weight slab started milliseconds apart and read
+	 * it from device memory again (docs/perf-notes.md, 2026-12-06);
+	 * MK_NO_POOL=1 keeps them in the lists.  A pooled task's successor is
+	 * not known before it ends: the ring goes on only inside a task */
+	op->plan.pool = m->bucket >= 0 && !P->o->no_pool;
 	const int one = m->wgmma && m->tiles_m * m->tiles_n == 1 && m->bucket < 0;
-	m->carry = m->wgmma && !P->o->no_carry && (m->bucket < 0 || !p->ops[m->bucket].rroute1);
+	m->carry = m->wgmma && !P->o->no_carry && (m->bucket < 0 || !p->ops[m->bucket].rroute1) &&
+		   !(op->plan.pool && m->tiles_m * m->tiles_n == 1);
 	m->late = one && !P->o->no_late && !op->gate &&
 		  (P->o->all_late || mm_delivered(P->p, op));
 	P->err |= before;

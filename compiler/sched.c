@@ -22,6 +22,13 @@
  *    Every CTA's list is thus in one global order that also respects every
  *    dependency, which is what makes the in-order role loops deadlock-free
  *    (verify.c proves it again on the expanded graph).
+ * 5. Pools (ir_plan.pool, ir_pool): the tasks of a pooled op are taken at
+ *    run time, by whichever CTA holding some of them asks first, so the
+ *    lists must be deadlock-free whichever CTA runs which: the list
+ *    schedule places the tasks in phases (pool_phases), so that in every
+ *    CTA's list what a pool needs comes before its entries and what needs
+ *    the pool after them, and a CTA's entries of a pool are contiguous;
+ *    then the pool's order (pool_key) and its CTAs (build_pools).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -64,6 +71,8 @@ typedef struct sched {
 	int *rflag;       /* per template task: its written flag (RDMA), else -1 */
 	int *hbucket;     /* hash: flag index + 1, 0 = empty */
 	int hcap;
+	int *phase;       /* per template task: list_order's first key; NULL
+	                     without pools (pool_phases) */
 } sched;
 
 static int shift_inverse(int r, int nodes, int gpus)
@@ -599,16 +608,151 @@ static void choose_roles(sched *S, const compile_opts *o)
 	s->ctas = first;
 }
 
+/* ---- pools ---------------------------------------------------------------- */
+
+/* The phases of the list schedule where some op is pooled.  An op's level
+ * is the most pools on a chain of ops that leads to it (a pool counting
+ * for the ops after it); list_order places the tasks by (phase, its own
+ * key), the phase being
+ *     level x (nops + 2)           an op that is not pooled
+ *     level x (nops + 2) + 1 + op  a pooled op,
+ * so that in each CTA's list the ops of one level come before that
+ * level's pools, each pool's entries together, and then the next level.
+ * Everything a pool's task needs is then before the first entry of that
+ * pool in every list, and everything that needs it after the last, which
+ * keeps the CTA loops deadlock-free whichever CTA takes which task
+ * (verify.c, check 2, proves it of the lists).  A pooled op whose tasks
+ * depend on each other, or on a cycle of ops, cannot be a pool: the
+ * plan's error.  Without pools S->phase stays NULL: the schedule is the
+ * list schedule's alone. */
+static void pool_phases(sched *S)
+{
+	ir_sched *s = S->s;
+	const ir_prog *p = S->p;
+	int any = 0;
+	for (int o = 0; o < p->nops; o++)
+		any |= p->ops[o].plan.pool;
+	if (!any)
+		return;
+	int *level = arena_alloc(S->a, (size_t)p->nops * sizeof(int));
+	S->phase = arena_alloc(S->a, (size_t)s->ntasks * sizeof(int));
+	if (!level || !S->phase) {
+		S->err = 1;
+		return;
+	}
+	memset(level, 0, (size_t)p->nops * sizeof(int));
+	for (int round = 0, changed = 1; changed; round++) {
+		if (round > p->nops) {
+			diag_error(S->d, p->where, "internal: a pooled op on a cycle of ops");
+			S->err = 1;
+			return;
+		}
+		changed = 0;
+		for (int i = 0; i < s->ntasks; i++) {
+			const int oi = s->tasks[i].op;
+			for (int k = 0; k < S->ndeps[i]; k++) {
+				const int oq = s->tasks[S->deps[i][k].task].op;
+				if (oq == oi && p->ops[oi].plan.pool) {
+					diag_error(S->d, p->ops[oi].where,
+						   "internal: the pooled op '%s' has a task that needs another of its tasks",
+						   p->ops[oi].stage);
+					S->err = 1;
+					return;
+				}
+				const int v = level[oq] + (oq != oi && p->ops[oq].plan.pool);
+				if (v > level[oi]) {
+					level[oi] = v;
+					changed = 1;
+				}
+			}
+		}
+	}
+	for (int i = 0; i < s->ntasks; i++) {
+		const int o = s->tasks[i].op;
+		S->phase[i] = level[o] * (p->nops + 2) + (p->ops[o].plan.pool ? 1 + o : 0);
+	}
+}
+
+/* A pool's order: batch by batch (an expert's tiles together), in each
+ * column by column, and in a column row by row, so that the CTAs working
+ * at once share an expert's rows and each column's weight slab (the
+ * tiles of one slab one after another; rows past an expert's tokens are
+ * empty tiles, done at once). */
+static int pool_key(const void *a, const void *b, void *arg)
+{
+	const ir_sched *s = arg;
+	const ir_task *x = &s->tasks[*(const int *)a], *y = &s->tasks[*(const int *)b];
+	const int nd = s->prog->tensors[x->write.tensor].ndim;
+	int64_t kx[IR_MAXDIM], ky[IR_MAXDIM];
+	int n = 0;
+	for (int d = 0; d + 2 < nd; d++, n++) {
+		kx[n] = x->write.lo[d];
+		ky[n] = y->write.lo[d];
+	}
+	for (int d = nd - 1; d >= nd - 2 && d >= 0; d--, n++) {
+		kx[n] = x->write.lo[d];
+		ky[n] = y->write.lo[d];
+	}
+	for (int d = 0; d < n; d++)
+		if (kx[d] != ky[d])
+			return kx[d] < ky[d] ? -1 : 1;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+/* The pools of the final lists: each pooled op's tasks in pool_key order
+ * and the CTAs that hold them. */
+static void build_pools(sched *S)
+{
+	ir_sched *s = S->s;
+	const ir_prog *p = S->p;
+	int np = 0, nt = 0;
+	for (int i = 0; i < s->ntasks; i++)
+		nt += p->ops[s->tasks[i].op].plan.pool;
+	for (int o = 0; o < p->nops; o++)
+		np += p->ops[o].plan.pool;
+	if (!np)
+		return;
+	s->pools = arena_alloc(S->a, (size_t)np * sizeof *s->pools);
+	s->pool_order = arena_alloc(S->a, (size_t)(nt + 1) * sizeof(int));
+	char *held = arena_alloc(S->a, (size_t)s->ctas);
+	if (!s->pools || !s->pool_order || !held) {
+		S->err = 1;
+		return;
+	}
+	int first = 0;
+	for (int o = 0; o < p->nops; o++) {
+		if (!p->ops[o].plan.pool)
+			continue;
+		ir_pool *pl = &s->pools[s->npools++];
+		pl->op = o;
+		pl->first = first;
+		pl->n = 0;
+		pl->ctas = 0;
+		memset(held, 0, (size_t)s->ctas);
+		for (int i = 0; i < s->ntasks; i++)
+			if (s->tasks[i].op == o) {
+				s->pool_order[first + pl->n++] = i;
+				pl->ctas += !held[s->tasks[i].cta];
+				held[s->tasks[i].cta] = 1;
+			}
+		qsort_r(s->pool_order + first, (size_t)pl->n, sizeof(int), pool_key, s);
+		first += pl->n;
+	}
+}
+
 /* ---- list scheduling ------------------------------------------------------ */
 
 typedef struct heap {
 	int *v;
 	double *key;
 	int n;
+	const int *phase;  /* a first key, or NULL */
 } heap;
 
 static int heap_less(const heap *h, int a, int b)
 {
+	if (h->phase && h->phase[a] != h->phase[b])
+		return h->phase[a] < h->phase[b];
 	if (h->key[a] != h->key[b])
 		return h->key[a] < h->key[b];
 	return a < b;
@@ -722,8 +866,8 @@ static double list_order(sched *S, int how)
 	double *avail = wave ? arena_alloc(S->a, (size_t)n * sizeof(double)) : ready;
 	double *wkey = wave ? arena_alloc(S->a, (size_t)n * sizeof(double)) : ready;
 	int *per_op = arena_alloc(S->a, (size_t)(p->nops + 1) * 2 * sizeof(int));
-	heap h = {arena_alloc(S->a, (size_t)n * sizeof(int)), avail, 0};
-	heap cand = {arena_alloc(S->a, (size_t)n * sizeof(int)), wkey, 0};
+	heap h = {arena_alloc(S->a, (size_t)n * sizeof(int)), avail, 0, S->phase};
+	heap cand = {arena_alloc(S->a, (size_t)n * sizeof(int)), wkey, 0, S->phase};
 	if (!indeg || !succ || !nsucc || !ready || !ready_a || !ready_x || !need || !cta_free ||
 	    !cta_n || !h.v || !avail || !wkey || !per_op || !cand.v) {
 		S->err = 1;
@@ -917,6 +1061,7 @@ static void list_schedule(sched *S, const compile_opts *o)
 			i++;
 		s->cta_first[c] = i;
 	}
+	build_pools(S);
 
 	/* the floor: all SMs computing, every link busy all the time */
 	double comp = 0, nv = 0, rd = 0;
@@ -954,6 +1099,8 @@ int sched_run(ir_sched *s, const compile_opts *o, diags *d, arena *a)
 		rdma_flags(&S);
 	if (!S.err)
 		build_deps(&S);
+	if (!S.err)
+		pool_phases(&S);
 	if (!S.err)
 		choose_roles(&S, o);
 	if (!S.err)

@@ -30,7 +30,16 @@
  *      coverage is the same); this one does not, from the task boxes and
  *      the op's meaning alone, not from rotate.c's table it checks;
  *   9. no RDMA write reads or writes a view (its commands name byte
- *      offsets of a tensor's row-major piece).
+ *      offsets of a tensor's row-major piece);
+ *  10. pools (ir_pool: tasks taken at run time by whichever of the CTAs
+ *      holding them asks first): each pooled op's tasks are its pool's,
+ *      each once, a CTA's entries of a pool are contiguous, and the pool
+ *      counts the CTAs that hold them.  For check 2 a pool is one node
+ *      (its tasks' waits into it, their signals out of it) standing in
+ *      every holding CTA's list where its entries are: a CTA in the pool
+ *      waits for any of its tasks, so acyclic, nothing the pool needs
+ *      waits for it in any list.  For check 4 a pooled task has no
+ *      program order (any CTA may run it): only flags order it.
  * It does not expand the ranks: it checks the template, and the images of
  * its writes on one rank, which is enough by the symmetry below; the cost
  * is that of the template, not ranks x template.  A failure is the
@@ -111,6 +120,9 @@ typedef struct ver {
 	/* the template's graph: tasks [0, nt), then flags [nt, nt + nf); CSR */
 	int *first, *to;
 	int *pos;         /* place in a topological order */
+	/* each task's node: itself, or for a pooled task its pool's first */
+	int *node;
+	char *pooled;
 	/* waiters of each flag index (CSR): template task and wait rank */
 	int *wfirst, *wtask, *wrank;
 	/* the reader's waits, sorted keys rank * nf + index */
@@ -296,6 +308,80 @@ static int flag_counts(ver *V)
 	return 0;
 }
 
+/* ---- 10. pools ----------------------------------------------------------------- */
+
+/* Each task's node (V->node), after the pools' tables are checked. */
+static int pools(ver *V)
+{
+	const ir_sched *s = V->s;
+	const ir_prog *p = V->p;
+	V->node = alloc(V, (size_t)(V->nt + 1) * sizeof(int));
+	V->pooled = alloc(V, (size_t)V->nt + 1);
+	int *seen = alloc(V, (size_t)p->nops * sizeof(int));
+	char *held = alloc(V, (size_t)s->ctas + 1);
+	if (V->err)
+		return 1;
+	for (int i = 0; i < V->nt; i++) {
+		V->node[i] = i;
+		V->pooled[i] = 0;
+	}
+	for (int o = 0; o < p->nops; o++)
+		seen[o] = -1;
+	for (int k = 0; k < s->npools; k++) {
+		const ir_pool *pl = &s->pools[k];
+		if (pl->op < 0 || pl->op >= p->nops || !p->ops[pl->op].plan.pool || seen[pl->op] >= 0 ||
+		    pl->n < 1 || pl->first < 0 || (k && pl->first != s->pools[k - 1].first + s->pools[k - 1].n)) {
+			fail(V, NULL, NULL, "a pool's table names no pooled op, one twice, or no tasks");
+			return 1;
+		}
+		seen[pl->op] = k;
+		memset(held, 0, (size_t)s->ctas);
+		int ctas = 0;
+		for (int j = 0; j < pl->n; j++) {
+			const int i = s->pool_order[pl->first + j];
+			if (i < 0 || i >= V->nt || s->tasks[i].op != pl->op || V->pooled[i]) {
+				fail(V, i >= 0 && i < V->nt ? &s->tasks[i] : NULL, NULL,
+				     "a pool lists a task of another op, or one twice");
+				return 1;
+			}
+			V->pooled[i] = 1;
+			V->node[i] = s->pool_order[pl->first];
+			ctas += !held[s->tasks[i].cta];
+			held[s->tasks[i].cta] = 1;
+		}
+		if (ctas != pl->ctas) {
+			fail(V, &s->tasks[s->pool_order[pl->first]], NULL,
+			     "a pool's count of CTAs is not the CTAs that hold its tasks (a run would "
+			     "take another number of tickets)");
+			return 1;
+		}
+	}
+	for (int i = 0; i < V->nt; i++) {
+		const ir_task *t = &s->tasks[i];
+		if (p->ops[t->op].plan.pool && !V->pooled[i]) {
+			fail(V, t, NULL, "a task of a pooled op is in no pool");
+			return 1;
+		}
+		/* contiguous: an entry of the pool after another op's task
+		 * that follows one of the pool's on the same CTA */
+		if (V->pooled[i] && i > 0 && s->tasks[i - 1].cta == t->cta && s->tasks[i - 1].op != t->op)
+			for (int j = i - 2; j >= s->cta_first[t->cta] && j >= 0; j--)
+				if (s->tasks[j].op == t->op) {
+					fail(V, t, NULL, "a CTA's entries of a pool are not contiguous");
+					return 1;
+				}
+	}
+	return 0;
+}
+
+/* Does task i's CTA successor follow it in check 2's graph (a pool's
+ * entries are one node: no edge among them)? */
+static int cta_next(const ver *V, int i)
+{
+	const ir_task *t = &V->s->tasks[i];
+	return i + 1 < V->nt && V->s->tasks[i + 1].cta == t->cta && V->node[i + 1] != V->node[i];
+}
+
 /* ---- 2. the template's graph is acyclic ---------------------------------------- */
 
 static int acyclic(ver *V)
@@ -318,10 +404,12 @@ static int acyclic(ver *V)
 	int *q = alloc(V, (size_t)nn * sizeof(int));
 	if (V->err)
 		return 1;
-	/* out-degrees: a task's signals and its CTA successor; a flag's waiters */
+	/* out-degrees: a task's signals and its CTA successor; a flag's waiters
+	 * (a pooled task's edges are its pool's node's) */
+	const int *nd = V->node;
 	for (int i = 0; i < nt; i++) {
 		const ir_task *t = &s->tasks[i];
-		V->first[i + 1] += t->nsignals + (i + 1 < nt && s->tasks[i + 1].cta == t->cta);
+		V->first[nd[i] + 1] += t->nsignals + cta_next(V, i);
 		for (int k = 0; k < t->nwaits; k++) {
 			V->first[nt + t->waits[k].index + 1]++;
 			V->wfirst[t->waits[k].index + 1]++;
@@ -337,12 +425,12 @@ static int acyclic(ver *V)
 	for (int i = 0; i < nt; i++) {
 		const ir_task *t = &s->tasks[i];
 		for (int k = 0; k < t->nsignals; k++)
-			V->to[fill[i]++] = nt + t->signals[k].index;
-		if (i + 1 < nt && s->tasks[i + 1].cta == t->cta)
-			V->to[fill[i]++] = i + 1;
+			V->to[fill[nd[i]]++] = nt + t->signals[k].index;
+		if (cta_next(V, i))
+			V->to[fill[nd[i]]++] = nd[i + 1];
 		for (int k = 0; k < t->nwaits; k++) {
 			int f = t->waits[k].index;
-			V->to[fill[nt + f]++] = i;
+			V->to[fill[nt + f]++] = nd[i];
 			V->wtask[wfill[f]] = i;
 			V->wrank[wfill[f]++] = t->waits[k].rank;
 		}
@@ -364,10 +452,12 @@ static int acyclic(ver *V)
 	if (qt == nn)
 		return 0;
 	for (int i = 0; i < nt; i++)
-		if (deg[i]) {
+		if (deg[nd[i]]) {
 			fail(V, &s->tasks[i], NULL,
-			     "in-order CTA loops may deadlock (a cycle of waits and program order "
-			     "passes through it, up to the rank symmetry)");
+			     V->pooled[i] ? "in-order CTA loops may deadlock (a cycle of waits and program "
+					    "order passes through its pool, up to the rank symmetry)"
+					  : "in-order CTA loops may deadlock (a cycle of waits and program order "
+					    "passes through it, up to the rank symmetry)");
 			return 1;
 		}
 	fail(V, NULL, NULL, "a cycle of waits among flags");
@@ -552,8 +642,9 @@ static int reaches(ver *V, int r, int j, int i)
 {
 	const ir_sched *s = V->s;
 	const int64_t target = tnode(V, 0, i), ntn = (int64_t)V->world * V->nt;
-	const int lim = V->pos[i];
-	if (V->pos[j] >= lim)
+	const int *nd = V->node;
+	const int lim = V->pos[nd[i]];
+	if (V->pos[nd[j]] >= lim)
 		return 0;
 	V->stamp++;
 	V->hn = 0;
@@ -573,15 +664,15 @@ static int reaches(ver *V, int r, int j, int i)
 				    visit(V, fnode(V, add(V, k->signals[e].rank, ur), f)))
 					push(V, fnode(V, add(V, k->signals[e].rank, ur), f));
 			}
-			if (t + 1 < V->nt && s->tasks[t + 1].cta == k->cta &&
-			    V->pos[t + 1] <= lim && visit(V, tnode(V, ur, t + 1)))
+			if (t + 1 < V->nt && s->tasks[t + 1].cta == k->cta && !V->pooled[t] &&
+			    !V->pooled[t + 1] && V->pos[t + 1] <= lim && visit(V, tnode(V, ur, t + 1)))
 				push(V, tnode(V, ur, t + 1));
 		} else {  /* flag (y, f): its waiters (w, x) run by rank y - x */
 			int y = (int)((u - ntn) / V->nf), f = (int)((u - ntn) % V->nf);
 			for (int e = V->wfirst[f]; e < V->wfirst[f + 1]; e++) {
 				int w = V->wtask[e];
 				int64_t v = tnode(V, add(V, y, neg(V, V->wrank[e])), w);
-				if (V->pos[w] <= lim && visit(V, v))
+				if (V->pos[nd[w]] <= lim && visit(V, v))
 					push(V, v);
 			}
 		}
@@ -596,7 +687,7 @@ static int ordered(ver *V, int r, int j, const ir_task *t)
 	for (int k = 0; k < u->nsignals; k++)
 		if (has_wait(V, add(V, u->signals[k].rank, r), u->signals[k].index))
 			return 2;  /* directly: a flag t waits on */
-	if (r == 0 && u->cta == t->cta && u->order < t->order)
+	if (r == 0 && u->cta == t->cta && u->order < t->order && !V->pooled[j] && !V->pooled[t->id])
 		return 1;
 	return reaches(V, r, j, t->id);
 }
@@ -907,8 +998,8 @@ int verify_run(const ir_sched *s, diags *d, arena *a)
 	if (V.err)
 		return 1;
 
-	/* 1, 2, 5, 4, 8 */
-	if (flag_counts(&V) || acyclic(&V) || disjoint_writes(&V) || reads_covered(&V) ||
+	/* 1, 10, 2, 5, 4, 8 */
+	if (flag_counts(&V) || pools(&V) || acyclic(&V) || disjoint_writes(&V) || reads_covered(&V) ||
 	    reads_move(&V))
 		return 1;
 	return V.err;

@@ -50,7 +50,7 @@ struct mk_pipeline {
 	CUdeviceptr *buf;        /* [ranks * nt] */
 	unsigned char *owned;    /* allocated by us */
 	CUdeviceptr flags;       /* [ranks][nflags + 2] u64 */
-	int nfl;                 /* flags per rank: nflags + READY + DONE */
+	int nfl;                 /* flags per rank: nflags + READY + DONE + a counter a pool */
 	mk_vmm *vmm;             /* process mode: my tensors, my flags, my RDMA flags */
 	int nvmm;                /* nt + 1, + 1 with RDMA stages */
 	int npeers;              /* process mode: ranks of my node but me */

@@ -211,7 +211,7 @@ static mk_status load(mk_ctx *c, int file, mk_pipeline *p, const mk_load_opts *o
 	if (mk_test_sched_hook)
 		mk_test_sched_hook(p->s);
 	p->nt = p->p->ntensors;
-	p->nfl = p->s->nflags + 2;
+	p->nfl = p->s->nflags + 2 + p->s->npools;  /* the flags, READY, DONE, the pools' counters */
 	if (cg_rdma_layout(p->s, &p->rl, NULL, 0) != 0 ||
 	    !(p->rdst = calloc((size_t)p->rl.ndst + 1, sizeof(int))))
 		return mk_fail(c, MK_ERR_UNSUPPORTED, "RDMA stages this runtime cannot lay out");

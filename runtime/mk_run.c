@@ -539,7 +539,7 @@ mk_status mk_trace_write(mk_pipeline *p, const char *path)
 				"\"args\": {\"task\": %d, \"writes\": \"%s\"}}",
 				p->p->ops[t->op].stage, ir_task_name(t->kind),
 				ir_role_name(p->s->roles[t->role].kind), (x->t0 - t0) / 1e3,
-				(x->t1 - x->t0) / 1e3, rk, t->cta, i, sb_str(&reg));
+				(x->t1 - x->t0) / 1e3, rk, x->cta, i, sb_str(&reg));
 			sb_free(&reg);
 		}
 	}

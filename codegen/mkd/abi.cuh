@@ -7,7 +7,7 @@
 #ifndef MKD_ABI_CUH
 #define MKD_ABI_CUH
 
-#define MKD_ABI_VERSION 4
+#define MKD_ABI_VERSION 5
 #define MKD_MAX_TENSORS 64
 
 /* One row per rank of the mesh, in device memory: where that rank's flag
@@ -95,9 +95,11 @@ typedef struct mkd_report {
 	unsigned long long epoch;
 } mkd_report;
 
-/* One per task and rank when tracing: %globaltimer at begin and end. */
+/* One per task and rank when tracing: %globaltimer at begin and end, and
+ * the CTA that ran it (a pool's task: whichever took it). */
 typedef struct mkd_trace_rec {
 	unsigned long long t0, t1;
+	int cta, pad;
 } mkd_trace_rec;
 
 /* Resident mode.  The host rings `doorbell` (host-mapped memory) with the

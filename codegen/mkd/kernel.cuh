@@ -22,6 +22,8 @@
  *                            [MK_STAGE_FIRST[op] .. MK_STAGE_FIRST[op + 1]))
  *   MK_TASKS[], MK_CTA_FIRST[], MK_READS[], MK_SIGNALS[]   the tables
  *   MK_PROGRESSIVE[]         by stage: the stage waits for each read itself
+ *   MK_NPOOLS                (optional) pools: then MK_POOLS[], MK_STAGE_POOL[]
+ *                            (by stage: its pool or -1) and MK_POOL_ORDER[]
  *   mk_stage(stage, p, rank, cta, i, epoch, smem)   runs task i's stage
  *                            function (stage: MK_TASKS[i].stage)
  * and include mkd/task.cuh before its stage functions.  Without MK_NTASKS
@@ -76,11 +78,37 @@ static __device__ __forceinline__ bool mkd_run_task(const mkd_params &p, int ran
 			const int fr = mkd_shift_rank<MK_NODES, MK_GPUS>(f.rank, rank);
 			mkd_signal((u64 *)p.ranks[fr].flags + f.index);
 		}
-		if (p.trace)
+		if (p.trace) {
 			p.trace[(i64)rank * MK_NTASKS + i].t1 = mkd_globaltimer();
+			p.trace[(i64)rank * MK_NTASKS + i].cta = cta;
+		}
 	}
 	return true;
 }
+
+#if defined(MK_NPOOLS) && MK_NPOOLS
+// Pool k (sched.c): the pool's next task for this CTA, from the rank's
+// counter, or -1 when none is left; all threads call it.  Every CTA holding
+// entries of the pool takes tasks until it gets -1, so a run takes n + ctas
+// tickets and run e's first is (e - 1) (n + ctas): the counter is never
+// reset between runs (the runtime clears it with the flags).  No ring is
+// carried into a pooled task: the next one is not known before this one
+// ends.
+static __shared__ int mkd_pool_next;
+
+static __device__ __forceinline__ int mkd_pool_take(const mkd_params &p, int rank, int k, u64 epoch)
+{
+	const mkd_pool &q = MK_POOLS[k];
+	__syncthreads();  // every thread has read the last ticket
+	if (threadIdx.x == 0) {
+		u64 *counter = (u64 *)p.ranks[rank].flags + MK_NFLAGS + 2 + k;
+		const u64 v = atomicAdd((unsigned long long *)counter, 1ull) - (epoch - 1) * (u64)(q.n + q.ctas);
+		mkd_pool_next = v < (u64)q.n ? MK_POOL_ORDER[q.first + (int)v] : -1;
+	}
+	__syncthreads();
+	return mkd_pool_next;
+}
+#endif
 
 #if MK_RDMA && MK_MULTIPROC
 // The start of a run with RDMA stages, thread 0 of CTA 0: the ranks that
@@ -164,8 +192,25 @@ static __device__ __forceinline__ void mkd_kernel(const mkd_params &p)
 		// the end as a value: a pointer to it kept across the stages took a
 		// 64-bit register that a gelu epilogue needed (a spill)
 		const int end = MK_CTA_FIRST[cta + 1];
-		for (int i = MK_CTA_FIRST[cta]; i < end && !aborted; i++)
+		for (int i = MK_CTA_FIRST[cta]; i < end && !aborted;) {
+#if defined(MK_NPOOLS) && MK_NPOOLS
+			// a pool's entries: its tasks as taken, then past the entries
+			// (one call of mkd_run_task: a second would copy every stage)
+			const int st = MK_TASKS[i].stage, k = MK_STAGE_POOL[st];
+			const int task = k >= 0 ? mkd_pool_take(p, rank, k, epoch) : i;
+			if (k >= 0 && task < 0) {
+				while (i < end && MK_TASKS[i].stage == st)
+					i++;
+				continue;
+			}
+			const int next = k < 0 && i + 1 < end ? i + 1 : -1;
+			i += k < 0;
+			aborted = !mkd_run_task(p, rank, cta, task, next, epoch, smem, &ok);
+#else
 			aborted = !mkd_run_task(p, rank, cta, i, i + 1 < end ? i + 1 : -1, epoch, smem, &ok);
+			i++;
+#endif
+		}
 #if MK_MULTIPROC
 		// leave the run only when every rank of the node is done with it
 		__syncthreads();

@@ -22,6 +22,11 @@ struct mkd_read {         // a box read: tensor, rank (rank 0's view), its wait
 	int lo[3], hi[3];          // -2 a peer's input (its kernel started), -3 all of them
 };
 struct mkd_fref { int rank, index; };  // a flag of a rank (rank 0's view)
+struct mkd_pool {          // tasks taken at run time (mkd/kernel.cuh, mkd_run_pool)
+	int stage;
+	int first, n;          // MK_POOL_ORDER[first .. first + n)
+	int ctas;              // CTAs holding its entries: a run takes n + ctas tickets
+};
 
 // The box read r of a task, as rank `rank` sees it (mkd_read_box).
 struct mkd_box {

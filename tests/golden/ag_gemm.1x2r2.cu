@@ -8,7 +8,7 @@
 #define MKD_SYS_SCOPE 0
 #include "mkd/mkd.cuh"
 
-#if MKD_ABI_VERSION != 4
+#if MKD_ABI_VERSION != 5
 #error "device library ABI mismatch"
 #endif
 

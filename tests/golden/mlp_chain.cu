@@ -9,7 +9,7 @@
 #define MKD_WG_TRADE 0  // no register trading (plan.c)
 #include "mkd/mkd.cuh"
 
-#if MKD_ABI_VERSION != 4
+#if MKD_ABI_VERSION != 5
 #error "device library ABI mismatch"
 #endif
 

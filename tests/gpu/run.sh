@@ -208,6 +208,16 @@ done
 # shellcheck disable=SC2086
 check "moe.walk.skew.r4" "$MKRUN" "$moe_walk" --ranks 4 $moe_sz -D C=1024 --inputs "$moe_dir/skew" \
 	--iters 3 --quiet
+# the expert GEMMs' tiles where the list schedule puts them, not taken at
+# run time (MK_NO_POOL=1; the pools are the default, every row above)
+for r in 1 4; do
+	# shellcheck disable=SC2086
+	check "moe.nopool.r$r" env MK_NO_POOL=1 "$MKRUN" samples/moe_dispatch_gemm.mk --ranks "$r" $moe_sz \
+		--iters 3 --quiet
+done
+# shellcheck disable=SC2086
+check "moe.nopool.skew.r4" env MK_NO_POOL=1 "$MKRUN" samples/moe_dispatch_gemm.mk --ranks 4 $moe_sz \
+	-D C=1024 --inputs "$moe_dir/skew" --iters 3 --quiet
 gemm_walk=$(mktemp -d)/gemm_walk.mk
 sed -e 's/^  C = matmul(A, B)$/  C = matmul(A, B)  tasks 3/' -e 's/pipeline gemm/pipeline gemm_walk/' \
 	samples/gemm.mk >"$gemm_walk"

@@ -16,13 +16,20 @@ own verifier (compiler/verify.c):
   order      per rank and CTA, the `order` fields are exactly 0..n-1
   flags      every wait and signal names an existing flag; per flag, the
              listed signals number exactly `expected` per run
+  pools      each pool (a stage whose tasks the CTAs holding them take at run
+             time) lists every task of its stage on its rank once; a CTA's
+             entries of a pool are contiguous; its `ctas` counts the CTAs
+             holding them
   deadlock   the graph of per-CTA program order + signal -> flag -> wait is
-             acyclic (then the in-order CTA loops finish under any timing)
+             acyclic (then the in-order CTA loops finish under any timing);
+             a pool is one node there, in the lists of the CTAs holding it
+             (any of them may run any of its tasks)
   coverage   writes to one tensor on one rank never overlap; every read of a
              non-input tensor is fully covered by writes (a read of a view:
              the elements of its root that its strides name); every rank's
              storage of an `out` tensor is fully written
   ordering   every write that overlaps a read has a path writer -> reader
+             (program order orders no pooled task)
   dataflow   a task reads what its kind needs for the box it writes (so reads
              cannot be under-declared): a copy or RDMA write moves one box to
              a box of the same size (staging buffers may use other
@@ -180,6 +187,16 @@ class Checker:
             if fid in self.flags:
                 self.err("flags", "flag %d listed twice" % fid)
             self.flags[fid] = f
+
+        self.pools = d.get("pools", [])
+        if type(self.pools) is not list:
+            raise Bad("schedule: 'pools' is not a list")
+        for i, q in enumerate(self.pools):
+            w = "pools[%d]" % i
+            if type(q) is not dict or type(q.get("stage")) is not str or \
+                    type(q.get("rank")) is not int or type(q.get("ctas")) is not int or \
+                    type(q.get("tasks")) is not list or not all(type(x) is int for x in q["tasks"]):
+                raise Bad("%s: want {stage, rank, ctas, tasks}" % w)
 
         self.tasks = need(d, "tasks", list, "schedule")
         tkeys = {"id", "rank", "cta", "order", "role", "kind", "stage",
@@ -486,20 +503,72 @@ class Checker:
                     fid, f["rank"], count[fid], f["expected"],
                     "; waited on by " + self.tdesc(w[0]) if w else ""))
 
+    def check_pools(self):
+        # pool (rank, stage) -> its task ids; a task's pool's first task
+        n = len(self.tasks)
+        self.pool_of = {}
+        seen = set()
+        for q in self.pools:
+            key = (q["rank"], q["stage"])
+            if key in seen:
+                self.err("pools", "rank %d has two pools of stage %s" % key)
+                continue
+            seen.add(key)
+            ids = q["tasks"]
+            bad = [x for x in ids if not 0 <= x < n or self.tasks[x]["rank"] != q["rank"] or
+                   self.tasks[x]["stage"] != q["stage"] or x in self.pool_of]
+            if len(set(ids)) != len(ids):
+                bad.append(next(x for x in ids if ids.count(x) > 1))
+            if bad or not ids:
+                self.err("pools", "pool %s of rank %d lists %s" % (
+                    q["stage"], q["rank"], "no task" if not ids else
+                    "a task of another rank or stage, or one twice: %d" % bad[0]))
+                continue
+            for x in ids:
+                self.pool_of[x] = ids[0]
+            want = [i for i, t in enumerate(self.tasks)
+                    if t["rank"] == q["rank"] and t["stage"] == q["stage"]]
+            if len(want) != len(ids):
+                self.err("pools", "pool %s of rank %d lists %d of the stage's %d tasks" % (
+                    q["stage"], q["rank"], len(ids), len(want)))
+            ctas = {self.tasks[x]["cta"] for x in ids}
+            if len(ctas) != q["ctas"]:
+                self.err("pools", "pool %s of rank %d: %d CTAs hold its tasks, it counts %d" % (
+                    q["stage"], q["rank"], len(ctas), q["ctas"]))
+        for key, ids in self.chains.items():
+            blocks = [self.pool_of.get(x) for x in ids]
+            ends = set()
+            for a, b in zip([None] + blocks, blocks):
+                if b is not None and b != a:
+                    if b in ends:
+                        self.err("pools", "rank %d CTA %d: its entries of a pool are not "
+                                 "contiguous" % key)
+                    ends.add(b)
+
     def build_graph(self):
+        # self.succ / self.pred: the deadlock graph, each pool one node (its
+        # first task's); self.opred: what orders a write before a read
+        # (program order only between tasks no pool holds)
         n = len(self.tasks)
         self.fnode = {fid: n + k for k, fid in enumerate(sorted(self.flags))}
         self.nnodes = n + len(self.fnode)
         succ = [[] for _ in range(self.nnodes)]
         pred = [[] for _ in range(self.nnodes)]
+        opred = [[] for _ in range(self.nnodes)]
+        node = [self.pool_of.get(i, i) for i in range(n)]
 
-        def edge(a, b):
-            succ[a].append(b)
-            pred[b].append(a)
+        def edge(a, b, order=True):
+            na = node[a] if a < n else a
+            nb = node[b] if b < n else b
+            if na != nb:
+                succ[na].append(nb)
+                pred[nb].append(na)
+            if order:
+                opred[b].append(a)
 
         for ids in self.chains.values():
             for a, b in zip(ids, ids[1:]):
-                edge(a, b)
+                edge(a, b, a not in self.pool_of and b not in self.pool_of)
         for i, t in enumerate(self.tasks):
             for fid in t["signals"]:
                 if fid in self.fnode:
@@ -507,7 +576,7 @@ class Checker:
             for fid in t["waits"]:
                 if fid in self.fnode:
                     edge(self.fnode[fid], i)
-        self.succ, self.pred = succ, pred
+        self.succ, self.pred, self.opred = succ, pred, opred
 
     def check_acyclic(self):
         deg = [len(p) for p in self.pred]
@@ -635,7 +704,7 @@ class Checker:
             stack = [i]
             while stack:
                 u = stack.pop()
-                for v in self.pred[u]:
+                for v in self.opred[u]:
                     if v not in a:
                         a.add(v)
                         stack.append(v)
@@ -659,7 +728,8 @@ class Checker:
                     if waits.intersection(u["signals"]):
                         continue  # the writer signals a flag the reader waits on
                     pj, pi = pos[j], pos[i]
-                    if pj[:2] == pi[:2] and pj[2] < pi[2]:
+                    if pj[:2] == pi[:2] and pj[2] < pi[2] and \
+                            i not in self.pool_of and j not in self.pool_of:
                         continue  # earlier on the same CTA
                     if self.topo is not None and j in self.ancestors(i, cache):
                         continue
@@ -953,6 +1023,7 @@ class Checker:
         self.check_roles()
         self.check_tasks()
         self.check_flags()
+        self.check_pools()
         self.build_graph()
         self.check_acyclic()
         self.index_writes()

@@ -321,6 +321,70 @@ def m_swap_order(d):
     return None
 
 
+def move(d, t, rank, cta, order):
+    """Task t to place `order` of CTA (rank, cta), the lists renumbered."""
+    old = (t["rank"], t["cta"], t["order"])
+    for v in d["tasks"]:
+        if v is not t and (v["rank"], v["cta"]) == old[:2] and v["order"] > old[2]:
+            v["order"] -= 1
+    for v in d["tasks"]:
+        if v is not t and (v["rank"], v["cta"]) == (rank, cta) and v["order"] >= order:
+            v["order"] += 1
+    t["cta"], t["order"] = cta, order
+
+
+def pool_blocks(d):
+    """(pool, rank, cta, its entries by order) for every CTA holding a pool."""
+    out = []
+    for q in d.get("pools", []):
+        held = {}
+        for x in q["tasks"]:
+            held.setdefault(d["tasks"][x]["cta"], []).append(d["tasks"][x])
+        for cta, ts in sorted(held.items()):
+            out.append((q, q["rank"], cta, sorted(ts, key=lambda t: t["order"])))
+    return out
+
+
+def m_pool_deadlock(d):
+    # a task a pool waits for, put after the pool on a CTA holding it: that
+    # CTA may take the task that waits for it before it runs it
+    for q, rank, cta, ts in pool_blocks(d):
+        waits = {f for x in q["tasks"] for f in d["tasks"][x]["waits"]}
+        u = first(d["tasks"], lambda u: u["rank"] == rank and u["role"] == ts[0]["role"] and
+                  waits.intersection(u["signals"]) and u["id"] not in q["tasks"])
+        if u:
+            move(d, u, rank, cta, ts[-1]["order"] + (u["cta"] != cta))
+            return "deadlock"
+    return None
+
+
+def m_pool_split(d):
+    # another task between two of a CTA's entries of a pool
+    for q, rank, cta, ts in pool_blocks(d):
+        u = first(d["tasks"], lambda u: (u["rank"], u["cta"]) == (rank, cta) and
+                  u["order"] > ts[-1]["order"])
+        if len(ts) >= 2 and u:
+            move(d, u, rank, cta, ts[0]["order"] + 1)
+            return "pools"
+    return None
+
+
+def m_pool_twice(d):
+    q = first(d.get("pools", []), lambda q: len(q["tasks"]) >= 2)
+    if not q:
+        return None
+    q["tasks"][-1] = q["tasks"][0]
+    return "pools"
+
+
+def m_pool_ctas(d):
+    q = first(d.get("pools", []), lambda q: True)
+    if not q:
+        return None
+    q["ctas"] += 1
+    return "pools"
+
+
 def m_dup_order(d):
     t = first(d["tasks"], lambda t: t["order"] > 0)
     if not t:
@@ -427,7 +491,8 @@ def m_local_shape(d):
 
 MUTATIONS = [m_drop_signal, m_extra_signal, m_self_wait, m_swap_order, m_dup_order,
              m_role_cta, m_overfill, m_shrink_write, m_grow_write, m_drop_wait,
-             m_short_read, m_local_shape, m_split_slices, m_split_range]
+             m_short_read, m_local_shape, m_split_slices, m_split_range,
+             m_pool_deadlock, m_pool_split, m_pool_twice, m_pool_ctas]
 
 
 def mutants(raw, copts):

@@ -404,6 +404,75 @@ static void fault_rdma_view(const char *name, ir_sched *s)
 	}
 }
 
+/* Rotates CTA positions a..b by one: a's task to b, the others up (ids,
+ * orders and pool references follow the positions). */
+static void rotate(ir_sched *s, int a, int b, int back)
+{
+	ir_task t = s->tasks[back ? b : a];
+	if (back)
+		memmove(&s->tasks[a + 1], &s->tasks[a], (size_t)(b - a) * sizeof t);
+	else
+		memmove(&s->tasks[a], &s->tasks[a + 1], (size_t)(b - a) * sizeof t);
+	s->tasks[back ? a : b] = t;
+	const int n = s->npools ? s->pools[s->npools - 1].first + s->pools[s->npools - 1].n : 0;
+	for (int j = 0; j < n; j++) {
+		int *x = &s->pool_order[j];
+		if (*x >= a && *x <= b)
+			*x = back ? (*x == b ? a : *x + 1) : (*x == a ? b : *x - 1);
+	}
+	for (int i = a; i <= b; i++) {
+		s->tasks[i].id = i;
+		s->tasks[i].order = i - s->cta_first[s->tasks[i].cta];
+	}
+}
+
+/* Check 10 and check 2 through a pool: broken tables, and a task a pool
+ * needs put after the pool's entries on its CTA. */
+static void pool_faults(const char *name, ir_sched *s)
+{
+	if (!s->npools)
+		return;
+	ir_pool *pl = &s->pools[0];
+	pl->ctas++;
+	expect_fail(name, s, "a pool counting one CTA more", "count of CTAs");
+	pl->ctas--;
+	if (pl->n >= 2) {
+		int *x = &s->pool_order[pl->first + 1], keep = *x;
+		*x = s->pool_order[pl->first];
+		expect_fail(name, s, "a pool listing a task twice", "one twice");
+		*x = keep;
+	}
+	/* a task just before a pool's entries on its CTA, moved after them */
+	for (int i = 0; i + 1 < s->ntasks; i++) {
+		const ir_task *t = &s->tasks[i];
+		if (s->tasks[i + 1].cta != t->cta || s->tasks[i + 1].op != pl->op || t->op == pl->op)
+			continue;
+		int b = i + 1;
+		while (b + 1 < s->cta_first[t->cta + 1] && s->tasks[b + 1].op == pl->op)
+			b++;
+		rotate(s, i, b, 0);
+		expect_fail(name, s, "a task a pool needs after the pool", "may deadlock");
+		rotate(s, i, b, 1);
+		break;
+	}
+	/* another op's task between two entries of a pool */
+	for (int c = 0; c < s->ctas; c++) {
+		int a = s->cta_first[c], e = s->cta_first[c + 1], i = a;
+		while (i < e && s->tasks[i].op != pl->op)
+			i++;
+		int b = i;
+		while (b + 1 < e && s->tasks[b + 1].op == pl->op)
+			b++;
+		if (b - i < 1 || b + 1 >= e)
+			continue;
+		rotate(s, i + 1, b + 1, 1);
+		expect_fail(name, s, "a pool's entries apart", "not contiguous");
+		rotate(s, i + 1, b + 1, 0);
+		break;
+	}
+	check(verifies(s), "%s: the schedule does not verify after the pool faults", name);
+}
+
 int main(void)
 {
 	static const struct {
@@ -431,6 +500,7 @@ int main(void)
 			check(expanded_verifies(s), "%s: the oracle refuses the schedule", name);
 			fault_no_task(name, s);
 			fault_rdma_view(name, s);
+			pool_faults(name, s);
 			planted(name, s);
 			if (!strcmp(cases[k].sample, "mlp_chain"))
 				transitive(name, s);

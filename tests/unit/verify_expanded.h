@@ -32,6 +32,10 @@ typedef struct ver {
 	 * being checked, slot 1 for one it is compared with */
 	ir_region *rbuf[2];
 	ir_flagref *wbuf[2];
+	/* pools: each expanded task's node in check 2's graph (a pooled
+	 * task's: its pool's first task on its rank), and whether pooled */
+	int *node;
+	char *pooled;
 } ver;
 
 static int flag_node(const ver *V, int rank, int index)
@@ -164,6 +168,33 @@ static int reaches(ver *V, int from, int target, int *mark, int stamp, int *stac
 	return 0;
 }
 
+/* Check 4's graph, after check 2: waits and signals, and program order
+ * only between tasks no pool holds (any CTA holding a pool may run any of
+ * its tasks); no pool contracted. */
+static void order_graph(ver *V)
+{
+	const ir_sched *s = V->s;
+	const ir_prog *p = V->p;
+	for (int i = 0; i < V->nnodes; i++) {
+		V->head[i] = -1;
+		V->indeg[i] = 0;
+	}
+	V->nedges = 0;
+	for (int k = 0; k < V->n && !V->err; k++) {
+		const ir_task *tt = &s->tasks[k % s->ntasks];
+		const int rr = k / s->ntasks, i = k % s->ntasks;
+		for (int w = 0; w < tt->nwaits; w++)
+			edge(V, flag_node(V, ir_rank_shift(tt->waits[w].rank, rr, p->nodes, p->gpus),
+					  tt->waits[w].index), k);
+		for (int g = 0; g < tt->nsignals; g++)
+			edge(V, k, flag_node(V, ir_rank_shift(tt->signals[g].rank, rr, p->nodes, p->gpus),
+					     tt->signals[g].index));
+		if (i + 1 < s->ntasks && s->tasks[i + 1].cta == tt->cta && !V->pooled[k] &&
+		    !V->pooled[k + 1])
+			edge(V, k, k + 1);
+	}
+}
+
 /* Does op `op` write nothing on any rank?  An empty output, or a put stage
  * for the remote peers of a one-node mesh (it has none). */
 static int writes_nothing(const ir_prog *p, const ir_op *op)
@@ -287,7 +318,35 @@ static int verify_expanded(const ir_sched *s, diags *d, arena *a)
 			return 1;
 	}
 
-	/* 1. flag references and counts; graph edges */
+	/* 10. pools: every pooled op's tasks in its pool once; a pooled
+	 * task's node is its pool's first on its rank */
+	V.node = arena_alloc(a, (size_t)(V.n + 1) * sizeof(int));
+	V.pooled = arena_alloc(a, (size_t)V.n + 1);
+	if (!V.node || !V.pooled)
+		return 1;
+	for (int k = 0; k < V.n; k++) {
+		V.node[k] = k;
+		V.pooled[k] = 0;
+	}
+	for (int q = 0; q < s->npools; q++)
+		for (int j = 0; j < s->pools[q].n; j++) {
+			const int i = s->pool_order[s->pools[q].first + j];
+			if (i < 0 || i >= s->ntasks || V.pooled[i] || s->tasks[i].op != s->pools[q].op) {
+				fail(&V, NULL, NULL, "a pool lists a task of another op, or one twice");
+				return 1;
+			}
+			for (int r = 0; r < V.world; r++) {
+				V.pooled[r * s->ntasks + i] = 1;
+				V.node[r * s->ntasks + i] = r * s->ntasks + s->pool_order[s->pools[q].first];
+			}
+		}
+	for (int i = 0; i < s->ntasks; i++)
+		if (p->ops[s->tasks[i].op].plan.pool && !V.pooled[i]) {
+			fail(&V, &s->tasks[i], NULL, "a task of a pooled op is in no pool");
+			return 1;
+		}
+
+	/* 1. flag references and counts; graph edges (a pool one node) */
 	for (int k = 0; k < V.n && !V.err; k++) {
 		const ir_task *tt = &s->tasks[k % s->ntasks];
 		int rr = k / s->ntasks;
@@ -309,7 +368,7 @@ static int verify_expanded(const ir_sched *s, diags *d, arena *a)
 				fail(&V, &u, NULL, "wait on a flag out of range");
 				break;
 			}
-			edge(&V, flag_node(&V, f.rank, f.index), k);
+			edge(&V, flag_node(&V, f.rank, f.index), V.node[k]);
 		}
 		for (int i = 0; i < t->nsignals; i++) {
 			ir_flagref f = t->signals[i];
@@ -319,12 +378,14 @@ static int verify_expanded(const ir_sched *s, diags *d, arena *a)
 				break;
 			}
 			count[f.rank * s->nflags + f.index]++;
-			edge(&V, k, flag_node(&V, f.rank, f.index));
+			edge(&V, V.node[k], flag_node(&V, f.rank, f.index));
 		}
-		/* program order: the next task of the same CTA */
+		/* program order: the next task of the same CTA (none inside a
+		 * pool's entries, which are one node) */
 		int i = k % s->ntasks;
-		if (i + 1 < s->ntasks && s->tasks[i + 1].cta == s->tasks[i].cta)
-			edge(&V, k, k + 1);
+		if (i + 1 < s->ntasks && s->tasks[i + 1].cta == s->tasks[i].cta &&
+		    V.node[k] != V.node[k + 1])
+			edge(&V, V.node[k], V.node[k + 1]);
 	}
 	if (V.err)
 		return 1;
@@ -366,6 +427,9 @@ static int verify_expanded(const ir_sched *s, diags *d, arena *a)
 		fail(&V, NULL, NULL, "a cycle of waits among flags");
 		return 1;
 	}
+	order_graph(&V);
+	if (V.err)
+		return 1;
 
 	/* 4, 5. writers per (tensor, rank) */
 	int nt = p->ntensors;
@@ -488,7 +552,8 @@ static int verify_expanded(const ir_sched *s, diags *d, arena *a)
 				if (!ok)
 					direct = 0;
 				if (!ok && ir_rank_shift(ut->rank, ur, p->nodes, p->gpus) == t->rank &&
-				    ut->cta == t->cta && ut->order < t->order)
+				    ut->cta == t->cta && ut->order < t->order && !V.pooled[w->v[j]] &&
+				    !V.pooled[k])
 					ok = 1;
 				if (!ok)
 					ok = reaches(&V, w->v[j], k, mark, ++stamp, stack);
