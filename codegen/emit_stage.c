@@ -628,10 +628,14 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 		if (rt >= 0)
 			sb_printf(o, "\tconst int filled = %s;\n", rows_of);
 		if (wcarry) {
-			char past[400] = "", ld[600];
-			if (rt >= 0)
-				snprintf(past, sizeof past, " || r >= %s", rows_of_l);
-			tile_loads(ld, sizeof ld, "r", "c", b0, "");
+			/* a bucket's tile: its rows with tokens (the engine's
+			 * warpgroups past them multiply nothing) */
+			char past[400] = "", ld[600], fl[400] = "";
+			if (rt >= 0) {
+				snprintf(fl, sizeof fl, "\t\tconst i64 f = %s;\n", rows_of_l);
+				snprintf(past, sizeof past, " || r >= f");
+			}
+			tile_loads(ld, sizeof ld, "r", "c", b0, rt >= 0 ? ", nullptr, (int)(f - r)" : "");
 			sb_printf(o,
 				  "#ifdef MKD_HAS_WGMMA\n"
 				  "\tconst mkd_tmap *tm = (const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + %d;\n"
@@ -639,6 +643,7 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 				  "\t// tile): its loads, or false past the task's tiles%s\n"
 				  "\tauto tile = [&](int j, int q, mkd_wg_loads &n) {\n%s"
 				  "\t\tconst i64 nc = (h[2] - l[2] + %d) / %d, r = l[1] + q / nc * %d, c = l[2] + q %% nc * %d;\n"
+				  "%s"
 				  "\t\tif (r >= h[1]%s)\n"
 				  "\t\t\treturn false;\n"
 				  "\t\tn = %s;\n"
@@ -646,7 +651,7 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 				  "\t};\n"
 				  "#endif\n",
 				  mp.tmap, rt >= 0 ? " or its bucket's tokens" : "", TASK_BOX, mp.bn - 1,
-				  mp.bn, mp.bm, mp.bn, past, ld);
+				  mp.bn, mp.bm, mp.bn, fl, past, ld);
 		}
 		sb_printf(o, "\tfor (i64 r0 = lo[1]; r0 < hi[1]; r0 += %d)\n"
 			     "\tfor (i64 n0 = lo[2]; n0 < hi[2]; n0 += %d) {\n", mp.bm, mp.bn);
@@ -670,7 +675,8 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 			"\t}\n");
 	else if (rt >= 0)
 		sb_printf(E->o,
-			  "\tif (lo[1] >= %s) {  // no tokens here\n"
+			  "\tconst int filled = %s;\n"
+			  "\tif (lo[1] >= filled) {  // no tokens here\n"
 			  "\t\tmkd_zero_tile(c, C.st[1], rows, cols);\n"
 			  "\t\treturn true;\n"
 			  "\t}\n", rows_of);
@@ -705,8 +711,9 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 		char em[600];
 		if (rt >= 0)
 			snprintf(em, sizeof em, "%s\t\treturn l[1] >= %s;\n", TASK_BOX, rows_of_l);
-		char ld[600], lb[1024];
-		tile_loads(ld, sizeof ld, "l[1]", "l[2]", b0, op->gate ? ", tm + 2" : "");
+		char ld[1000], lb[1400], lv[400];
+		snprintf(lv, sizeof lv, ", nullptr, (int)(%s - l[1])", rows_of_l);
+		tile_loads(ld, sizeof ld, "l[1]", "l[2]", b0, op->gate ? ", tm + 2" : rt >= 0 ? lv : "");
 		snprintf(lb, sizeof lb, "%s\t\treturn %s;\n", TASK_BOX, ld);
 		sb_printf(E->o,
 			  "#ifdef MKD_HAS_WGMMA\n"
@@ -726,11 +733,12 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 			  "\tconst int b_row = (int)(%s * B.local[1]);\n"
 			  "\tconst int b_col = (int)(%s - mkd_base<MK_GPUS>(B, 2, rank));\n"
 			  "\tmkd_wgmma_tile<%s, %s, %d, %d, 64, %d%s>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,\n"
-			  "\t\tc, C.st[1], rows, cols, smem, %s);\n"
+			  "\t\tc, C.st[1], rows, cols, smem, %s%s%s%s);\n"
 			  "#else\n",
 			  mp.tmap, R, B->ndim == 3 ? "(lo[0] - mkd_base<MK_GPUS>(B, 0, rank))" : "0",
 			  N, cg_ctype(A->dtype), cg_ctype(C->dtype), mp.bm, mp.bn, mp.wg_stages,
-			  mp.wg_cols ? ", true" : "", epi);
+			  mp.wg_cols ? ", true" : "", epi, rt >= 0 ? ", (int)(filled - " : "",
+			  rt >= 0 ? R : "", rt >= 0 ? ")" : "");
 	sb_printf(E->o,
 		  "\tconst %s *a = (const %s *)mkd_at<MK_GPUS>(p, T_%s, A, rank, lo[0], %s, k0);\n"
 		  "\tconst %s *b = (const %s *)mkd_at<MK_GPUS>(p, T_%s, B, rank, %s, k0, %s);\n",

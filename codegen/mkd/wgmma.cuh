@@ -104,6 +104,11 @@ struct mkd_wg_loads {
 	const mkd_tmap *ta, *tb;
 	int a_row, a_col, b_row, b_col, nk;
 	const mkd_tmap *tg;  /* a gate-up tile's gate weight (GATE), at B's box */
+	int live;            /* the tile's first `live` rows of A may be nonzero, the
+	                        rest are zeros (a bucket's rows past its tokens):
+	                        a consumer warpgroup whose 64 rows are all zeros
+	                        multiplies nothing and stores epi(0), what its
+	                        products would give; 0: every row may be */
 };
 
 /* The next call has no tile to go on into (the stage function's `next`
@@ -414,7 +419,8 @@ struct mkd_wgmma_tile {
 	template <int CN, bool X, typename Epi, typename WX, typename Act>
 	static MKD_INLINE void consume(int arow, int box0, int nk, u32 pos, u32 ring, u32 bars,
 				       TC *C, i64 ldc, int M, int N, int r_off, int c_off, Epi &epi,
-				       const WX &wx, u64 tmo, int grole, float *gs, const Act &act)
+				       const WX &wx, u64 tmo, int grole, float *gs, const Act &act,
+				       bool idle = false)
 	{
 		enum { CACC = CN / 2 };
 		const int t = threadIdx.x & 127, lane = threadIdx.x & 31;
@@ -432,9 +438,10 @@ struct mkd_wgmma_tile {
 			for (int i = 0; i < CACC; i++)
 				mkd_wg_pin(d[i]);
 			mkd_wg_fence();
+			if (!idle)  /* idle: its rows of A are zeros, the products too */
 #pragma unroll
-			for (int k = 0; k < BK / 16; k++)  /* K slice k: A +32k bytes, B +2048k */
-				mkd_wg_op<CN, T>::mma(d, da + off + 2 * k, db + off + 128 * k);
+				for (int k = 0; k < BK / 16; k++)  /* K slice k: A +32k bytes, B +2048k */
+					mkd_wg_op<CN, T>::mma(d, da + off + 2 * k, db + off + 128 * k);
 			mkd_wg_commit();
 #pragma unroll
 			for (int i = 0; i < CACC; i++)
@@ -508,7 +515,7 @@ struct mkd_wgmma_tile {
 	template <bool X, typename Epi, typename WX, typename Act>
 	static MKD_INLINE void consume_tile(int w, int nk, u32 pos, u32 ring, u32 bars, TC *C,
 					    i64 ldc, int M, int N, Epi &epi, const WX &wx, u64 tmo,
-					    float *gs, const Act &act)
+					    float *gs, const Act &act, int live)
 	{
 		if (GATE)  /* box w: the gate's (w 0) or B's (w 1), both into C's 64 columns */
 			consume<64, X>(0, w, nk, pos, ring, bars, C, ldc, M, N, 0, 0, epi, wx, tmo,
@@ -519,8 +526,11 @@ struct mkd_wgmma_tile {
 				      0, w * H, epi, wx, tmo, 0, gs, act);
 		} else {
 			const int m = M - 64 * w;
+			/* warp-uniform, as the wgmma chain wants it (else ptxas
+			 * serializes it: a divergent path) */
+			const bool idle = __shfl_sync(0xffffffffu, live > 0 && live <= 64 * w, 0);
 			consume<BN, X>(w, 0, nk, pos, ring, bars, C + (i64)(64 * w) * ldc, ldc, m, N,
-				       64 * w, 0, epi, wx, tmo, 0, gs, act);
+				       64 * w, 0, epi, wx, tmo, 0, gs, act, idle);
 		}
 	}
 
@@ -603,7 +613,7 @@ struct mkd_wgmma_tile {
 			/* a stage may wait for its flags first: never trap before they time out */
 			consume_tile<W::X>(wg - 1, l.nk, pos, ring, bars, C, ldc, M < BM ? M : BM,
 					   N < BN ? N : BN, epi, [&] { return w.x(); },
-					   MKD_WG_TIMEOUT_NS + w.flag_ns(), gs, act);
+					   MKD_WG_TIMEOUT_NS + w.flag_ns(), gs, act, l.live);
 			if (TRADE_REGS) {
 				if (wg == 1)
 					mkd_wg_bar<MKD_WG_BAR_ID + 1>();
@@ -625,13 +635,15 @@ struct mkd_wgmma_tile {
 	}
 
 	/* One tile of no task, K columns from (a_row, a_col) of A and from
-	 * (b_row, b_col) of B: nothing carried in or out. */
+	 * (b_row, b_col) of B: nothing carried in or out; live as in
+	 * mkd_wg_loads. */
 	template <typename Epi>
 	static __device__ void run(const mkd_tmap *ta, int a_row, int a_col, const mkd_tmap *tb,
 				   int b_row, int b_col, int K, TC *C, i64 ldc, int M, int N,
-				   char *smem, Epi epi)
+				   char *smem, Epi epi, int live = 0)
 	{
-		const mkd_wg_loads l = {ta, tb, a_row, a_col, b_row, b_col, K > 0 ? (K + BK - 1) / BK : 0};
+		const mkd_wg_loads l = {ta, tb, a_row, a_col, b_row, b_col, K > 0 ? (K + BK - 1) / BK : 0,
+					nullptr, live};
 		run(l, -1, mkd_wg_last(), mkd_wg_waited(), C, ldc, M, N, smem, epi);
 	}
 };

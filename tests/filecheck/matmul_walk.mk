@@ -2,7 +2,9 @@
 # tiles (here 4 experts x 2 x 2 tiles of 128 x 128 in 4 tasks).
 #   CU  the stage loops over its box; the Hopper tile is 128 x 128 (a walk
 #       of 128 x 256 tiles spills); rows past an expert's tokens are zero
-#       tiles, tile by tile; the engine's ring goes on into the task's next
+#       tiles, tile by tile, and a tile tells the engine its rows with
+#       tokens (a warpgroup past them multiplies nothing); the engine's
+#       ring goes on into the task's next
 #       tile, or the next task's first, where that one has tokens
 #   NOCARRY with MK_NO_CARRY=1 every tile on its own
 #   SM  one task per expert, each writing the expert's whole 256 x 256
@@ -19,8 +21,10 @@
 # CU: const int filled = mkd_bucket_rows(p, T_idx__route, MK_WORLD, (int)lo[0]);
 # CU: auto tile = [&](int j, int q, mkd_wg_loads &n) {
 # CU: const i64 nc = (h[2] - l[2] + 127) / 128, r = l[1] + q / nc * 128, c = l[2] + q % nc * 128;
-# CU-NEXT: if (r >= h[1] || r >= mkd_bucket_rows(p, T_idx__route, MK_WORLD, (int)l[0]))
+# CU-NEXT: const i64 f = mkd_bucket_rows(p, T_idx__route, MK_WORLD, (int)l[0]);
+# CU-NEXT: if (r >= h[1] || r >= f)
 # CU-NEXT: return false;
+# CU: (int)((K + 63) / 64), nullptr, (int)(f - r)};
 # CU: for (i64 r0 = lo[1]; r0 < hi[1]; r0 += 128)
 # CU-NEXT: for (i64 n0 = lo[2]; n0 < hi[2]; n0 += 128) {
 # CU: if (r0 >= filled) {  // no tokens here

@@ -26,7 +26,8 @@
 # CU-NEXT: const int *rk = (const int *)p.ranks[rank].buf[T_X__recv]
 # CU-NEXT: return mkd_route_rows(
 # CU: mkd_dispatch<mkd_bf16>({{.*}}, route, x, MK_WORLD,
-# CU: if (lo[1] >= mkd_bucket_rows_nodes<MK_NODES, MK_GPUS>(p, T_idx__route, T_idx__rroute, {{[0-9]+}}, (int)lo[0], rank)) {
+# CU: const int filled = mkd_bucket_rows_nodes<MK_NODES, MK_GPUS>(p, T_idx__route, T_idx__rroute, {{[0-9]+}}, (int)lo[0], rank);
+# CU-NEXT: if (lo[1] >= filled) {
 # CU: static __device__ __noinline__ bool stage_Y(
 # CU: if (t.stage == W_Y) {
 # CU: mkd_combine_nodes<mkd_bf16, float>(me,

@@ -188,7 +188,8 @@ static __device__ __forceinline__ bool stage_He(const mkd_params &p, int rank, i
 	const i64 k0 = mkd_base<MK_GPUS>(A, 2, rank), K = A.local[2];
 	mkd_bf16 *c = (mkd_bf16 *)mkd_at<MK_GPUS>(p, T_Ae, C, rank, lo[0], lo[1], lo[2]);
 	const int rows = (int)(hi[1] - lo[1]), cols = (int)(hi[2] - lo[2]);
-	if (lo[1] >= mkd_bucket_rows(p, T_idx__route, MK_WORLD, (int)lo[0])) {  // no tokens here
+	const int filled = mkd_bucket_rows(p, T_idx__route, MK_WORLD, (int)lo[0]);
+	if (lo[1] >= filled) {  // no tokens here
 		mkd_zero_tile(c, C.st[1], rows, cols);
 		return true;
 	}
@@ -199,7 +200,7 @@ static __device__ __forceinline__ bool stage_He(const mkd_params &p, int rank, i
 	const int b_row = (int)((lo[0] - mkd_base<MK_GPUS>(B, 0, rank)) * B.local[1]);
 	const int b_col = (int)(lo[2] - mkd_base<MK_GPUS>(B, 2, rank));
 	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 64, 64, 8>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,
-		c, C.st[1], rows, cols, smem, mkd_epi1<mkd_silu>{mkd_silu()});
+		c, C.st[1], rows, cols, smem, mkd_epi1<mkd_silu>{mkd_silu()}, (int)(filled - lo[1]));
 #else
 	const mkd_bf16 *a = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_Xe, A, rank, lo[0], lo[1], k0);
 	const mkd_bf16 *b = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_W1, B, rank, lo[0], k0, lo[2]);
@@ -219,7 +220,8 @@ static __device__ __forceinline__ bool stage_Ye(const mkd_params &p, int rank, i
 	const i64 k0 = mkd_base<MK_GPUS>(A, 2, rank), K = A.local[2];
 	mkd_bf16 *c = (mkd_bf16 *)mkd_at<MK_GPUS>(p, T_Ye, C, rank, lo[0], lo[1], lo[2]);
 	const int rows = (int)(hi[1] - lo[1]), cols = (int)(hi[2] - lo[2]);
-	if (lo[1] >= mkd_bucket_rows(p, T_idx__route, MK_WORLD, (int)lo[0])) {  // no tokens here
+	const int filled = mkd_bucket_rows(p, T_idx__route, MK_WORLD, (int)lo[0]);
+	if (lo[1] >= filled) {  // no tokens here
 		mkd_zero_tile(c, C.st[1], rows, cols);
 		return true;
 	}
@@ -230,7 +232,7 @@ static __device__ __forceinline__ bool stage_Ye(const mkd_params &p, int rank, i
 	const int b_row = (int)((lo[0] - mkd_base<MK_GPUS>(B, 0, rank)) * B.local[1]);
 	const int b_col = (int)(lo[2] - mkd_base<MK_GPUS>(B, 2, rank));
 	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 64, 64, 8>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,
-		c, C.st[1], rows, cols, smem, mkd_epi_none());
+		c, C.st[1], rows, cols, smem, mkd_epi_none(), (int)(filled - lo[1]));
 #else
 	const mkd_bf16 *a = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_Ae, A, rank, lo[0], lo[1], k0);
 	const mkd_bf16 *b = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_W2, B, rank, lo[0], k0, lo[2]);
