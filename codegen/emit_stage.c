@@ -711,8 +711,9 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 		char em[600];
 		if (rt >= 0)
 			snprintf(em, sizeof em, "%s\t\treturn l[1] >= %s;\n", TASK_BOX, rows_of_l);
-		char ld[1000], lb[1400], lv[400];
-		snprintf(lv, sizeof lv, ", nullptr, (int)(%s - l[1])", rows_of_l);
+		char ld[1000], lb[1400], lv[400] = "";
+		if (rt >= 0)  /* a bucket's: its rows with tokens (rows_of_l is set) */
+			snprintf(lv, sizeof lv, ", nullptr, (int)(%s - l[1])", rows_of_l);
 		tile_loads(ld, sizeof ld, "l[1]", "l[2]", b0, op->gate ? ", tm + 2" : rt >= 0 ? lv : "");
 		snprintf(lb, sizeof lb, "%s\t\treturn %s;\n", TASK_BOX, ld);
 		sb_printf(E->o,
