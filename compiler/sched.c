@@ -735,6 +735,10 @@ static void build_pools(sched *S)
 				pl->ctas += !held[s->tasks[i].cta];
 				held[s->tasks[i].cta] = 1;
 			}
+		if (!pl->n) {	/* no tasks here: nothing to take */
+			s->npools--;
+			continue;
+		}
 		qsort_r(s->pool_order + first, (size_t)pl->n, sizeof(int), pool_key, s);
 		first += pl->n;
 	}

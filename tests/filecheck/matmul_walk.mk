@@ -4,14 +4,17 @@
 #       of 128 x 256 tiles spills); rows past an expert's tokens are zero
 #       tiles, tile by tile, and a tile tells the engine its rows with
 #       tokens (a warpgroup past them multiplies nothing); the engine's
-#       ring goes on into the task's next
-#       tile, or the next task's first, where that one has tokens
+#       ring goes on into the task's next tile (a pool's next task is
+#       taken when this one ends: nothing to carry into)
+#   NOPOOL  with MK_NO_POOL=1 the ring goes on into the next task's first
+#       tile too, where that one has tokens
 #   NOCARRY with MK_NO_CARRY=1 every tile on its own
 #   SM  one task per expert, each writing the expert's whole 256 x 256
 #       block; the dispatch fills the same 256 rows per task
 #   PTX it compiles
 #
 # RUN: %mkc --emit=cu %s | FileCheck %s --check-prefix=CU
+# RUN: env MK_NO_POOL=1 %mkc --emit=cu %s | FileCheck %s --check-prefix=NOPOOL
 # RUN: env MK_NO_CARRY=1 %mkc --emit=cu %s | FileCheck %s --check-prefix=NOCARRY
 # RUN: %mkc --emit=schedule %s | FileCheck %s --check-prefix=SM
 # RUN: %mkc --emit=ptx %s -o %t.ptx
@@ -32,9 +35,12 @@
 # CU: mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, {{[0-9]+}}>::run(ld, mkd_wg_key(i, q), [&](mkd_wg_loads &n) -> i64 {
 # CU-NEXT: if (tile(i, q + 1, n))  // this task's next tile
 # CU-NEXT: return mkd_wg_key(i, q + 1);
-# CU-NEXT: const int j = mkd_next_ready(p, rank, i, epoch);  // or the next task's first
-# CU-NEXT: return j >= 0 && tile(j, 0, n) ? mkd_wg_key(j, 0) : -1;
+# CU-NEXT: return -1;  // a pool's next task is taken at its end
 # CU: return true;
+# NOPOOL: if (tile(i, q + 1, n))  // this task's next tile
+# NOPOOL-NEXT: return mkd_wg_key(i, q + 1);
+# NOPOOL-NEXT: const int j = mkd_next_ready(p, rank, i, epoch);  // or the next task's first
+# NOPOOL-NEXT: return j >= 0 && tile(j, 0, n) ? mkd_wg_key(j, 0) : -1;
 # NOCARRY: if (r0 >= filled) {  // no tokens here
 # NOCARRY-NOT: auto tile
 # NOCARRY: mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, {{[0-9]+}}>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,
