@@ -97,12 +97,14 @@ void cg_stage_reduce(cg_em *E, const ir_op *op)
  * its rows unnormalised, with their max and sum, in slice s of the fp32
  * workspace (mkd_fa::end_part); S_ tasks merge a tile's slices
  * (mkd_attn_merge, split.cuh).  Every read is waited on up front. */
-/* mkd_fa's template arguments past D and T: the plan's ring and tile rows
- * where they are not the defaults (2 stages, 128 rows) */
+/* mkd_fa's template arguments past D and T: the plan's ring, tile rows and
+ * bulk copies where they are not the defaults (2 stages, 128 rows, none) */
 static void fa_targs(const ir_attn_plan *a, char buf[32])
 {
 	buf[0] = 0;
-	if (a->rows != 128)
+	if (a->bulk)
+		snprintf(buf, 32, ", %d, %d, true", a->ring, a->rows);
+	else if (a->rows != 128)
 		snprintf(buf, 32, ", %d, %d", a->ring, a->rows);
 	else if (a->ring != 2)
 		snprintf(buf, 32, ", %d", a->ring);

@@ -142,6 +142,11 @@ int compile_run(srcset *src, int file, const compile_opts *o,
 	const int ar = env_pick(d, "MK_ATTN_ROTATE", offon, "0 or 1");
 	if (ar)
 		opt.attn_rotate = ar;
+	/* MK_ATTN_BULK=0|1: the 16-row attention tile's K and V by bulk
+	 * copies (sm_90) or by cp.async (1 off, 2 on) */
+	const int ab = env_pick(d, "MK_ATTN_BULK", offon, "0 or 1");
+	if (ab)
+		opt.attn_bulk = ab;
 	/* MK_SCHED_ORDER=ready|wave: the list schedule's order (sched.c) */
 	static const char *const orders[] = {"ready", "wave", NULL};
 	const int so = env_pick(d, "MK_SCHED_ORDER", orders, "ready or wave");

@@ -93,6 +93,8 @@ void inspect_plans(const ir_prog *p, strbuf *out)
 					  pl->attn.rows, pl->attn.keys, pl->attn.ring);
 			else
 				sb_printf(out, "%d query rows a task, fp32", pl->attn.rows);
+			if (pl->attn.bulk)
+				sb_puts(out, " (sm_90: K and V rows by bulk copies)");
 			if (pl->attn.tensor_cores && pl->attn.engine == IR_ATTN_WGMMA)
 				sb_printf(out, "; sm_90a: TMA + wgmma, %d keys a stage, %d stages%s%s, "
 					  "tensor maps %d-%d", pl->attn.wg_keys, pl->attn.wg_stages,

@@ -243,6 +243,8 @@ typedef struct ir_attn_plan {
 	int ring;           /* K/V stages in shared memory (mkd_fa's NST): 2;
 	                       4 for split-KV, whose tasks only stream */
 	int tensor_cores;
+	int bulk;           /* 16-row tiles: K and V rows by TMA bulk copies on
+	                       sm_90 (mkd_fa's BULK; MK_ATTN_BULK=0 off) */
 	int engine;         /* IR_ATTN_WGMMA: the Hopper tile on sm_90a */
 	int wg_keys;        /* its keys per stage (mkd_fa_wg::BN) */
 	int wg_stages;      /* its K/V ring depth */

@@ -80,6 +80,9 @@ typedef struct compile_opts {
 	int attn_rotate;        /* its CTAs read a block's chunks each from its
 	                           own place on, not causal: 0 the plan's (on),
 	                           1 off, 2 on (MK_ATTN_ROTATE=0|1) */
+	int attn_bulk;          /* 16-row attention tiles' K and V by bulk
+	                           copies on sm_90: 0 the plan's (on), 1 off,
+	                           2 on (MK_ATTN_BULK=0|1) */
 	int sched_order;        /* the list schedule's order: 0 the cost
 	                           model's choice, else ORDER_READY or
 	                           ORDER_WAVE (MK_SCHED_ORDER=ready|wave) */

@@ -717,13 +717,19 @@ static int64_t wg_attn_smem(int64_t D, int keys, int stages)
 	return 1024 + 128 * D * 2 + (int64_t)stages * 2 * keys * D * 2 + 16 * stages + 64;
 }
 
-/* The mma.sync tile's SMEM: Q [rows][D + 8], two stages of K and V
- * [keys][D + 8] (fp32: its own layout of 64-row tiles) */
-static int64_t mma_attn_smem(const ir_attn_plan *a, int64_t D)
+/* The mma.sync tile's SMEM: Q [rows][D + 8], `ring` stages of K and V
+ * [keys][D + 8], with bulk copies a barrier each (fp32: its own layout of
+ * 64-row tiles) */
+static int64_t mma_attn_smem_ring(const ir_attn_plan *a, int64_t D, int ring)
 {
 	if (!a->tensor_cores)
 		return 16 + 64 * 2 * 4 + 64 * D * 2 * 4;
-	return (a->rows + 2 * 2 * (int64_t)a->keys) * (D + 8) * 2;
+	return (a->rows + 2 * (int64_t)ring * a->keys) * (D + 8) * 2 + (a->bulk ? 8 * ring : 0);
+}
+
+static int64_t mma_attn_smem(const ir_attn_plan *a, int64_t D)
+{
+	return mma_attn_smem_ring(a, D, 2);
 }
 
 /* The Hopper attention tile's shape: KEYS keys a stage unless
@@ -750,7 +756,7 @@ static void mma_attn_ring(const planner *P, ir_op *op, int64_t D)
 {
 	ir_attn_plan *a = &op->plan.attn;
 	for (int n = 4; a->tensor_cores && a->kvsplit > 1 && n > 2; n--) {
-		const int64_t deep = (a->rows + 2 * n * (int64_t)a->keys) * (D + 8) * 2;
+		const int64_t deep = mma_attn_smem_ring(a, D, n);
 		if (deep <= P->dev.smem_per_sm) {
 			a->ring = n;
 			if (deep > op->plan.smem)
@@ -810,6 +816,9 @@ static void plan_attention(planner *P, ir_op *op)
 		 * D = 64, one of 64 up to 128, one of 32 above; 16-row tiles: 8
 		 * warps of 16 */
 		a->keys = few ? 128 : D <= 128 ? 64 : 32;
+		/* a 16-row tile only streams K and V: by the copy engine, a
+		 * row a copy (attn.cuh: BULK) */
+		a->bulk = few && P->o->attn_bulk != 1;
 	}
 	const int64_t smem = mma_attn_smem(a, D);
 	if (smem > P->dev.smem_per_sm) {

@@ -16,8 +16,13 @@
 #define MKD_ATTN_CUH
 
 #include "base.cuh"
+#include "copy.cuh"
 #include "ew.cuh"
 #include "mma.cuh"
+
+#ifndef MKD_FA_TIMEOUT_NS
+#define MKD_FA_TIMEOUT_NS 10000000000ull  /* a stage's copies: a bug past this, never slow */
+#endif
 
 #define MKD_FA_ROWS 128
 
@@ -55,10 +60,28 @@ template <> struct mkd_pack2<mkd_f16> {
  * [KEYS][D + 8] (the plan's ring: 2, or more where the tile streams a
  * long cache for a few queries, split-KV, and only load latency bounds it) (the 8 pad elements put the rows ldmatrix reads together
  * in distinct banks).  All threads of the CTA load; the first 8 warps
- * compute.  Rows must be 16-byte aligned (D a multiple of 8, strides too). */
-template <int D, typename T, int NST = 2, int ROWS = MKD_FA_ROWS>
+ * compute.  Rows must be 16-byte aligned (D a multiple of 8, strides too).
+ *
+ * BULK (the plan's for 16-row tiles; sm_90, else cp.async as above): the
+ * rows of K and V come by the TMA engine's bulk copies, one a row, each
+ * thread issuing at most a few, the stage's bytes counted on its mbarrier
+ * (NST of them past the stages: full[s], count 1, thread 0's arrival with
+ * the bytes).  A decode tile only streams, and 16-byte cp.async by every
+ * thread drew ~20 GB/s a CTA where the matmul engine's TMA draws ~30
+ * (docs/perf-notes.md, 2026-12-05/06).  Stage c of the tile (counted over
+ * its blocks: `ld`) sits in slot c % NST, round c / NST; the CTA barrier
+ * before a stage is refilled orders the warps' reads of it before the copy
+ * engine's writes.  V rows past a block's keys are zeroed by plain stores
+ * (P is 0 there, and 0 times a stale NaN would not vanish), then
+ * fence.proxy.async so the next round's copies come after them. */
+template <int D, typename T, int NST = 2, int ROWS = MKD_FA_ROWS, bool BULK = false>
 struct mkd_fa {
 	enum {
+#ifdef MKD_HAS_BULK
+		TMA = BULK,                /* K and V by bulk copies (sm_90) */
+#else
+		TMA = 0,
+#endif
 		FEW = ROWS == 16,          /* decode: a warp's 16 rows, 8 groups of keys */
 		MI = FEW ? 1 : D <= 64 ? 2 : 1,  /* m16 tiles per warp */
 		SPLIT = FEW ? 8 : MI,      /* groups of warps that split the keys */
@@ -68,7 +91,9 @@ struct mkd_fa {
 		LD = D + 8,
 		Q_ELEMS = ROWS * LD,
 		KV_ELEMS = KEYS * LD,
-		SMEM = (Q_ELEMS + 2 * NST * KV_ELEMS) * 2
+		/* BULK: the stages' barriers after them (compiler/plan.c counts
+		 * them whether or not this arch uses them) */
+		SMEM = (Q_ELEMS + 2 * NST * KV_ELEMS) * 2 + (BULK ? 8 * NST : 0)
 	};
 	static_assert(NST >= 2 && NST <= 6, "2..6 stages of K and V");
 	static_assert(sizeof(T) == 2, "the tensor-core tile takes 16-bit inputs");
@@ -82,6 +107,7 @@ struct mkd_fa {
 	float m[MI][2], l[MI][2];  /* running max (log2 units), this thread's partial sum */
 	float scale2;           /* softmax scale times log2(e) */
 	T *qs;
+	u32 ld;                 /* TMA: the tile's stages loaded so far */
 
 	/* rows x D starting at src (row stride ld) into dst [nrows][LD], zero past rows */
 	static MKD_INLINE void load_rows(T *dst, const T *src, i64 ld, int rows, int nrows)
@@ -103,11 +129,54 @@ struct mkd_fa {
 		load_rows(dst + KV_ELEMS, v + (i64)c * KEYS * ldv, ldv, left, KEYS);
 	}
 
+#ifdef MKD_HAS_BULK
+	MKD_INLINE u32 full_bar(int s) const
+	{
+		return mkd_smem_addr(qs + Q_ELEMS + 2 * NST * KV_ELEMS) + 8 * s;
+	}
+
+	/* TMA: stage c of a block into slot s, as load_stage; every thread
+	 * calls.  Thread 0 announces the bytes, each thread copies a row or
+	 * two of K and V, and zeroes V's rows past the keys. */
+	MKD_INLINE void bulk_stage(T *dst, const T *k, const T *v, i64 ldk, i64 ldv, int nk, int c,
+				   int s)
+	{
+		int left = nk - c * KEYS;
+		left = left < KEYS ? left : KEYS;
+		const u32 bar = full_bar(s);
+		if (threadIdx.x == 0)
+			mkd_mbar_arrive_tx(bar, (u32)(2 * left * D * 2));
+		for (int r = threadIdx.x; r < 2 * left; r += blockDim.x) {
+			const int kv = r >= left, row = r - kv * left;
+			const T *src = kv ? v + (i64)(c * KEYS + row) * ldv : k + (i64)(c * KEYS + row) * ldk;
+			mkd_bulk_load(mkd_smem_addr(dst + kv * KV_ELEMS + row * LD), src, D * 2, bar);
+		}
+		if (left < KEYS) {
+			for (int i = threadIdx.x; i < (KEYS - left) * (D / 8); i += blockDim.x)
+				*(uint4 *)(dst + KV_ELEMS + (left + i / (D / 8)) * LD + (i % (D / 8)) * 8) =
+					make_uint4(0, 0, 0, 0);
+			asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+		}
+	}
+#endif
+
 	MKD_INLINE void begin(const T *q, i64 ldq, int rows, float scale, char *smem)
 	{
 		qs = (T *)smem;
 		load_rows(qs, q, ldq, rows, ROWS);
 		mkd_cp_async_commit();
+#ifdef MKD_HAS_BULK
+		ld = 0;
+		if (TMA) {
+			if (threadIdx.x == 0) {
+#pragma unroll
+				for (int s = 0; s < NST; s++)
+					mkd_mbar_init(full_bar(s), 1);
+				asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+			}
+			__syncthreads();  /* the barriers live before any copy */
+		}
+#endif
 		scale2 = scale * 1.44269504088896341f;
 #pragma unroll
 		for (int i = 0; i < MI; i++) {
@@ -242,6 +311,19 @@ struct mkd_fa {
 		const int warp = threadIdx.x >> 5, grp = warp / WPG;
 		const int r0 = (warp % WPG) * 16 * MI, nst = (nk + KEYS - 1) / KEYS;
 		const i64 qpos = qpos0 + r0;
+#ifdef MKD_HAS_BULK
+		if (TMA)
+			block_bulk(stage, k, v, ldk, ldv, nk, rows, causal, qpos, kpos0, warp, grp, r0, nst);
+		else
+#endif
+			block_async(stage, k, v, ldk, ldv, nk, rows, causal, qpos, kpos0, warp, grp, r0, nst);
+	}
+
+	/* block() by cp.async */
+	MKD_INLINE void block_async(T *stage, const T *k, const T *v, i64 ldk, i64 ldv, int nk,
+				    int rows, bool causal, i64 qpos, i64 kpos0, int warp, int grp, int r0,
+				    int nst)
+	{
 		/* stage c goes to slot c % NST; NST - 1 loads are in flight while a
 		 * stage is computed (one cp.async group per stage, empty ones too,
 		 * so that wait<NST - 2> always means "stage c has landed") */
@@ -258,20 +340,77 @@ struct mkd_fa {
 				load_stage(stage + ((c + NST - 1) % NST) * 2 * KV_ELEMS, k, v, ldk, ldv, nk,
 					   c + NST - 1);
 			mkd_cp_async_commit();
-			const int k0 = c * KEYS + grp * BN, left = nk - k0;
-			const i64 kpos = kpos0 + k0;
-			/* warps past the tile's rows, past the keys, or whose rows all
-			 * precede the chunk sit this one out */
-			if (warp < 8 && r0 < rows && left > 0 && !(causal && kpos > qpos + 16 * MI - 1)) {
-				const T *cs = stage + (c % NST) * 2 * KV_ELEMS + grp * BN * LD;
-				chunk(cs, cs + KV_ELEMS, left < BN ? left : BN, causal, r0, qpos, kpos);
-			}
+			compute(stage + (c % NST) * 2 * KV_ELEMS, nk, c, rows, causal, qpos, kpos0, warp,
+				grp, r0);
 		}
 		__syncthreads();  /* the stages are free for the next block */
 	}
 
-	/* a wait failed: nothing to give back (mkd_fa_wg frees its barriers) */
-	MKD_INLINE void quit() {}
+	/* stage c of the block, in slot st: this warp's keys of it.  Warps
+	 * past the tile's rows, past the keys, or whose rows all precede the
+	 * chunk sit it out. */
+	MKD_INLINE void compute(const T *st, int nk, int c, int rows, bool causal, i64 qpos,
+				i64 kpos0, int warp, int grp, int r0)
+	{
+		const int k0 = c * KEYS + grp * BN, left = nk - k0;
+		const i64 kpos = kpos0 + k0;
+		if (warp < 8 && r0 < rows && left > 0 && !(causal && kpos > qpos + 16 * MI - 1)) {
+			const T *cs = st + grp * BN * LD;
+			chunk(cs, cs + KV_ELEMS, left < BN ? left : BN, causal, r0, qpos, kpos);
+		}
+	}
+
+#ifdef MKD_HAS_BULK
+	/* block() with the TMA ring: NST - 1 stages in flight while one is
+	 * computed, as above; the tile's stage ld + c in slot (ld + c) % NST */
+	MKD_INLINE void block_bulk(T *stage, const T *k, const T *v, i64 ldk, i64 ldv, int nk,
+				   int rows, bool causal, i64 qpos, i64 kpos0, int warp, int grp, int r0,
+				   int nst)
+	{
+		/* K and V may have been written in this kernel by other CTAs
+		 * (seen through the flag acquire and the CTA barrier): ordered
+		 * before the copy engine's reads */
+		asm volatile("fence.proxy.async.global;" ::: "memory");
+		mkd_cp_async_wait<0>();  /* Q (begin): seen by all at the first barrier */
+		for (int c = 0; c < NST - 1 && c < nst; c++)
+			bulk_stage(stage + ((ld + c) % NST) * 2 * KV_ELEMS, k, v, ldk, ldv, nk, c,
+				   (int)((ld + c) % NST));
+		for (int c = 0; c < nst; c++) {
+			const u32 j = ld + c, s = j % NST;
+			mkd_mbar_wait(full_bar((int)s), (j / NST) & 1, MKD_FA_TIMEOUT_NS);
+			__syncthreads();  /* slot (j - 1) % NST read by every warp: free */
+			if (c + NST - 1 < nst)
+				bulk_stage(stage + ((j + NST - 1) % NST) * 2 * KV_ELEMS, k, v, ldk, ldv, nk,
+					   c + NST - 1, (int)((j + NST - 1) % NST));
+			compute(stage + s * 2 * KV_ELEMS, nk, c, rows, causal, qpos, kpos0, warp, grp, r0);
+		}
+		ld += nst;
+		__syncthreads();  /* the stages are free for the next block */
+	}
+#endif
+
+	/* TMA: the barriers back to plain shared memory, once every copy has
+	 * landed and been waited for (after block(): every thread is past its
+	 * waits); a CTA barrier follows before the memory is used otherwise */
+	MKD_INLINE void release()
+	{
+#ifdef MKD_HAS_BULK
+		if (TMA && threadIdx.x == 0)
+#pragma unroll
+			for (int s = 0; s < NST; s++)
+				mkd_mbar_inval(full_bar(s));
+#endif
+	}
+
+	/* a wait failed (between blocks: no copy in flight): the barriers back */
+	MKD_INLINE void quit()
+	{
+		if (TMA) {
+			__syncthreads();
+			release();
+			__syncthreads();
+		}
+	}
 
 	/* O = acc / sum for the tile's rows (row stride ldo). */
 	template <typename TO>
@@ -292,6 +431,7 @@ struct mkd_fa {
 	MKD_INLINE void finish(TO *out, i64 ldo, int rows)
 	{
 		mkd_cp_async_wait<0>();
+		release();  /* block() ended with a CTA barrier; finish() ends with one */
 		const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, grp = warp / WPG;
 		const int g = lane >> 2, tq = lane & 3, r0 = (warp % WPG) * 16 * MI;
 		if (warp < 8)

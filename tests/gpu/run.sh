@@ -282,6 +282,15 @@ sed -e 's/^  O = attention(Q, K, V)$/  O = attention(Q, K, V, causal)  split 2/'
 	>"$dec_dir/attn_causal.mk"
 check "decode_attention.causal.split2" "$MKRUN" "$dec_dir/attn_causal.mk" -D T=300 -D H=2 -D S=300 \
 	-D D=128 --iters 3 --quiet
+# 16-row tiles load K and V by bulk copies on sm_90 (the plan's): causal,
+# ragged ranges (V rows past the keys zeroed); MK_ATTN_BULK=0 keeps the
+# cp.async path tested
+check "decode_attention.causal.split2.t5" "$MKRUN" "$dec_dir/attn_causal.mk" -D T=5 -D H=2 -D S=300 \
+	-D D=128 --iters 3 --quiet
+for r in 1 2; do
+	check "decode_attention.MK_ATTN_BULK=0.t3.r$r" env MK_ATTN_BULK=0 "$MKRUN" "$dec_dir/attn_split.mk" \
+		--ranks "$r" -D T=3 -D H=4 -D S=1000 -D D=128 --iters 3 --quiet
+done
 # a 2 x 2 mesh in one launch: the RDMA stages become stores between virtual ranks
 check "ag_gemm.2x2.r4" "$MKRUN" samples/ag_gemm.mk --ranks 4 -D nodes=2 -D gpus=2 -D M=1024 -D N=256 -D K=512 --iters 5 --quiet
 check "gemm_rs.2x2.r4" "$MKRUN" samples/gemm_rs.mk --ranks 4 -D nodes=2 -D gpus=2 -D M=1024 -D N=512 -D K=1024 --iters 5 --quiet
