@@ -282,11 +282,11 @@ sed -e 's/^  O = attention(Q, K, V)$/  O = attention(Q, K, V, causal)  split 2/'
 	>"$dec_dir/attn_causal.mk"
 check "decode_attention.causal.split2" "$MKRUN" "$dec_dir/attn_causal.mk" -D T=300 -D H=2 -D S=300 \
 	-D D=128 --iters 3 --quiet
-# 16-row tiles load K and V by bulk copies on sm_90 (the plan's): causal,
-# ragged ranges (V rows past the keys zeroed); MK_ATTN_BULK=0 keeps the
-# cp.async path tested
-check "decode_attention.causal.split2.t5" "$MKRUN" "$dec_dir/attn_causal.mk" -D T=5 -D H=2 -D S=300 \
-	-D D=128 --iters 3 --quiet
+# 16-row tiles load K and V by bulk copies on sm_90 (the plan's): ragged
+# ranges (V rows past the keys zeroed); MK_ATTN_BULK=0 keeps the cp.async
+# path tested
+check "decode_attention.split3.d128" "$MKRUN" "$dec_dir/attn_split.mk" -D T=5 -D H=4 -D S=1000 -D D=128 \
+	--iters 3 --quiet
 for r in 1 2; do
 	check "decode_attention.MK_ATTN_BULK=0.t3.r$r" env MK_ATTN_BULK=0 "$MKRUN" "$dec_dir/attn_split.mk" \
 		--ranks "$r" -D T=3 -D H=4 -D S=1000 -D D=128 --iters 3 --quiet
