@@ -29,6 +29,13 @@ static void route_branch(cg_em *E, const ir_op *op, int R)
 		  (long long)op->experts, p->tensors[R].name);
 }
 
+/* mkd_dispatch's last argument where the plan leaves the slots past the
+ * tokens unwritten (plan.c: past_unread) */
+static const char *zero_arg(const ir_op *op)
+{
+	return op->plan.skip_past ? ", false" : "";
+}
+
 /* MoE dispatch between nodes (lower.c, moe_nodes): W_ tasks build this
  * rank's routing table, W2_ tasks pack its rows for another node (one
  * column block each), W3_ tasks route what a node sent; the others fill one
@@ -104,12 +111,12 @@ static void stage_dispatch_nodes(cg_em *E, const ir_op *op)
 		  "\tfor (i64 e = lo[0]; e < hi[0]; e++)\n"
 		  "\t\tif (!mkd_dispatch<%s>(p, w, (int)e, %lld, %lld, %lld, %lld, %lld, route, x, MK_WORLD,\n"
 		  "\t\t\t\t(int)lo[1], (int)hi[1], (%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, e, lo[1], 0), ldx,\n"
-		  "\t\t\t\t%s))\n"
+		  "\t\t\t\t%s%s))\n"
 		  "\t\t\treturn false;\n"
 		  "\treturn true;\n}\n\n",
 		  tx, p->tensors[R].name, rr->name, rk->name, tx, W * 4, W * 4 / es, tx, H,
 		  tx, (long long)xe->shape[0], (long long)xe->shape[1], N, k, H, cg_ctype(xe->dtype),
-		  xe->name, xe->name, op->drop ? "true" : "false");
+		  xe->name, xe->name, op->drop ? "true" : "false", zero_arg(op));
 }
 
 /* MoE dispatch (mkd/moe.cuh): W_ tasks build this rank's routing table;
@@ -146,13 +153,13 @@ void cg_stage_dispatch(cg_em *E, const ir_op *op)
 		  "\tfor (i64 e = lo[0]; e < hi[0]; e++)\n"
 		  "\t\tif (!mkd_dispatch<%s>(p, w, (int)e, %lld, %lld, %lld, %lld, %lld, route, x, MK_WORLD,\n"
 		  "\t\t\t\t(int)lo[1], (int)hi[1], (%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, e, lo[1], 0),\n"
-		  "\t\t\t\t0, %s))\n"
+		  "\t\t\t\t0, %s%s))\n"
 		  "\t\t\treturn false;\n"
 		  "\treturn true;\n}\n\n",
 		  cg_ctype(x->dtype), p->tensors[R].name, p->tensors[R].name, cg_ctype(x->dtype), x->name,
 		  cg_ctype(x->dtype), (long long)xe->shape[0], (long long)xe->shape[1], N,
 		  (long long)ix->local[1], (long long)xe->shape[2], cg_ctype(xe->dtype), xe->name,
-		  xe->name, op->drop ? "true" : "false");
+		  xe->name, op->drop ? "true" : "false", zero_arg(op));
 }
 
 /* MoE combine between nodes (lower.c, moe_nodes).  W_ tasks: the partial

@@ -669,19 +669,23 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 			  mp.bm, mp.bm, mp.bn, mp.bn);
 	else
 		sb_puts(E->o, "\tconst int rows = (int)(hi[1] - lo[1]), cols = (int)(hi[2] - lo[2]);\n");
-	if (rt >= 0 && walk)  /* rows of a dispatch's buckets: tiles past the tokens are zeros */
-		sb_puts(E->o,
-			"\tif (r0 >= filled) {  // no tokens here\n"
-			"\t\tmkd_zero_tile(c, C.st[1], rows, cols);\n"
-			"\t\tcontinue;\n"
-			"\t}\n");
+	/* rows of a dispatch's buckets: tiles past the tokens are zeros, or
+	 * left unwritten where nothing reads them (plan.c: skip_past) */
+	const char *zt = op->plan.skip_past ? "" : "\t\tmkd_zero_tile(c, C.st[1], rows, cols);\n";
+	const char *why = op->plan.skip_past ? "no tokens here: nothing reads these rows" : "no tokens here";
+	if (rt >= 0 && walk)
+		sb_printf(E->o,
+			  "\tif (r0 >= filled) {  // %s\n"
+			  "%s"
+			  "\t\tcontinue;\n"
+			  "\t}\n", why, zt);
 	else if (rt >= 0)
 		sb_printf(E->o,
 			  "\tconst int filled = %s;\n"
-			  "\tif (lo[1] >= filled) {  // no tokens here\n"
-			  "\t\tmkd_zero_tile(c, C.st[1], rows, cols);\n"
+			  "\tif (lo[1] >= filled) {  // %s\n"
+			  "%s"
 			  "\t\treturn true;\n"
-			  "\t}\n", rows_of);
+			  "\t}\n", rows_of, why, zt);
 	char eb[192], act[160] = "mkd_epi_none()";
 	const char *epi = epilogue(E, op, R, N, eb, sizeof eb);
 	if (op->gate && op->gate_epi) {  /* the gate-up tile's act(A Wg), an epilogue functor */

@@ -116,6 +116,8 @@ int compile_run(srcset *src, int file, const compile_opts *o,
 		opt.no_carry = 1;
 	if (env_on("MK_NO_POOL"))  /* bucket matmuls' tiles where the list puts them */
 		opt.no_pool = 1;
+	if (env_on("MK_ZERO_PAST"))  /* buckets' rows past the tokens zeroed (A/B) */
+		opt.zero_past = 1;
 	if (env_on("MK_NO_LATE"))  /* a matmul's flags all waited for up front */
 		opt.no_late = 1;
 	if (env_on("MK_LATE"))  /* every tile that can waits per operand */

@@ -86,6 +86,8 @@ void inspect_plans(const ir_prog *p, strbuf *out)
 				sb_printf(out, ", rows bounded by %s's buckets", p->ops[pl->mm.bucket].stage);
 			if (pl->pool)
 				sb_puts(out, ", tasks taken at run time (a pool)");
+			if (pl->skip_past)
+				sb_puts(out, ", no stores past the tokens (nothing reads them)");
 			break;
 		case OP_ATTENTION:
 			if (pl->attn.tensor_cores)
@@ -107,6 +109,8 @@ void inspect_plans(const ir_prog *p, strbuf *out)
 			break;
 		case OP_DISPATCH:
 			sb_printf(out, "%lld slots a task", (long long)pl->moe.block);
+			if (pl->skip_past)
+				sb_puts(out, ", no zeros past the tokens (nothing reads them)");
 			break;
 		case OP_COMBINE:
 			sb_printf(out, "%lld tokens a task", (long long)pl->moe.block);

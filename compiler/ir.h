@@ -278,6 +278,9 @@ typedef struct ir_plan {
 	ir_moe_plan moe;    /* OP_DISPATCH, OP_COMBINE */
 	int view;           /* layout op: its result is a view of its input
 	                       (plan_view.c); it makes no task */
+	int skip_past;      /* dispatch, bucket matmul: rows past a bucket's
+	                       tokens are left unwritten, not zeroed: nothing
+	                       reads them (plan.c past_unread) */
 	int pool;           /* its tasks are taken at run time, in the pool's
 	                       order, from a per-rank counter by the CTAs whose
 	                       lists hold them (sched.c, mkd/kernel.cuh): the

@@ -61,6 +61,8 @@ typedef struct compile_opts {
 	int no_pool;            /* every task where the list schedule puts it:
 	                           no bucket matmul's tiles taken at run time
 	                           (the driver reads MK_NO_POOL=1) */
+	int zero_past;          /* rows past a bucket's tokens zeroed even where
+	                           nothing reads them (MK_ZERO_PAST=1) */
 	int no_late;            /* every matmul's flags waited for before its
 	                           task starts (the driver reads MK_NO_LATE=1) */
 	int all_late;           /* every tile that can waits per operand, not

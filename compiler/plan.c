@@ -962,6 +962,37 @@ static void plan_dispatch(planner *P, ir_op *op)
 	}
 }
 
+/* Whether nothing reads the rows of bucket tensor t past its expert's
+ * tokens: t is a temporary read only as the rows of a bucket matmul (whose
+ * tiles past the tokens load nothing and whose other rows are row for row
+ * their own), by a unary elementwise op whose result is such a tensor too,
+ * or by combine (which reads a token's slots).  Then a dispatch need not
+ * zero those rows nor a bucket matmul store zero tiles there: whatever
+ * they hold stays in rows nothing reads (docs/language.md, dispatch). */
+static int past_unread(const ir_prog *p, int t, int depth)
+{
+	if (depth > 64 || p->tensors[t].kind != TK_TEMP)
+		return 0;
+	for (int j = 0; j < p->nops; j++) {
+		const ir_op *op = &p->ops[j];
+		if (op->gate && op->gate - 1 == t)
+			return 0;
+		for (int k = 0; k < op->nin; k++) {
+			if (op->in[k] != t)
+				continue;
+			if (k == 0 && op->kind == OP_COMBINE)
+				continue;
+			if (k == 0 && op->kind == OP_MATMUL && op->plan.mm.bucket >= 0)
+				continue;
+			if (k == 0 && op->nin == 1 && ir_op_class(op->kind) == 'E' &&
+			    past_unread(p, op->out, depth + 1))
+				continue;
+			return 0;
+		}
+	}
+	return 1;
+}
+
 static void plan_combine(planner *P, ir_op *op)
 {
 	const ir_prog *p = P->p;
@@ -1026,6 +1057,13 @@ int plan_run(ir_prog *p, const compile_opts *o, diags *d, arena *a)
 		case OP_MATMUL: break;
 		default: op->plan.threads = 256; break;
 		}
+	}
+	/* buckets' rows past the tokens: not written where nothing reads them
+	 * (MK_ZERO_PAST=1: zeros, as the CPU reference holds) */
+	for (int i = 0; i < p->nops; i++) {
+		ir_op *op = &p->ops[i];
+		if (op->kind == OP_DISPATCH || (op->kind == OP_MATMUL && op->plan.mm.bucket >= 0))
+			op->plan.skip_past = P.gpu && !P.o->zero_past && past_unread(p, op->out, 0);
 	}
 	/* the kernel: every CTA can run every task */
 	p->threads = 256;

@@ -192,14 +192,16 @@ MKD_INLINE void mkd_zero_row(T *dst, int cols)
 /* Fills slots [s0, s1) of expert eg's bucket (out = slot s0, rows of H) on
  * the owner: slot s holds the s-th row routed to eg, counting every source
  * rank's rows (route[q], x[q] for q = 0 .. nsrc-1, ranks in order), or zeros
- * past the last.  When the expert receives more than C rows: with `drop`
+ * past the last (with `zero`; else those rows are left as they are: the
+ * plan found nothing reads them).  When the expert receives more than C rows: with `drop`
  * the first C fill the bucket and the rest are dropped (mkd_combine skips
  * a choice whose slot is C or more); without, it returns false after
  * reporting, and nothing is written. */
 template <typename T>
 MKD_INLINE bool mkd_dispatch(const mkd_params &p, mkd_waiter w, int eg, int E, int C, int N,
 			     int k, int H, const int *const *route, const T *const *x, int nsrc,
-			     int s0, int s1, T *out, const i64 *ldx = 0, bool drop = false)
+			     int s0, int s1, T *out, const i64 *ldx = 0, bool drop = false,
+			     bool zero = true)
 {
 	const int warp = threadIdx.x >> 5, nw = (int)(blockDim.x >> 5);
 	int total = 0;
@@ -213,6 +215,8 @@ MKD_INLINE bool mkd_dispatch(const mkd_params &p, mkd_waiter w, int eg, int E, i
 	for (int s = s0 + warp; s < s1; s += nw) {
 		T *dst = out + (i64)(s - s0) * H;
 		if (s >= total) {
+			if (!zero)
+				break;  /* and every slot after it */
 			mkd_zero_row(dst, H);
 			continue;
 		}

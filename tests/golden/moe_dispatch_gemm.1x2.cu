@@ -173,7 +173,7 @@ static __device__ __noinline__ bool stage_Xe(const mkd_params &p, int rank, int 
 	for (i64 e = lo[0]; e < hi[0]; e++)
 		if (!mkd_dispatch<mkd_bf16>(p, w, (int)e, 4, 64, 64, 2, 64, route, x, MK_WORLD,
 				(int)lo[1], (int)hi[1], (mkd_bf16 *)mkd_at<MK_GPUS>(p, T_Xe, MK_T[T_Xe], rank, e, lo[1], 0),
-				0, false))
+				0, false, false))
 			return false;
 	return true;
 }
@@ -189,8 +189,7 @@ static __device__ __forceinline__ bool stage_He(const mkd_params &p, int rank, i
 	mkd_bf16 *c = (mkd_bf16 *)mkd_at<MK_GPUS>(p, T_Ae, C, rank, lo[0], lo[1], lo[2]);
 	const int rows = (int)(hi[1] - lo[1]), cols = (int)(hi[2] - lo[2]);
 	const int filled = mkd_bucket_rows(p, T_idx__route, MK_WORLD, (int)lo[0]);
-	if (lo[1] >= filled) {  // no tokens here
-		mkd_zero_tile(c, C.st[1], rows, cols);
+	if (lo[1] >= filled) {  // no tokens here: nothing reads these rows
 		return true;
 	}
 #ifdef MKD_HAS_WGMMA
@@ -221,8 +220,7 @@ static __device__ __forceinline__ bool stage_Ye(const mkd_params &p, int rank, i
 	mkd_bf16 *c = (mkd_bf16 *)mkd_at<MK_GPUS>(p, T_Ye, C, rank, lo[0], lo[1], lo[2]);
 	const int rows = (int)(hi[1] - lo[1]), cols = (int)(hi[2] - lo[2]);
 	const int filled = mkd_bucket_rows(p, T_idx__route, MK_WORLD, (int)lo[0]);
-	if (lo[1] >= filled) {  // no tokens here
-		mkd_zero_tile(c, C.st[1], rows, cols);
+	if (lo[1] >= filled) {  // no tokens here: nothing reads these rows
 		return true;
 	}
 #ifdef MKD_HAS_WGMMA

@@ -1,0 +1,62 @@
+# Rows of a bucket past its expert's tokens: where nothing reads them (the
+# buckets and the expert GEMMs' results are temporaries read only as the
+# rows of bucket matmuls, by unary elementwise ops, or by combine), the
+# dispatch does not zero them and a bucket matmul stores nothing in its
+# tiles past the tokens (plan.c past_unread).  Anything else reading a
+# bucket, or a bucket declared `out`, keeps the zeros.
+#   PLAN  the plan says so for the dispatch and both matmuls
+#   CU    mkd_dispatch is told not to zero (its last argument false); the
+#         empty tiles continue without mkd_zero_tile
+#   ZERO  MK_ZERO_PAST=1: zeros everywhere, as the CPU reference holds
+#   OUT   He declared an output: its tiles keep their zeros; Xe, read only
+#         by He, still needs none
+#   READ  Xe also read by a scale whose result is an output: the dispatch
+#         zeroes again (He, Ye still skip)
+#
+# RUN: %mkc --emit=plan %s | FileCheck %s --check-prefix=PLAN
+# RUN: %mkc --emit=cu %s | FileCheck %s --check-prefix=CU --implicit-check-not=mkd_zero_tile
+# RUN: env MK_ZERO_PAST=1 %mkc --emit=plan %s | FileCheck %s --check-prefix=ZERO --implicit-check-not='past the tokens'
+# RUN: env MK_ZERO_PAST=1 %mkc --emit=cu %s | FileCheck %s --check-prefix=ZERO-CU
+# RUN: sed -e 's/^  He = matmul/  out He : bf16[E, C, F] split(0)\n  He = matmul/' %s > %t.out.mk
+# RUN: %mkc --emit=plan %t.out.mk | FileCheck %s --check-prefix=OUT
+# RUN: sed -e 's/^  out Y /  out Z    : bf16[E, C, H] split(0)\n  out Y /' -e 's/^  He = matmul/  Z = scale(Xe, 2.0)\n  He = matmul/' %s > %t.read.mk
+# RUN: %mkc --emit=plan %t.read.mk | FileCheck %s --check-prefix=READ
+#
+# PLAN: Xe dispatch {{.*}}slots a task, no zeros past the tokens (nothing reads them)
+# PLAN: He matmul {{.*}}(a pool), no stores past the tokens (nothing reads them)
+# PLAN: Ye matmul {{.*}}(a pool), no stores past the tokens (nothing reads them)
+# CU: if (!mkd_dispatch<mkd_bf16>(
+# CU: 0, false, false))
+# CU: // stage He:
+# CU: if (lo[1] >= filled) {  // no tokens here: nothing reads these rows
+# CU-NEXT: return true;
+# CU: // stage Ye:
+# CU: if (lo[1] >= filled) {  // no tokens here: nothing reads these rows
+# CU-NEXT: return true;
+# ZERO: Xe dispatch {{.*}}slots a task; smem
+# ZERO-CU: 0, false))
+# ZERO-CU: mkd_zero_tile(c, C.st[1], rows, cols);
+# ZERO-CU: mkd_zero_tile(c, C.st[1], rows, cols);
+# OUT: Xe dispatch {{.*}}no zeros past the tokens
+# OUT: He matmul {{.*}}(a pool); smem
+# OUT: Ye matmul {{.*}}no stores past the tokens
+# READ: Xe dispatch {{.*}}slots a task; smem
+# READ: He matmul {{.*}}no stores past the tokens
+# READ: Ye matmul {{.*}}no stores past the tokens
+pipeline moe_past {
+  mesh  1 x 1
+  param T = 512, H = 256, F = 256, E = 4, topk = 2, C = 256
+
+  in  X    : bf16[T, H] split(0)
+  in  idx  : i32[T, topk] split(0)
+  in  gate : f32[T, topk] split(0)
+  in  W1   : bf16[E, H, F] split(0)
+  in  W2   : bf16[E, F, H] split(0)
+  out Y    : bf16[T, H] split(0)
+
+  Xe = dispatch(X, idx, E, C)
+  He = matmul(Xe, W1)
+  Ae = silu(He)
+  Ye = matmul(Ae, W2)
+  Y  = combine(Ye, idx, gate)
+}
