@@ -149,6 +149,11 @@ int compile_run(srcset *src, int file, const compile_opts *o,
 	const int ab = env_pick(d, "MK_ATTN_BULK", offon, "0 or 1");
 	if (ab)
 		opt.attn_bulk = ab;
+	/* MK_POOL_ORDER=cols|rows: a pool's tiles column by column (the
+	 * plan's) or row by row (sched.c pool_key; A/B) */
+	static const char *const porders[] = {"cols", "rows", NULL};
+	if (env_pick(d, "MK_POOL_ORDER", porders, "cols or rows") == 2)
+		opt.pool_rows = 1;
 	/* MK_SCHED_ORDER=ready|wave: the list schedule's order (sched.c) */
 	static const char *const orders[] = {"ready", "wave", NULL};
 	const int so = env_pick(d, "MK_SCHED_ORDER", orders, "ready or wave");

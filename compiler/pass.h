@@ -61,6 +61,8 @@ typedef struct compile_opts {
 	int no_pool;            /* every task where the list schedule puts it:
 	                           no bucket matmul's tiles taken at run time
 	                           (the driver reads MK_NO_POOL=1) */
+	int pool_rows;          /* a pool's order row panel by row panel, not
+	                           column by column (MK_POOL_ORDER=rows) */
 	int zero_past;          /* rows past a bucket's tokens zeroed even where
 	                           nothing reads them (MK_ZERO_PAST=1) */
 	int no_late;            /* every matmul's flags waited for before its

@@ -677,10 +677,18 @@ static void pool_phases(sched *S)
  * column by column, and in a column row by row, so that the CTAs working
  * at once share an expert's rows and each column's weight slab (the
  * tiles of one slab one after another; rows past an expert's tokens are
- * empty tiles, done at once). */
+ * empty tiles, done at once).  With `rows` (MK_POOL_ORDER=rows, A/B) row
+ * by row, and in a row column by column: the tiles of one row panel one
+ * after another. */
+typedef struct pool_cmp {
+	const ir_sched *s;
+	int rows;
+} pool_cmp;
+
 static int pool_key(const void *a, const void *b, void *arg)
 {
-	const ir_sched *s = arg;
+	const pool_cmp *c = arg;
+	const ir_sched *s = c->s;
 	const ir_task *x = &s->tasks[*(const int *)a], *y = &s->tasks[*(const int *)b];
 	const int nd = s->prog->tensors[x->write.tensor].ndim;
 	int64_t kx[IR_MAXDIM], ky[IR_MAXDIM];
@@ -689,7 +697,10 @@ static int pool_key(const void *a, const void *b, void *arg)
 		kx[n] = x->write.lo[d];
 		ky[n] = y->write.lo[d];
 	}
-	for (int d = nd - 1; d >= nd - 2 && d >= 0; d--, n++) {
+	for (int j = 0; j < 2 && j < nd; j++, n++) {
+		const int d = c->rows ? nd - 2 + j : nd - 1 - j;
+		if (d < 0)
+			break;
 		kx[n] = x->write.lo[d];
 		ky[n] = y->write.lo[d];
 	}
@@ -701,7 +712,7 @@ static int pool_key(const void *a, const void *b, void *arg)
 
 /* The pools of the final lists: each pooled op's tasks in pool_key order
  * and the CTAs that hold them. */
-static void build_pools(sched *S)
+static void build_pools(sched *S, const compile_opts *opt)
 {
 	ir_sched *s = S->s;
 	const ir_prog *p = S->p;
@@ -739,7 +750,8 @@ static void build_pools(sched *S)
 			s->npools--;
 			continue;
 		}
-		qsort_r(s->pool_order + first, (size_t)pl->n, sizeof(int), pool_key, s);
+		pool_cmp c = {s, opt && opt->pool_rows};
+		qsort_r(s->pool_order + first, (size_t)pl->n, sizeof(int), pool_key, &c);
 		first += pl->n;
 	}
 }
@@ -1065,7 +1077,7 @@ static void list_schedule(sched *S, const compile_opts *o)
 			i++;
 		s->cta_first[c] = i;
 	}
-	build_pools(S);
+	build_pools(S, o);
 
 	/* the floor: all SMs computing, every link busy all the time */
 	double comp = 0, nv = 0, rd = 0;

@@ -7,6 +7,8 @@
 #   CU      the tables: the pools, each stage's pool, the order
 #   NOPOOL  none of it with MK_NO_POOL=1
 #   PTX     the kernel draws tickets with a 64-bit atomic add
+#   ROWS    MK_POOL_ORDER=rows (A/B): row panel by row panel, another
+#           order, and the schedule stays valid (check_schedule.py)
 #
 # RUN: %mkc --emit=plan %s | FileCheck %s --check-prefix=PLAN
 # RUN: %mkc --emit=schedule %s | FileCheck %s --check-prefix=SM
@@ -14,6 +16,11 @@
 # RUN: env MK_NO_POOL=1 %mkc --emit=cu %s | FileCheck %s --check-prefix=NOPOOL
 # RUN: %mkc --emit=ptx %s -o %t.ptx
 # RUN: FileCheck %s --check-prefix=PTX < %t.ptx
+# RUN: %mkc -D T=4096 --emit=cu %s | grep -A2 'MK_POOL_ORDER\[' > %t.cols
+# RUN: env MK_POOL_ORDER=rows %mkc -D T=4096 --emit=cu %s | grep -A2 'MK_POOL_ORDER\[' > %t.rows
+# RUN: ! cmp -s %t.cols %t.rows
+# RUN: env MK_POOL_ORDER=rows %mkc -D T=4096 --emit=json %s -o %t.rows.json
+# RUN: python3 tests/tools/check_schedule.py -q %t.rows.json
 #
 # PLAN: He matmul {{.*}}4-stage ring {{.*}}off sm_90a), silu in the epilogue, rows bounded by Xe's buckets, tasks taken at run time (a pool)
 # PLAN: Ye matmul {{.*}}off sm_90a), rows bounded by Xe's buckets, tasks taken at run time (a pool)
