@@ -16,10 +16,10 @@
 # RUN: env MK_NO_POOL=1 %mkc --emit=cu %s | FileCheck %s --check-prefix=NOPOOL
 # RUN: %mkc --emit=ptx %s -o %t.ptx
 # RUN: FileCheck %s --check-prefix=PTX < %t.ptx
-# RUN: %mkc -D T=4096 --emit=cu %s | grep -A2 'MK_POOL_ORDER\[' > %t.cols
-# RUN: env MK_POOL_ORDER=rows %mkc -D T=4096 --emit=cu %s | grep -A2 'MK_POOL_ORDER\[' > %t.rows
+# RUN: %mkc -D T=4096 -D F=1024 -D H=1024 --emit=cu %s | grep -A2 'MK_POOL_ORDER\[' > %t.cols
+# RUN: env MK_POOL_ORDER=rows %mkc -D T=4096 -D F=1024 -D H=1024 --emit=cu %s | grep -A2 'MK_POOL_ORDER\[' > %t.rows
 # RUN: ! cmp -s %t.cols %t.rows
-# RUN: env MK_POOL_ORDER=rows %mkc -D T=4096 --emit=json %s -o %t.rows.json
+# RUN: env MK_POOL_ORDER=rows %mkc -D T=4096 -D F=1024 -D H=1024 --emit=json %s -o %t.rows.json
 # RUN: python3 tests/tools/check_schedule.py -q %t.rows.json
 #
 # PLAN: He matmul {{.*}}4-stage ring {{.*}}off sm_90a), silu in the epilogue, rows bounded by Xe's buckets, tasks taken at run time (a pool)
