@@ -66,9 +66,11 @@ template <> struct mkd_pack2<mkd_f16> {
  * rows of K and V come by the TMA engine's bulk copies, one a row, each
  * thread issuing at most a few, the stage's bytes counted on its mbarrier
  * (NST of them past the stages: full[s], count 1, thread 0's arrival with
- * the bytes).  A decode tile only streams, and 16-byte cp.async by every
- * thread drew ~20 GB/s a CTA where the matmul engine's TMA draws ~30
- * (docs/perf-notes.md, 2026-12-05/06).  Stage c of the tile (counted over
+ * the bytes).  A decode tile only streams: a CTA's 16-byte cp.async drew
+ * ~20 GB/s in the traces where the matmul engine's TMA draws ~30; on the
+ * H100 the two measured the same, 1-2% apart, S = 32768 at the card's
+ * read rate either way (docs/perf-notes.md, twenty-first session; the
+ * H200 not measured yet).  Stage c of the tile (counted over
  * its blocks: `ld`) sits in slot c % NST, round c / NST; the CTA barrier
  * before a stage is refilled orders the warps' reads of it before the copy
  * engine's writes.  V rows past a block's keys are zeroed by plain stores
