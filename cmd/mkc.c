@@ -186,12 +186,15 @@ static int build(const ir_sched *s, enum emit e, const char *arch, int use_cache
 				b.bin.log ? b.bin.log : "");
 			rc = 3;
 		} else {
-			/* NVRTC's warnings (ptxas's among them) and ptxas's
-			 * performance advisories are worth seeing */
+			/* NVRTC's warnings (ptxas's among them), ptxas's
+			 * performance advisories, and its notes on wgmma code it
+			 * changed (C7519: an arrive injected, which may close
+			 * every group early) are worth seeing */
 			for (const char *l = b.bin.log ? b.bin.log : ""; *l;) {
 				const char *nl = strchr(l, '\n');
 				size_t n = nl ? (size_t)(nl - l) : strlen(l);
-				if (memmem(l, n, "warning", 7) || memmem(l, n, "Performance Loss", 16))
+				if (memmem(l, n, "warning", 7) || memmem(l, n, "Performance Loss", 16) ||
+				    memmem(l, n, "(C7519)", 7))
 					fprintf(stderr, "%.*s\n", (int)n, l);
 				l += n + (nl != NULL);
 			}

@@ -431,38 +431,55 @@ struct mkd_wgmma_tile {
 		const u64 da = mkd_wg_desc(ring + arow * 64 * 128, 16, 1024);
 		const u64 db = mkd_wg_desc(ring + A_BYTES + box0 * B_BOX, B_BOX, 1024);
 		u32 s = pos % STAGES, ph = (pos / STAGES) & 1, prev = 0;
-		for (int kt = 0; kt < nk; kt++) {
-			mkd_mbar_wait(full_bar(bars, s), ph, tmo);
-			const u64 off = (u64)((s * STAGE_BYTES) >> 4);
+		if (idle) {
+			/* its rows of A are zeros, the products too: it only frees
+			 * each stage once it has landed (never a round ahead of the
+			 * other warpgroup's releases).  A loop of its own: a wgmma
+			 * chain under a branch makes ptxas close every stage's group
+			 * with an empty wgmma (C7519), so that the wait for the
+			 * previous group waits for this one */
+			for (int kt = 0; kt < nk; kt++) {
+				mkd_mbar_wait(full_bar(bars, s), ph, tmo);
+				if (lane == 0)
+					mkd_mbar_arrive(empty_bar(bars, s));
+				if (++s == STAGES) {
+					s = 0;
+					ph ^= 1;
+				}
+			}
+		} else {
+			for (int kt = 0; kt < nk; kt++) {
+				mkd_mbar_wait(full_bar(bars, s), ph, tmo);
+				const u64 off = (u64)((s * STAGE_BYTES) >> 4);
 #pragma unroll
-			for (int i = 0; i < CACC; i++)
-				mkd_wg_pin(d[i]);
-			mkd_wg_fence();
-			if (!idle)  /* idle: its rows of A are zeros, the products too */
+				for (int i = 0; i < CACC; i++)
+					mkd_wg_pin(d[i]);
+				mkd_wg_fence();
 #pragma unroll
 				for (int k = 0; k < BK / 16; k++)  /* K slice k: A +32k bytes, B +2048k */
 					mkd_wg_op<CN, T>::mma(d, da + off + 2 * k, db + off + 128 * k);
-			mkd_wg_commit();
+				mkd_wg_commit();
+#pragma unroll
+				for (int i = 0; i < CACC; i++)
+					mkd_wg_pin(d[i]);
+				if (kt > 0) {  /* group kt-1 retired: its stage is free */
+					mkd_wg_wait<1>();
+					if (lane == 0)
+						mkd_mbar_arrive(empty_bar(bars, prev));
+				}
+				prev = s;
+				if (++s == STAGES) {
+					s = 0;
+					ph ^= 1;
+				}
+			}
+			mkd_wg_wait<0>();
 #pragma unroll
 			for (int i = 0; i < CACC; i++)
 				mkd_wg_pin(d[i]);
-			if (kt > 0) {  /* group kt-1 retired: its stage is free */
-				mkd_wg_wait<1>();
-				if (lane == 0)
-					mkd_mbar_arrive(empty_bar(bars, prev));
-			}
-			prev = s;
-			if (++s == STAGES) {
-				s = 0;
-				ph ^= 1;
-			}
+			if (nk > 0 && lane == 0)  /* the last stage too: the next tile's loads may use it */
+				mkd_mbar_arrive(empty_bar(bars, prev));
 		}
-		mkd_wg_wait<0>();
-#pragma unroll
-		for (int i = 0; i < CACC; i++)
-			mkd_wg_pin(d[i]);
-		if (nk > 0 && lane == 0)  /* the last stage too: the next tile's loads may use it */
-			mkd_mbar_arrive(empty_bar(bars, prev));
 		if (X) {  /* the epilogue's operand: its flags, by the first consumer thread */
 			if (threadIdx.x == 128)
 				mkd_wg_ring.okx = wx();

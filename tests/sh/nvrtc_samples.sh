@@ -4,8 +4,12 @@
 # `mkc --emit=cubin`.  Each compile's resource use (mkc's stderr line "N
 # registers, N bytes stack, S/L bytes spilled") and time are printed; any
 # spill fails, and so do more registers than 64K / threads per CTA (the
-# kernel runs one CTA per SM) and a ptxas "Potential Performance Loss"
-# (C7510: a wgmma chain that crosses a call runs one wgmma at a time).
+# kernel runs one CTA per SM), a ptxas "Potential Performance Loss"
+# (C7510: a wgmma chain that crosses a call runs one wgmma at a time), and
+# a ptxas note that it injected a warpgroup.arrive (C7519: a wgmma chain
+# under a branch, where ptxas closes each group with an empty wgmma, so
+# that the wait for the previous group waits for the last: the idle
+# warpgroups' first version, docs/perf-notes.md, twenty-first session).
 #
 # A sample or mesh that mkc cannot lower or emit yet (its diagnostic says
 # "cannot be lowered", "not lowered yet" or "not built yet") is skipped with
@@ -86,6 +90,8 @@ if [ "${1:-}" = "--one" ]; then
 		bad="$regs registers x $threads threads > 65536: one CTA does not fit an SM"
 	elif grep -q 'Performance Loss' "$err"; then
 		bad="ptxas: $(grep 'Performance Loss' "$err" | head -1 | sed 's/^ptxas info *: *//')"
+	elif grep -q '(C7519)' "$err"; then
+		bad="ptxas: $(grep '(C7519)' "$err" | head -1 | sed 's/^ptxas info *: *//')"
 	fi
 	known=$(sed -n 's/^# KNOWN-SPILL: *//p' "$f" | head -1)
 	if [ -n "$known" ]; then
