@@ -965,8 +965,9 @@ static void plan_dispatch(planner *P, ir_op *op)
 /* Whether nothing reads the rows of bucket tensor t past its expert's
  * tokens: t is a temporary read only as the rows of a bucket matmul (whose
  * tiles past the tokens load nothing and whose other rows are row for row
- * their own), by a unary elementwise op whose result is such a tensor too,
- * or by combine (which reads a token's slots).  Then a dispatch need not
+ * their own) or by a unary elementwise op, either's result such a tensor
+ * too (a partly filled tile's rows past the tokens are made of t's), or
+ * by combine (which reads a token's slots).  Then a dispatch need not
  * zero those rows nor a bucket matmul store zero tiles there: whatever
  * they hold stays in rows nothing reads (docs/language.md, dispatch). */
 static int past_unread(const ir_prog *p, int t, int depth)
@@ -982,9 +983,8 @@ static int past_unread(const ir_prog *p, int t, int depth)
 				continue;
 			if (k == 0 && op->kind == OP_COMBINE)
 				continue;
-			if (k == 0 && op->kind == OP_MATMUL && op->plan.mm.bucket >= 0)
-				continue;
-			if (k == 0 && op->nin == 1 && ir_op_class(op->kind) == 'E' &&
+			if (k == 0 && ((op->kind == OP_MATMUL && op->plan.mm.bucket >= 0) ||
+				       (op->nin == 1 && ir_op_class(op->kind) == 'E')) &&
 			    past_unread(p, op->out, depth + 1))
 				continue;
 			return 0;

@@ -8,8 +8,9 @@
 #   CU    mkd_dispatch is told not to zero (its last argument false); the
 #         empty tiles continue without mkd_zero_tile
 #   ZERO  MK_ZERO_PAST=1: zeros everywhere, as the CPU reference holds
-#   OUT   He declared an output: its tiles keep their zeros; Xe, read only
-#         by He, still needs none
+#   OUT   He declared an output: its tiles keep their zeros, and so does
+#         Xe, whose rows past the tokens make He's there (a partly filled
+#         tile's); Ye, read only by combine, still stores none
 #   READ  Xe also read by a scale whose result is an output: the dispatch
 #         zeroes again (He, Ye still skip)
 #
@@ -37,7 +38,7 @@
 # ZERO-CU: 0, false))
 # ZERO-CU: mkd_zero_tile(c, C.st[1], rows, cols);
 # ZERO-CU: mkd_zero_tile(c, C.st[1], rows, cols);
-# OUT: Xe dispatch {{.*}}no zeros past the tokens
+# OUT: Xe dispatch {{.*}}slots a task; smem
 # OUT: He matmul {{.*}}(a pool); smem
 # OUT: Ye matmul {{.*}}no stores past the tokens
 # READ: Xe dispatch {{.*}}slots a task; smem

@@ -223,6 +223,14 @@ check "moe.nopool.skew.r4" env MK_NO_POOL=1 "$MKRUN" samples/moe_dispatch_gemm.m
 # shellcheck disable=SC2086
 check "moe.MK_ZERO_PAST=1.skew.r4" env MK_ZERO_PAST=1 "$MKRUN" samples/moe_dispatch_gemm.mk --ranks 4 \
 	$moe_sz -D C=1024 --inputs "$moe_dir/skew" --iters 3 --quiet
+# He declared an output: its rows past the tokens hold zeros, so the
+# dispatch zeroes Xe's (He's partly filled tiles are made of them)
+moe_out=$(mktemp -d)/moe_out.mk
+sed -e 's/^  He = matmul(Xe, W1).*$/  out He : bf16[E, C, F] split(0)\n  He = matmul(Xe, W1)/' \
+	samples/moe_dispatch_gemm.mk >"$moe_out"
+# shellcheck disable=SC2086
+check "moe.out_he.skew.r4" "$MKRUN" "$moe_out" --ranks 4 $moe_sz -D C=1024 --inputs "$moe_dir/skew" \
+	--iters 3 --quiet
 gemm_walk=$(mktemp -d)/gemm_walk.mk
 sed -e 's/^  C = matmul(A, B)$/  C = matmul(A, B)  tasks 3/' -e 's/pipeline gemm/pipeline gemm_walk/' \
 	samples/gemm.mk >"$gemm_walk"
