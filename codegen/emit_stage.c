@@ -97,6 +97,14 @@ void cg_stage_reduce(cg_em *E, const ir_op *op)
  * its rows unnormalised, with their max and sum, in slice s of the fp32
  * workspace (mkd_fa::end_part); S_ tasks merge a tile's slices
  * (mkd_attn_merge, split.cuh).  Every read is waited on up front. */
+/* mkd_wgmma_tile's template arguments past STAGES: COLS and GATE (a
+ * gate-up tile: both), or FULL (plan.c: every tile inside C), where not
+ * the defaults */
+static const char *wg_targs(const ir_mm_plan *mp, int gate)
+{
+	return gate ? ", true, true" : mp->full ? ", false, false, true" : mp->wg_cols ? ", true" : "";
+}
+
 /* mkd_fa's template arguments past D and T: the plan's ring, tile rows and
  * bulk copies where they are not the defaults (2 stages, 128 rows, none) */
 static void fa_targs(const ir_attn_plan *a, char buf[32])
@@ -446,8 +454,7 @@ static void wg_run(cg_em *E, const char *in, const ir_mm_plan *mp, const char *t
 			  "%sauto empty = [&](int j) {\n%s%s};\n", in, in, empty, in);
 	sb_printf(E->o,
 		  "%sif (!mkd_wgmma_tile<%s, %s, %d, %d, 64, %d%s>::run(loads(i), mkd_wg_key(i, 0), ",
-		  in, tin, tout, mp->bm, act ? 128 : mp->bn, mp->wg_stages,
-		  act ? ", true, true" : mp->wg_cols ? ", true" : "");
+		  in, tin, tout, mp->bm, act ? 128 : mp->bn, mp->wg_stages, wg_targs(mp, act != NULL));
 	if (mp->carry)
 		sb_printf(E->o,
 			  "[&](mkd_wg_loads &n) -> i64 {\n"
@@ -708,7 +715,7 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 			  "\t\treturn false;\n"
 			  "#else\n",
 			  mp.bm, mp.bn - 1, mp.bn, mp.bn, cg_ctype(A->dtype), cg_ctype(C->dtype), mp.bm,
-			  mp.bn, mp.wg_stages, mp.wg_cols ? ", true" : "",
+			  mp.bn, mp.wg_stages, wg_targs(&mp, 0),
 			  /* a pool's next task is taken when this one ends (sched.c) */
 			  op->plan.pool ? "\t\t\treturn -1;  // a pool's next task is taken at its end\n"
 					: "\t\t\tconst int j = mkd_next_ready(p, rank, i, epoch);  // or the next task's first\n"
@@ -748,7 +755,7 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 			  "#else\n",
 			  mp.tmap, R, B->ndim == 3 ? "(lo[0] - mkd_base<MK_GPUS>(B, 0, rank))" : "0",
 			  N, cg_ctype(A->dtype), cg_ctype(C->dtype), mp.bm, mp.bn, mp.wg_stages,
-			  mp.wg_cols ? ", true" : "", epi, rt >= 0 ? ", (int)(filled - " : "",
+			  wg_targs(&mp, 0), epi, rt >= 0 ? ", (int)(filled - " : "",
 			  rt >= 0 ? R : "", rt >= 0 ? ")" : "");
 	sb_printf(E->o,
 		  "\tconst %s *a = (const %s *)mkd_at<MK_GPUS>(p, T_%s, A, rank, lo[0], %s, k0);\n"

@@ -201,6 +201,8 @@ typedef struct ir_mm_plan {
 	int wg_cols;        /* 1: no tile has more than 64 rows (decode), so the
 	                       two consumer warpgroups split the columns (64 x
 	                       bn/2 each) instead of the rows */
+	int full;           /* wgmma: every tile lies inside C, so its epilogue
+	                       tests no bounds (mkd_wgmma_tile's FULL) */
 	int stages;         /* the mma.sync tile's ring depth */
 	int tiles_m, tiles_n; /* row and column tiles one task walks (1 x 1
 	                       unless the op's task bound asks for more) */

@@ -543,6 +543,13 @@ static void plan_matmul(planner *P, ir_op *op, int wide)
 		   !(op->plan.pool && m->tiles_m * m->tiles_n == 1);
 	m->late = one && !P->o->no_late && !op->gate &&
 		  (P->o->all_late || mm_delivered(P->p, op));
+	/* every tile inside C (its sides multiples of the tile's) and no
+	 * epilogue op: the engine stores without testing bounds, ~2
+	 * instructions a pair of values where the tests take ~12
+	 * (mkd_wgmma_tile's FULL).  With an epilogue op (gelu: tp_mlp) the
+	 * branch-free loop let ptxas overlap the ops of many pairs and spill */
+	m->full = m->wgmma && !m->wg_cols && !op->gate && m->ksplit <= 1 && !ir_has_epilogue(op) &&
+		  C->local[C->ndim - 2] % m->bm == 0 && C->local[C->ndim - 1] % m->bn == 0;
 	P->err |= before;
 }
 

@@ -73,6 +73,8 @@
  * writes to the ring are ordered before the TMA engine's.
  *
  * The tile clips at M rows and N columns (the valid part of this tile);
+ * with FULL (the plan's where C's sides are multiples of the tile's) M and
+ * N are BM and BN and the epilogue stores without testing them;
  * TMA fills out-of-bounds reads with zeros, so a ragged K needs the tensor
  * map's K extent to end at the tile's k0 + K.  C: row-major, ldc elements,
  * pointing at the tile's first element, 4-byte aligned pairs (ldc even).
@@ -304,7 +306,7 @@ template <int ID> MKD_INLINE void mkd_wg_bar()
 /* ---- the tile engine ------------------------------------------------------- */
 
 template <typename T, typename TC, int BM, int BN, int BK, int STAGES, bool COLS = false,
-	  bool GATE = false>
+	  bool GATE = false, bool FULL = false>
 struct mkd_wgmma_tile {
 	enum {
 		THREADS = 384,
@@ -330,6 +332,7 @@ struct mkd_wgmma_tile {
 	static_assert(BN == 64 || BN == 128 || BN == 256, "BN: 64, 128 or 256");
 	static_assert(!COLS || BN >= 128, "the warpgroups split 128 or 256 columns");
 	static_assert(!GATE || (COLS && BN == 128), "a gate-up tile: 64 columns of each weight");
+	static_assert(!FULL || (!COLS && !GATE), "FULL: whole 128-row tiles");
 	static_assert(STAGES >= 2 && STAGES <= 12, "2..12 stages");
 
 	static MKD_INLINE u32 full_bar(u32 bars, int s) { return bars + 8 * s; }
@@ -509,6 +512,16 @@ struct mkd_wgmma_tile {
 		const int er = r_off + r0, ec = c_off + c0, left = N - c0;
 		/* GATE: the values are final (the gate's epilogue is only a unary op) */
 		auto fin = [&](float v, int r, int c) { return GATE ? v : epi(v, r, c); };
+		if (FULL) {  /* the plan's: every tile inside C, no bound to test */
+#pragma unroll
+			for (int j = 0; j < CN / 8; j++) {
+				mkd_wg_store2<TC>::st(p0 + 8 * j, fin(d[4 * j], er, ec + 8 * j),
+						      fin(d[4 * j + 1], er, ec + 8 * j + 1), true);
+				mkd_wg_store2<TC>::st(p1 + 8 * j, fin(d[4 * j + 2], er + 8, ec + 8 * j),
+						      fin(d[4 * j + 3], er + 8, ec + 8 * j + 1), true);
+			}
+			return;
+		}
 #pragma unroll
 		for (int j = 0; j < CN / 8; j++) {
 			if (8 * j < left) {

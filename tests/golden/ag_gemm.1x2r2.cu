@@ -127,7 +127,7 @@ static __device__ __forceinline__ bool stage_C(const mkd_params &p, int rank, in
 			(int)((l[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] + l[1] - mkd_base<MK_GPUS>(A, 1, rank)), 0,
 			(int)(0 * B.local[1]), (int)(l[2] - mkd_base<MK_GPUS>(B, 2, rank)), (int)((K + 63) / 64)};
 	};
-	if (!mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 256, 64, 4>::run(loads(i), mkd_wg_key(i, 0), [&](mkd_wg_loads &n) -> i64 {
+	if (!mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 256, 64, 4, false, false, true>::run(loads(i), mkd_wg_key(i, 0), [&](mkd_wg_loads &n) -> i64 {
 			const int j = mkd_next_ready(p, rank, i, epoch);
 			if (j < 0)
 				return -1;
