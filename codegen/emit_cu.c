@@ -310,10 +310,11 @@ static void pool_tables(cg_em *E)
 	for (int k = 0; k < s->npools && !E->bad; k++) {
 		const ir_pool *pl = &s->pools[k];
 		const int st = stage_of_task(E, &s->tasks[s->pool_order[pl->first]]);
-		for (int j = 0; j < pl->n; j++)
-			if (stage_of_task(E, &s->tasks[s->pool_order[pl->first + j]]) != st || st < 0)
-				st < 0 ? cg_fail(E, "a pool without a stage", p->ops[pl->op].stage)
-				       : cg_fail(E, "a pool's tasks in two stages", p->ops[pl->op].stage);
+		if (st < 0)
+			cg_fail(E, "a pool without a stage", p->ops[pl->op].stage);
+		for (int j = 1; j < pl->n && !E->bad; j++)
+			if (stage_of_task(E, &s->tasks[s->pool_order[pl->first + j]]) != st)
+				cg_fail(E, "a pool's tasks in two stages", p->ops[pl->op].stage);
 		if (E->bad)
 			break;
 		stage_pool[st] = k;

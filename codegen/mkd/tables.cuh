@@ -22,7 +22,7 @@ struct mkd_read {         // a box read: tensor, rank (rank 0's view), its wait
 	int lo[3], hi[3];          // -2 a peer's input (its kernel started), -3 all of them
 };
 struct mkd_fref { int rank, index; };  // a flag of a rank (rank 0's view)
-struct mkd_pool {          // tasks taken at run time (mkd/kernel.cuh, mkd_run_pool)
+struct mkd_pool {          // tasks taken at run time (mkd/kernel.cuh, mkd_pool_take)
 	int stage;
 	int first, n;          // MK_POOL_ORDER[first .. first + n)
 	int ctas;              // CTAs holding its entries: a run takes n + ctas tickets
