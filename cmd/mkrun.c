@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../base/parfor.h"
 #include "../compiler/cpuref.h"
 #include "../grammar/lit.h"
 #include "../runtime/cudrv.h"
@@ -214,13 +215,34 @@ static int parse_args(int argc, char **argv, opts *o)
 
 /* ---- host data: bufs[t * world + r], float32, local shapes --------------- */
 
-static uint64_t rng_next(uint64_t *s)
+/* splitmix64: the k-th value (from 1) of the stream seeded s is
+ * rng_mix(s + k * RNG_STEP), so a tensor's values can be made on every core
+ * and still be the ones one core makes in order. */
+#define RNG_STEP 0x9e3779b97f4a7c15ull
+
+static uint64_t rng_mix(uint64_t z)
 {
-	/* splitmix64 */
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
 	return z ^ (z >> 31);
+}
+
+typedef struct {
+	float *d;
+	uint64_t s;      /* the stream's state before d[0] */
+	uint64_t bound;  /* i32 values: [0, bound); 0: floats */
+	double w;        /* floats: uniform in [-w, w] */
+} rng_job;
+
+static void rng_fill(void *arg, size_t lo, size_t hi)
+{
+	const rng_job *j = arg;
+	uint64_t s = j->s + (uint64_t)lo * RNG_STEP;
+	for (size_t i = lo; i < hi; i++) {
+		uint64_t z = rng_mix(s += RNG_STEP);
+		j->d[i] = j->bound ? (float)(z % j->bound)
+				   : (float)(((double)(z >> 11) / 9007199254740992.0 * 2.0 - 1.0) * j->w);
+	}
 }
 
 static float **alloc_bufs(const ir_prog *p)
@@ -378,15 +400,10 @@ static int make_inputs(const ir_prog *p, const opts *o, float **b)
 				free(data);
 				continue;
 			}
-			if (x->dtype == DT_I32) {
-				int64_t bound = int_bound(p, t);
-				for (int64_t i = 0; i < n; i++)
-					d[i] = (float)(rng_next(&s) % (uint64_t)bound);
-			} else {
-				const double w = input_scale(p, t);
-				for (int64_t i = 0; i < n; i++)
-					d[i] = (float)(((double)(rng_next(&s) >> 11) / 9007199254740992.0 * 2.0 - 1.0) * w);
-			}
+			rng_job j = {d, s, x->dtype == DT_I32 ? (uint64_t)int_bound(p, t) : 0,
+				     input_scale(p, t)};
+			parfor((size_t)n, 1 << 22, rng_fill, &j);
+			s += (uint64_t)n * RNG_STEP;
 		}
 	}
 	return 0;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "mk_int.h"
+#include "base/parfor.h"
 
 uint16_t mk_f32_to_bf16(float f)
 {
@@ -120,52 +121,77 @@ float mk_e4m3_to_f32(uint8_t h)
 	return h & 0x80u ? -a : a;
 }
 
-void mk_convert_from_f32(ir_dtype t, const float *src, void *dst, size_t n)
+typedef struct {
+	ir_dtype t;
+	const void *src;
+	void *dst;
+} conv_job;
+
+static void from_f32_range(void *arg, size_t lo, size_t hi)
 {
-	switch (t) {
+	const conv_job *j = arg;
+	const float *src = j->src;
+	switch (j->t) {
 	case DT_BF16:
-		for (size_t i = 0; i < n; i++)
-			((uint16_t *)dst)[i] = mk_f32_to_bf16(src[i]);
+		for (size_t i = lo; i < hi; i++)
+			((uint16_t *)j->dst)[i] = mk_f32_to_bf16(src[i]);
 		break;
 	case DT_F16:
-		for (size_t i = 0; i < n; i++)
-			((uint16_t *)dst)[i] = mk_f32_to_f16(src[i]);
+		for (size_t i = lo; i < hi; i++)
+			((uint16_t *)j->dst)[i] = mk_f32_to_f16(src[i]);
 		break;
 	case DT_I32:
-		for (size_t i = 0; i < n; i++)
-			((int32_t *)dst)[i] = (int32_t)(src[i] < 0 ? src[i] - 0.5f : src[i] + 0.5f);
+		for (size_t i = lo; i < hi; i++)
+			((int32_t *)j->dst)[i] = (int32_t)(src[i] < 0 ? src[i] - 0.5f : src[i] + 0.5f);
 		break;
 	case DT_E4M3:
-		for (size_t i = 0; i < n; i++)
-			((uint8_t *)dst)[i] = mk_f32_to_e4m3(src[i]);
+		for (size_t i = lo; i < hi; i++)
+			((uint8_t *)j->dst)[i] = mk_f32_to_e4m3(src[i]);
 		break;
 	default:
-		memcpy(dst, src, n * sizeof(float));
+		memcpy((float *)j->dst + lo, src + lo, (hi - lo) * sizeof(float));
 		break;
 	}
 }
 
-void mk_convert_to_f32(ir_dtype t, const void *src, float *dst, size_t n)
+static void to_f32_range(void *arg, size_t lo, size_t hi)
 {
-	switch (t) {
+	const conv_job *j = arg;
+	float *dst = j->dst;
+	switch (j->t) {
 	case DT_BF16:
-		for (size_t i = 0; i < n; i++)
-			dst[i] = mk_bf16_to_f32(((const uint16_t *)src)[i]);
+		for (size_t i = lo; i < hi; i++)
+			dst[i] = mk_bf16_to_f32(((const uint16_t *)j->src)[i]);
 		break;
 	case DT_F16:
-		for (size_t i = 0; i < n; i++)
-			dst[i] = mk_f16_to_f32(((const uint16_t *)src)[i]);
+		for (size_t i = lo; i < hi; i++)
+			dst[i] = mk_f16_to_f32(((const uint16_t *)j->src)[i]);
 		break;
 	case DT_I32:
-		for (size_t i = 0; i < n; i++)
-			dst[i] = (float)((const int32_t *)src)[i];
+		for (size_t i = lo; i < hi; i++)
+			dst[i] = (float)((const int32_t *)j->src)[i];
 		break;
 	case DT_E4M3:
-		for (size_t i = 0; i < n; i++)
-			dst[i] = mk_e4m3_to_f32(((const uint8_t *)src)[i]);
+		for (size_t i = lo; i < hi; i++)
+			dst[i] = mk_e4m3_to_f32(((const uint8_t *)j->src)[i]);
 		break;
 	default:
-		memcpy(dst, src, n * sizeof(float));
+		memcpy(dst + lo, (const float *)j->src + lo, (hi - lo) * sizeof(float));
 		break;
 	}
+}
+
+/* A tensor of millions of values is converted on every core (parfor.h). */
+enum { CONV_GRAIN = 1 << 22 };
+
+void mk_convert_from_f32(ir_dtype t, const float *src, void *dst, size_t n)
+{
+	conv_job j = {t, src, dst};
+	parfor(n, CONV_GRAIN, from_f32_range, &j);
+}
+
+void mk_convert_to_f32(ir_dtype t, const void *src, float *dst, size_t n)
+{
+	conv_job j = {t, src, dst};
+	parfor(n, CONV_GRAIN, to_f32_range, &j);
 }
