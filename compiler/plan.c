@@ -87,26 +87,23 @@ static int wg_ok(const planner *P, const ir_op *op)
 	return 1;
 }
 
-/* Whether a matmul of p with a default 128 x 256 tile would make more
- * tasks than its bound, so that its tasks walk several tiles.  Then every
- * default-tiled matmul of the kernel takes 128 x 128: a loop over 128 x 256
- * tiles, or one beside a 128 x 256 engine, leaves too few registers (the
- * kernel spills, measured with ptxas); 128 x 128 fits. */
-static int walks_wide(const planner *P)
+/* Whether op, a matmul, with a default 128 x 256 tile would make more
+ * tasks than its bound, so that its tasks walk several tiles.  Then it
+ * takes 128 x 128: a loop over 128 x 256 tiles leaves too few registers
+ * (the kernel spills, measured with ptxas); 128 x 128 fits, also beside
+ * the 128 x 256 engine of a matmul of the kernel that does not walk (the
+ * MoE's expert GEMMs at 8192 tokens, spill-free since the kernel's task
+ * loop keeps no pool byte across a task: kernel.cuh). */
+static int walks_wide(const planner *P, const ir_op *op)
 {
 	const ir_prog *p = P->p;
-	for (int i = 0; i < p->nops; i++) {
-		const ir_op *op = &p->ops[i];
-		if (op->kind != OP_MATMUL || op->hints.ntile >= 2 || !wg_ok(P, op))
-			continue;
-		const ir_tensor *c = &p->tensors[op->out];
-		const int64_t nb = c->ndim == 3 ? c->local[0] : 1, rows = c->local[c->ndim - 2];
-		const int64_t n = c->local[c->ndim - 1], bm = op->hints.ntile >= 1 ? op->hints.tile[0] : 128;
-		const int64_t cap = op->hints.tasks ? op->hints.tasks : IR_MM_TASKS;
-		if (n >= 256 && nb * ((rows + bm - 1) / bm) * ((n + 255) / 256) > cap)
-			return 1;
-	}
-	return 0;
+	if (op->kind != OP_MATMUL || op->hints.ntile >= 2 || !wg_ok(P, op))
+		return 0;
+	const ir_tensor *c = &p->tensors[op->out];
+	const int64_t nb = c->ndim == 3 ? c->local[0] : 1, rows = c->local[c->ndim - 2];
+	const int64_t n = c->local[c->ndim - 1], bm = op->hints.ntile >= 1 ? op->hints.tile[0] : 128;
+	const int64_t cap = op->hints.tasks ? op->hints.tasks : IR_MM_TASKS;
+	return n >= 256 && nb * ((rows + bm - 1) / bm) * ((n + 255) / 256) > cap;
 }
 
 /* Tiles per task of a matmul with nb x nm x nn tiles (batch, rows,
@@ -1045,12 +1042,11 @@ int plan_run(ir_prog *p, const compile_opts *o, diags *d, arena *a)
 	if (!P.cut_lo)
 		return 1;
 	plan_tensors(&P);
-	const int wide = walks_wide(&P);
 	for (int i = 0; i < p->nops; i++) {
 		memset(&p->ops[i].plan, 0, sizeof p->ops[i].plan);
 		p->ops[i].plan.mm.tmap = p->ops[i].plan.mm.bucket = -1;
 		if (p->ops[i].kind == OP_MATMUL)
-			plan_matmul(&P, &p->ops[i], wide);
+			plan_matmul(&P, &p->ops[i], walks_wide(&P, &p->ops[i]));
 	}
 	for (int i = 0; i < p->nops; i++) {
 		ir_op *op = &p->ops[i];

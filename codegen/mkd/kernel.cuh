@@ -205,6 +205,10 @@ static __device__ __forceinline__ void mkd_kernel(const mkd_params &p)
 			}
 			const int next = k < 0 && i + 1 < end ? i + 1 : -1;
 			i += k < 0;
+			// the step taken here: sunk past the task, k stayed live
+			// through it and was spilled (a kernel with two 128 x 256
+			// engines)
+			asm volatile("" : "+r"(i));
 			aborted = !mkd_run_task(p, rank, cta, task, next, epoch, smem, &ok);
 #else
 			aborted = !mkd_run_task(p, rank, cta, i, i + 1 < end ? i + 1 : -1, epoch, smem, &ok);
