@@ -512,7 +512,7 @@ struct mkd_wgmma_tile {
 		const int er = r_off + r0, ec = c_off + c0, left = N - c0;
 		/* GATE: the values are final (the gate's epilogue is only a unary op) */
 		auto fin = [&](float v, int r, int c) { return GATE ? v : epi(v, r, c); };
-		if (FULL) {  /* the plan's: every tile inside C, no bound to test */
+		if constexpr (FULL) {  /* the plan's: every tile inside C, no bound to test */
 #pragma unroll
 			for (int j = 0; j < CN / 8; j++) {
 				mkd_wg_store2<TC>::st(p0 + 8 * j, fin(d[4 * j], er, ec + 8 * j),
@@ -520,20 +520,23 @@ struct mkd_wgmma_tile {
 				mkd_wg_store2<TC>::st(p1 + 8 * j, fin(d[4 * j + 2], er + 8, ec + 8 * j),
 						      fin(d[4 * j + 3], er + 8, ec + 8 * j + 1), true);
 			}
-			return;
-		}
+		} else {
 #pragma unroll
-		for (int j = 0; j < CN / 8; j++) {
-			if (8 * j < left) {
-				const bool two = 8 * j + 1 < left;
-				if (ok0)
-					mkd_wg_store2<TC>::st(p0 + 8 * j, fin(d[4 * j], er, ec + 8 * j),
-							      two ? fin(d[4 * j + 1], er, ec + 8 * j + 1) : 0.f,
-							      two);
-				if (ok1)
-					mkd_wg_store2<TC>::st(p1 + 8 * j, fin(d[4 * j + 2], er + 8, ec + 8 * j),
-							      two ? fin(d[4 * j + 3], er + 8, ec + 8 * j + 1) : 0.f,
-							      two);
+			for (int j = 0; j < CN / 8; j++) {
+				if (8 * j < left) {
+					const bool two = 8 * j + 1 < left;
+					if (ok0)
+						mkd_wg_store2<TC>::st(p0 + 8 * j, fin(d[4 * j], er, ec + 8 * j),
+								      two ? fin(d[4 * j + 1], er, ec + 8 * j + 1)
+									  : 0.f,
+								      two);
+					if (ok1)
+						mkd_wg_store2<TC>::st(p1 + 8 * j,
+								      fin(d[4 * j + 2], er + 8, ec + 8 * j),
+								      two ? fin(d[4 * j + 3], er + 8, ec + 8 * j + 1)
+									  : 0.f,
+								      two);
+				}
 			}
 		}
 	}

@@ -208,6 +208,16 @@ done
 # shellcheck disable=SC2086
 check "moe.walk.skew.r4" "$MKRUN" "$moe_walk" --ranks 4 $moe_sz -D C=1024 --inputs "$moe_dir/skew" \
 	--iters 3 --quiet
+# Ye walking 128 x 128 tiles beside He's 128 x 256 engine, which does not
+# walk (plan.c walks_wide: only a walking matmul narrows its tiles)
+moe_walk_ye=$(mktemp -d)/moe_walk_ye.mk
+sed -e 's/^  Ye = matmul(Ae, W2).*$/  Ye = matmul(Ae, W2)  tasks 40/' \
+	-e 's/pipeline moe_dispatch_gemm/pipeline moe_walk_ye/' samples/moe_dispatch_gemm.mk >"$moe_walk_ye"
+# shellcheck disable=SC2086
+check "moe.walk_ye.skew.r4" "$MKRUN" "$moe_walk_ye" --ranks 4 $moe_sz -D C=1024 --inputs "$moe_dir/skew" \
+	--iters 3 --quiet
+# shellcheck disable=SC2086
+check "moe.walk_ye.r1" "$MKRUN" "$moe_walk_ye" $moe_sz --iters 3 --quiet
 # the expert GEMMs' tiles where the list schedule puts them, not taken at
 # run time (MK_NO_POOL=1; the pools are the default, every row above)
 for r in 1 4; do

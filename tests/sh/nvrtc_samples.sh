@@ -9,7 +9,8 @@
 # a ptxas note that it injected a warpgroup.arrive (C7519: a wgmma chain
 # under a branch, where ptxas closes each group with an empty wgmma, so
 # that the wait for the previous group waits for the last: the idle
-# warpgroups' first version, docs/perf-notes.md, twenty-first session).
+# warpgroups' first version, docs/perf-notes.md, twenty-first session),
+# and any warning of NVRTC's (the device library compiles clean).
 #
 # A sample or mesh that mkc cannot lower or emit yet (its diagnostic says
 # "cannot be lowered", "not lowered yet" or "not built yet") is skipped with
@@ -92,6 +93,8 @@ if [ "${1:-}" = "--one" ]; then
 		bad="ptxas: $(grep 'Performance Loss' "$err" | head -1 | sed 's/^ptxas info *: *//')"
 	elif grep -q '(C7519)' "$err"; then
 		bad="ptxas: $(grep '(C7519)' "$err" | head -1 | sed 's/^ptxas info *: *//')"
+	elif grep -q ': warning' "$err"; then
+		bad="NVRTC: $(grep ': warning' "$err" | head -1)"
 	fi
 	known=$(sed -n 's/^# KNOWN-SPILL: *//p' "$f" | head -1)
 	if [ -n "$known" ]; then
