@@ -168,6 +168,18 @@ static int bucket_dispatch(const ir_prog *p, int t)
 	return -1;
 }
 
+/* Whether every tile of dimension d of C, cut as mm_grid cuts it (ir_cut:
+ * pieces of step inside each band of rows that arrive together), is whole:
+ * the band and C's side multiples of step.  A FULL engine stores whole
+ * tiles whatever the task's box: a tile past a box of 64 rows wrote into
+ * the next tensor (tests/runs/views_nocopy.mk at 2 ranks, llama_layer at
+ * 8, on the GPU). */
+static int tiles_whole(const ir_tensor *C, int d, int64_t step)
+{
+	const int64_t unit = C->rot[d].unit > 0 ? C->rot[d].unit : C->local[d];
+	return step > 0 && unit % step == 0 && C->local[d] % step == 0;
+}
+
 /* The tile grid: tiles, the tasks they group into, and the bound. */
 static void mm_grid(planner *P, ir_op *op)
 {
@@ -546,7 +558,7 @@ static void plan_matmul(planner *P, ir_op *op, int wide)
 	 * (mkd_wgmma_tile's FULL).  With an epilogue op (gelu: tp_mlp) the
 	 * branch-free loop let ptxas overlap the ops of many pairs and spill */
 	m->full = m->wgmma && !m->wg_cols && !op->gate && m->ksplit <= 1 && !ir_has_epilogue(op) &&
-		  C->local[C->ndim - 2] % m->bm == 0 && C->local[C->ndim - 1] % m->bn == 0;
+		  tiles_whole(C, C->ndim - 2, m->bm) && tiles_whole(C, C->ndim - 1, m->bn);
 	P->err |= before;
 }
 

@@ -31,6 +31,10 @@
  *      the op's meaning alone, not from rotate.c's table it checks;
  *   9. no RDMA write reads or writes a view (its commands name byte
  *      offsets of a tensor's row-major piece);
+ *  11. a matmul whose engine stores whole tiles without bounds tests
+ *      (ir_mm_plan.full) writes boxes whose sides are multiples of its
+ *      tile's, so that what it stores is its box (check 5 sees only the
+ *      box: a whole tile past a box of 64 rows wrote into the next tensor);
  *  10. pools (ir_pool: tasks taken at run time by whichever of the CTAs
  *      holding them asks first): each pooled op's tasks are its pool's,
  *      each once, a CTA's entries of a pool are contiguous, and the pool
@@ -976,6 +980,20 @@ int verify_run(const ir_sched *s, diags *d, arena *a)
 				     "an RDMA write of a view (its bytes are not a row-major piece)");
 				return 1;
 			}
+		}
+	}
+
+	/* 11. whole tiles: the box is what the engine stores */
+	for (int i = 0; i < s->ntasks; i++) {
+		const ir_task *t = &s->tasks[i];
+		const ir_op *op = t->op >= 0 && t->op < p->nops ? &p->ops[t->op] : NULL;
+		if (!op || op->kind != OP_MATMUL || !op->plan.mm.full || t->kind != TASK_MATMUL)
+			continue;
+		const int nd = p->tensors[t->write.tensor].ndim;
+		if ((t->write.hi[nd - 2] - t->write.lo[nd - 2]) % op->plan.mm.bm ||
+		    (t->write.hi[nd - 1] - t->write.lo[nd - 1]) % op->plan.mm.bn) {
+			fail(&V, t, &t->write, "a box of part tiles for an engine that stores whole ones");
+			return 1;
 		}
 	}
 

@@ -160,9 +160,9 @@ for eng in wgmma mma; do
 	export MK_ATTN_ENGINE=$eng
 	plan=$("$B/mkc" --emit=plan -D gpus=2 samples/ring_attention.mk)
 	if [ "$eng" = mma ]; then
-		check "attn.$eng.plan" sh -c "! echo '$plan' | grep -q 'TMA + wgmma'"
+		check "attn.$eng.plan" sh -c '! printf "%s\n" "$1" | grep -q "TMA + wgmma"' sh "$plan"
 	else
-		check "attn.$eng.plan" sh -c "echo '$plan' | grep -q 'TMA + wgmma'"
+		check "attn.$eng.plan" sh -c 'printf "%s\n" "$1" | grep -q "TMA + wgmma"' sh "$plan"
 	fi
 	for d in 64 128 256; do
 		for S in 1024 1000; do

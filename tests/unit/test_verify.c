@@ -12,8 +12,9 @@
  * random faults (boxes moved by one, waits and signals dropped or moved to
  * another rank, counts changed) on each schedule: verify_run must agree
  * with the oracle that expands every rank (verify_expanded.h), except that
- * it may also refuse for its premises or a cycle up to symmetry (stricter,
- * never looser).  The restored schedule must verify again.  Run from the
+ * it may also refuse for its premises, a cycle up to symmetry, or a box of
+ * part tiles for a matmul that stores whole ones (check 11: the oracle
+ * sees boxes, not what the engine stores) -- stricter, never looser.  The restored schedule must verify again.  Run from the
  * repository root (tests/run.sh does).  Exit 0 = pass.
  */
 #include <stdarg.h>
@@ -213,12 +214,25 @@ static void planted(const char *name, ir_sched *s)
 		break;
 	}
 
-	/* 4: a write shrunk along its last dimension leaves a read uncovered */
+	/* 11: a whole-tile matmul (mm.full) given a box of part tiles */
+	for (int i = 0; i < s->ntasks; i++) {
+		ir_task *t = &s->tasks[i];
+		int nd = p->tensors[t->write.tensor].ndim;
+		if (t->kind != TASK_MATMUL || !p->ops[t->op].plan.mm.full)
+			continue;
+		t->write.hi[nd - 2] -= 64;
+		expect_fail(name, s, "a box of part tiles", "a box of part tiles for an engine");
+		t->write.hi[nd - 2] += 64;
+		break;
+	}
+
+	/* 4: a write shrunk along its last dimension leaves a read uncovered
+	 * (not a whole-tile matmul's: check 11 refuses its box first) */
 	for (int i = 0; i < s->ntasks; i++) {
 		ir_task *t = &s->tasks[i];
 		int nd = p->tensors[t->write.tensor].ndim;
 		if (t->kind == TASK_RDMA || t->write.hi[nd - 1] - t->write.lo[nd - 1] < 2 ||
-		    !is_read(s, &t->write))
+		    !is_read(s, &t->write) || (t->kind == TASK_MATMUL && p->ops[t->op].plan.mm.full))
 			continue;
 		t->write.hi[nd - 1]--;
 		expect_fail(name, s, "a shrunk write", "no task writes");
@@ -314,7 +328,7 @@ static int rnd(int n)
 }
 
 /* Random faults: both verifiers must agree, or only verify_run refuse, for
- * its premises or a cycle up to symmetry. */
+ * its premises, a cycle up to symmetry, or part tiles (check 11). */
 static void random_faults(const char *name, ir_sched *s, int n)
 {
 	const ir_prog *p = s->prog;
@@ -372,7 +386,8 @@ static void random_faults(const char *name, ir_sched *s, int n)
 		int ours = !verify_msg(s, msg, sizeof msg), theirs = expanded_verifies(s);
 		int stricter = !ours && theirs &&
 			       (strstr(msg, "may deadlock") || strstr(msg, "across a shard") ||
-				strstr(msg, "does not move whole"));
+				strstr(msg, "does not move whole") ||
+				strstr(msg, "a box of part tiles"));
 		check(ours == theirs || stricter,
 		      "%s: random fault %d (kind %d, task %d): verify_run %s, the oracle %s%s%s", name,
 		      f, kind, i, ours ? "passes" : "fails", theirs ? "passes" : "fails",
