@@ -290,8 +290,13 @@ typedef struct ir_plan {
 } ir_plan;
 
 /* The most tasks one matmul makes without a `tasks` hint: past it a task
- * walks several tiles (the task tables are compiled into the kernel). */
+ * walks several tiles (the task tables are compiled into the kernel).  A
+ * matmul on an MoE's buckets whose tiles a pool hands out (ir_plan.pool)
+ * may make more: at 32768 tokens its 128 x 256 tiles need not walk, and a
+ * walk of 128 x 256 tiles spills (128 x 128 tiles in walks instead ran the
+ * layer 1.46x slower, H100, docs/perf-notes.md, twenty-second session). */
 #define IR_MM_TASKS 8192
+#define IR_MM_POOL_TASKS 32768
 
 typedef struct ir_op {
 	ir_opkind kind;

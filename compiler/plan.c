@@ -87,6 +87,19 @@ static int wg_ok(const planner *P, const ir_op *op)
 	return 1;
 }
 
+static int bucket_dispatch(const ir_prog *p, int t);
+
+/* The most tasks matmul op may make: its hint's, else IR_MM_POOL_TASKS for
+ * a pool's (a bucket matmul, plan_matmul), else IR_MM_TASKS. */
+static int64_t mm_cap(const planner *P, const ir_op *op)
+{
+	const ir_tensor *c = &P->p->tensors[op->out];
+	if (op->hints.tasks)
+		return op->hints.tasks;
+	return c->ndim == 3 && !P->o->no_pool && bucket_dispatch(P->p, op->in[0]) >= 0
+		       ? IR_MM_POOL_TASKS : IR_MM_TASKS;
+}
+
 /* Whether op, a matmul, with a default 128 x 256 tile would make more
  * tasks than its bound, so that its tasks walk several tiles.  Then it
  * takes 128 x 128: a loop over 128 x 256 tiles leaves too few registers
@@ -102,7 +115,7 @@ static int walks_wide(const planner *P, const ir_op *op)
 	const ir_tensor *c = &p->tensors[op->out];
 	const int64_t nb = c->ndim == 3 ? c->local[0] : 1, rows = c->local[c->ndim - 2];
 	const int64_t n = c->local[c->ndim - 1], bm = op->hints.ntile >= 1 ? op->hints.tile[0] : 128;
-	const int64_t cap = op->hints.tasks ? op->hints.tasks : IR_MM_TASKS;
+	const int64_t cap = mm_cap(P, op);
 	return n >= 256 && nb * ((rows + bm - 1) / bm) * ((n + 255) / 256) > cap;
 }
 
@@ -204,9 +217,9 @@ static void mm_grid(planner *P, ir_op *op)
 	}
 	/* A task covers rb row tiles by cw column tiles when the op would
 	 * otherwise make more tasks than its `tasks` hint allows (default
-	 * IR_MM_TASKS: the task tables are compiled into the kernel): whole rows
+	 * mm_cap: the task tables are compiled into the kernel): whole rows
 	 * of column tiles first, then several row tiles. */
-	const int64_t cap = op->hints.tasks ? op->hints.tasks : IR_MM_TASKS;
+	const int64_t cap = mm_cap(P, op);
 	int64_t rb, cw;
 	mm_group(cap, nb, nm, nn, &rb, &cw);
 	m->tiles_m = (int)rb;

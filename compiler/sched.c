@@ -30,6 +30,7 @@
  *    the pool after them, and a CTA's entries of a pool are contiguous;
  *    then the pool's order (pool_key) and its CTAs (build_pools).
  */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -386,9 +387,12 @@ static void build_deps(sched *S)
 	const ir_prog *p = S->p;
 	S->deps = arena_alloc(S->a, (size_t)s->ntasks * sizeof(dep *));
 	S->ndeps = arena_alloc(S->a, (size_t)s->ntasks * sizeof(int));
-	enum { MAXP = 65536 };  /* a combine waits on every expert tile */
-	dep *buf = arena_alloc(S->a, MAXP * sizeof *buf);
-	dep *grp = arena_alloc(S->a, MAXP * sizeof *grp);
+	/* a task's producers, read by read: a combine waits on every expert
+	 * tile.  The buffers grow (twice as large, from the arena) when a task
+	 * has more; a read has at most one producer per template task. */
+	int maxp = 65536;
+	dep *buf = arena_alloc(S->a, (size_t)maxp * sizeof *buf);
+	dep *grp = arena_alloc(S->a, (size_t)maxp * sizeof *grp);
 	if (!S->deps || !S->ndeps || !buf || !grp) {
 		S->err = 1;
 		return;
@@ -399,16 +403,27 @@ static void build_deps(sched *S)
 		for (int k = 0; k < t->nreads && n >= 0; k++) {
 			const ir_region g = lower_view_root(p, t->reads[k]);
 			const int n0 = n;
-			n = find_writers(S, &g, buf, n, MAXP);
+			n = find_writers(S, &g, buf, n, maxp);
 			for (int q = n0; q < n; q++)
 				buf[q].reads = 1u << (k < 31 ? k : 31);
 		}
 		if (n < 0) {
-			diag_error(S->d, p->ops[t->op].where,
-				   "internal: task %d of '%s' depends on more than %d tasks",
-				   i, p->ops[t->op].stage, MAXP);
-			S->err = 1;
-			return;
+			if (maxp > INT_MAX / 2) {
+				diag_error(S->d, p->ops[t->op].where,
+					   "program too large: a task of '%s' waits on more than %d tasks",
+					   p->ops[t->op].stage, maxp);
+				S->err = 1;
+				return;
+			}
+			maxp *= 2;
+			buf = arena_alloc(S->a, (size_t)maxp * sizeof *buf);
+			grp = arena_alloc(S->a, (size_t)maxp * sizeof *grp);
+			if (!buf || !grp) {
+				S->err = 1;
+				return;
+			}
+			i--;  /* this task again */
+			continue;
 		}
 		qsort(buf, (size_t)n, sizeof *buf, dep_cmp);
 		int m = 0;
@@ -432,7 +447,7 @@ static void build_deps(sched *S)
 			t->read_wait[k] = -1;
 		for (int k = 0; k < t->nreads && !S->err; k++) {
 			ir_region guards = lower_view_root(p, t->reads[k]);
-			int ng = find_writers(S, &guards, grp, 0, MAXP);
+			int ng = find_writers(S, &guards, grp, 0, maxp);  /* within n: fits */
 			if (ng <= 0)
 				continue;
 			qsort(grp, (size_t)ng, sizeof *grp, dep_cmp);
