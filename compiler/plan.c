@@ -89,15 +89,26 @@ static int wg_ok(const planner *P, const ir_op *op)
 
 static int bucket_dispatch(const ir_prog *p, int t);
 
+/* Whether matmul op's tiles are taken at run time (ir_plan.pool): a
+ * bucket matmul's, expert by expert (sched.c: the pool).  Which of them
+ * are past the tokens is data, and in fixed lists every empty tile let
+ * its CTA run ahead, so the tiles that share a weight slab started
+ * milliseconds apart and read it from device memory again
+ * (docs/perf-notes.md, 2026-12-06); MK_NO_POOL=1 keeps them in the
+ * lists. */
+static int mm_pooled(const planner *P, const ir_op *op)
+{
+	return P->p->tensors[op->out].ndim == 3 && !P->o->no_pool &&
+	       bucket_dispatch(P->p, op->in[0]) >= 0;
+}
+
 /* The most tasks matmul op may make: its hint's, else IR_MM_POOL_TASKS for
- * a pool's (a bucket matmul, plan_matmul), else IR_MM_TASKS. */
+ * a pool's, else IR_MM_TASKS. */
 static int64_t mm_cap(const planner *P, const ir_op *op)
 {
-	const ir_tensor *c = &P->p->tensors[op->out];
 	if (op->hints.tasks)
 		return op->hints.tasks;
-	return c->ndim == 3 && !P->o->no_pool && bucket_dispatch(P->p, op->in[0]) >= 0
-		       ? IR_MM_POOL_TASKS : IR_MM_TASKS;
+	return mm_pooled(P, op) ? IR_MM_POOL_TASKS : IR_MM_TASKS;
 }
 
 /* Whether op, a matmul, with a default 128 x 256 tile would make more
@@ -552,14 +563,9 @@ static void plan_matmul(planner *P, ir_op *op, int wide)
 	 * H200 that gained nothing in decode and cost 4-5% in compute-bound
 	 * chains (docs/perf-notes.md, 2026-12-05); MK_LATE=1 makes every such
 	 * tile wait per operand, MK_NO_LATE=1 none */
-	/* a bucket matmul's tiles are taken at run time, expert by expert
-	 * (sched.c: the pool): which of them are past the tokens is data, and
-	 * in fixed lists every empty tile let its CTA run ahead, so the
-	 * tiles that share a weight slab started milliseconds apart and read
-	 * it from device memory again (docs/perf-notes.md, 2026-12-06);
-	 * MK_NO_POOL=1 keeps them in the lists.  A pooled task's successor is
-	 * not known before it ends: the ring goes on only inside a task */
-	op->plan.pool = m->bucket >= 0 && !P->o->no_pool;
+	/* a pooled task's successor is not known before it ends: the ring
+	 * goes on only inside a task */
+	op->plan.pool = mm_pooled(P, op);
 	const int one = m->wgmma && m->tiles_m * m->tiles_n == 1 && m->bucket < 0;
 	m->carry = m->wgmma && !P->o->no_carry && (m->bucket < 0 || !p->ops[m->bucket].rroute1) &&
 		   !(op->plan.pool && m->tiles_m * m->tiles_n == 1);
