@@ -1,7 +1,9 @@
 #!/bin/sh
 # tests/gpu/run.sh BUILD - the GPU checks (make gpu-test), on a machine with
 # an sm_80+ GPU (the H200 machine); MK_GPU_ONLY=PATTERN runs the checks whose
-# names match.  Each check runs a command that must
+# names match; MK_GPU_PART=K/N runs the K-th of N parts (every N-th check,
+# from the K-th: the whole takes ~9 minutes on an H100, near the device's
+# 10-minute bound on one command).  Each check runs a command that must
 # exit 0 (and, for mkrun, print "match"); the last line is "N passed, N failed".
 set -u
 B=${1:-build}
@@ -27,6 +29,8 @@ check() {  # name, command...
 	shift
 	# MK_GPU_ONLY=PATTERN runs only the checks whose names match (grep -E)
 	if [ -n "${MK_GPU_ONLY:-}" ] && ! echo "$cname" | grep -qE "$MK_GPU_ONLY"; then return; fi
+	nth=$((nth + 1))
+	if [ -n "$part_n" ] && [ $(((nth - 1) % part_n + 1)) -ne "$part_k" ]; then return; fi
 	if [ -n "$prewarm" ]; then  # the first pass: list the kernels to compile
 		case "$1" in *mkrun) ;; *) return ;; esac
 		case " $* " in *" -n "*) return ;; esac  # ranks of a job compile their own
@@ -438,9 +442,21 @@ done
 # (mkrun --compile-only): NVRTC is most of a check's time, and on one core
 # after another it was most of the suite's.  The second runs every check,
 # loading the cached cubins.  MK_GPU_NO_PREWARM=1 skips the first.
+# MK_GPU_PART=K/N (above): part K of N, 1 <= K <= N
+part_k= part_n=
+if [ -n "${MK_GPU_PART:-}" ]; then
+	part_k=${MK_GPU_PART%/*} part_n=${MK_GPU_PART#*/}
+	case "$part_k/$part_n" in
+	*[!0-9/]*|/*|*/|*/*/*) echo "gpu-test: MK_GPU_PART=$MK_GPU_PART: not K/N"; exit 2 ;;
+	esac
+	if [ "$part_n" -lt 1 ] || [ "$part_k" -lt 1 ] || [ "$part_k" -gt "$part_n" ]; then
+		echo "gpu-test: MK_GPU_PART=$MK_GPU_PART: K must be 1 to N"; exit 2
+	fi
+fi
 prewarm=
 if [ -z "${MK_GPU_NO_PREWARM:-}" ]; then
 	prewarm=$(mktemp)
+	nth=0
 	checks
 	t0=$(date +%s)
 	njobs=$(nproc 2>/dev/null || echo 4)
@@ -449,6 +465,7 @@ if [ -z "${MK_GPU_NO_PREWARM:-}" ]; then
 	rm -f "$prewarm"
 	prewarm=
 fi
+nth=0
 checks
 
 [ "$fail" -gt 0 ] && echo "failed:$failed"
