@@ -31,10 +31,6 @@
  *      the op's meaning alone, not from rotate.c's table it checks;
  *   9. no RDMA write reads or writes a view (its commands name byte
  *      offsets of a tensor's row-major piece);
- *  11. a matmul whose engine stores whole tiles without bounds tests
- *      (ir_mm_plan.full) writes boxes whose sides are multiples of its
- *      tile's, so that what it stores is its box (check 5 sees only the
- *      box: a whole tile past a box of 64 rows wrote into the next tensor);
  *  10. pools (ir_pool: tasks taken at run time by whichever of the CTAs
  *      holding them asks first): each pooled op's tasks are its pool's,
  *      each once, a CTA's entries of a pool are contiguous, and the pool
@@ -43,7 +39,12 @@
  *      every holding CTA's list where its entries are: a CTA in the pool
  *      waits for any of its tasks, so acyclic, nothing the pool needs
  *      waits for it in any list.  For check 4 a pooled task has no
- *      program order (any CTA may run it): only flags order it.
+ *      program order (any CTA may run it): only flags order it;
+ *  11. a matmul whose engine stores whole tiles without bounds tests
+ *      (ir_mm_plan.full) writes boxes whose sides are multiples of its
+ *      tile's, so that what it stores is its box (check 5 sees only the
+ *      box: a whole tile past a box of 64 rows wrote into the next
+ *      tensor).
  * It does not expand the ranks: it checks the template, and the images of
  * its writes on one rank, which is enough by the symmetry below; the cost
  * is that of the template, not ranks x template.  A failure is the
@@ -981,19 +982,16 @@ int verify_run(const ir_sched *s, diags *d, arena *a)
 				return 1;
 			}
 		}
-	}
-
-	/* 11. whole tiles: the box is what the engine stores */
-	for (int i = 0; i < s->ntasks; i++) {
-		const ir_task *t = &s->tasks[i];
+		/* 11. whole tiles: the box is what the engine stores */
 		const ir_op *op = t->op >= 0 && t->op < p->nops ? &p->ops[t->op] : NULL;
-		if (!op || op->kind != OP_MATMUL || !op->plan.mm.full || t->kind != TASK_MATMUL)
-			continue;
-		const int nd = p->tensors[t->write.tensor].ndim;
-		if ((t->write.hi[nd - 2] - t->write.lo[nd - 2]) % op->plan.mm.bm ||
-		    (t->write.hi[nd - 1] - t->write.lo[nd - 1]) % op->plan.mm.bn) {
-			fail(&V, t, &t->write, "a box of part tiles for an engine that stores whole ones");
-			return 1;
+		if (t->kind == TASK_MATMUL && op && op->kind == OP_MATMUL && op->plan.mm.full) {
+			const int nd = p->tensors[t->write.tensor].ndim;
+			if ((t->write.hi[nd - 2] - t->write.lo[nd - 2]) % op->plan.mm.bm ||
+			    (t->write.hi[nd - 1] - t->write.lo[nd - 1]) % op->plan.mm.bn) {
+				fail(&V, t, &t->write,
+				     "a box of part tiles for an engine that stores whole ones");
+				return 1;
+			}
 		}
 	}
 

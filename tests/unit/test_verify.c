@@ -5,9 +5,9 @@
  * left without a task (7), a flag expecting one signal more (1), a wait
  * closing a cycle through a CTA's list (2), a write shrunk (4: a read not
  * covered), two tasks writing one box (5), a CTA's first task without its
- * waits (4: nothing orders it after its producers), and the premises of
- * the proof by symmetry (a template task off rank 0, a box across a
- * shard).  A read whose own wait is dropped but whose producer is ordered
+ * waits (4: nothing orders it after its producers), a whole-tile matmul
+ * given a box of part tiles (11), and the premises of the proof by
+ * symmetry (a template task off rank 0, a box across a shard).  A read whose own wait is dropped but whose producer is ordered
  * before it through other tasks must still pass (the path search).  Then
  * random faults (boxes moved by one, waits and signals dropped or moved to
  * another rank, counts changed) on each schedule: verify_run must agree
@@ -220,9 +220,9 @@ static void planted(const char *name, ir_sched *s)
 		int nd = p->tensors[t->write.tensor].ndim;
 		if (t->kind != TASK_MATMUL || !p->ops[t->op].plan.mm.full)
 			continue;
-		t->write.hi[nd - 2] -= 64;
+		t->write.hi[nd - 2]--;
 		expect_fail(name, s, "a box of part tiles", "a box of part tiles for an engine");
-		t->write.hi[nd - 2] += 64;
+		t->write.hi[nd - 2]++;
 		break;
 	}
 
