@@ -29,11 +29,11 @@ static void route_branch(cg_em *E, const ir_op *op, int R)
 		  (long long)op->experts, p->tensors[R].name);
 }
 
-/* mkd_dispatch's last argument where the plan leaves the slots past the
+/* mkd_dispatch's `zero`: false where the plan leaves the slots past the
  * tokens unwritten (plan.c: past_unread) */
 static const char *zero_arg(const ir_op *op)
 {
-	return op->plan.skip_past ? ", false" : "";
+	return op->plan.skip_past ? ", false" : ", true";
 }
 
 /* MoE dispatch between nodes (lower.c, moe_nodes): W_ tasks build this
@@ -111,7 +111,7 @@ static void stage_dispatch_nodes(cg_em *E, const ir_op *op)
 		  "\tfor (i64 e = lo[0]; e < hi[0]; e++)\n"
 		  "\t\tif (!mkd_dispatch<%s>(p, w, (int)e, %lld, %lld, %lld, %lld, %lld, route, x, MK_WORLD,\n"
 		  "\t\t\t\t(int)lo[1], (int)hi[1], (%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, e, lo[1], 0), ldx,\n"
-		  "\t\t\t\t%s%s))\n"
+		  "\t\t\t\t%s%s, smem, MK_SMEM))\n"
 		  "\t\t\treturn false;\n"
 		  "\treturn true;\n}\n\n",
 		  tx, p->tensors[R].name, rr->name, rk->name, tx, W * 4, W * 4 / es, tx, H,
@@ -153,7 +153,7 @@ void cg_stage_dispatch(cg_em *E, const ir_op *op)
 		  "\tfor (i64 e = lo[0]; e < hi[0]; e++)\n"
 		  "\t\tif (!mkd_dispatch<%s>(p, w, (int)e, %lld, %lld, %lld, %lld, %lld, route, x, MK_WORLD,\n"
 		  "\t\t\t\t(int)lo[1], (int)hi[1], (%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, e, lo[1], 0),\n"
-		  "\t\t\t\t0, %s%s))\n"
+		  "\t\t\t\t0, %s%s, smem, MK_SMEM))\n"
 		  "\t\t\treturn false;\n"
 		  "\treturn true;\n}\n\n",
 		  cg_ctype(x->dtype), p->tensors[R].name, p->tensors[R].name, cg_ctype(x->dtype), x->name,

@@ -164,6 +164,7 @@ template <int N> MKD_INLINE void mkd_bulk_wait_group_read()
 /* How a box is cut into chunks of at most `chunk` bytes. */
 struct mkd_bulk_plan {
 	const char *src;
+	const char *const *srcv;  /* each row's source (a gather), else 0: src + r * src_ld */
 	char *dst;
 	i64 src_ld, dst_ld, rows, row_bytes;
 	i64 rpc;    /* rows per chunk (row_bytes <= chunk), else 0 */
@@ -174,6 +175,7 @@ struct mkd_bulk_plan {
 	MKD_INLINE void init(char *d, i64 dld, const char *s, i64 sld, i64 r, i64 rb, u32 c)
 	{
 		dst = d, dst_ld = dld, src = s, src_ld = sld, rows = r, row_bytes = rb, chunk = c;
+		srcv = 0;
 		if (rb <= (i64)c) {
 			rpc = (i64)c / rb;
 			ppr = 1;
@@ -207,7 +209,8 @@ struct mkd_bulk_plan {
 		mkd_mbar_arrive_tx(bar, (u32)nr * nb);
 #pragma unroll 1
 		for (i64 k = 0; k < nr; k++)
-			mkd_bulk_load(stage + (u32)k * nb, src + (r0 + k) * src_ld + c0, nb, bar);
+			mkd_bulk_load(stage + (u32)k * nb,
+				      (srcv ? srcv[r0 + k] : src + (r0 + k) * src_ld) + c0, nb, bar);
 	}
 	MKD_INLINE void store(i64 j, u32 stage) const
 	{
@@ -254,6 +257,36 @@ MKD_INLINE void mkd_bulk_run(const mkd_bulk_plan &pl, u32 bars, u32 S)
 	for (u32 k = 0; k < used; k++)
 		mkd_mbar_inval(bars + 8 * k);
 }
+
+/* The ring's stages and chunk for smem[0, smem_bytes): false when fewer
+ * than two stages of 128 bytes fit. */
+MKD_INLINE bool mkd_bulk_stages(char *smem, u32 smem_bytes, u32 &chunk, u32 &bars, i64 &S)
+{
+	const u32 s0 = mkd_smem_addr(smem);
+	bars = (s0 + 127) & ~127u;
+	const i64 room = (i64)smem_bytes - (i64)(bars - s0) - MKD_BULK_HEAD;
+	chunk = (chunk < MKD_BULK_MAX_CHUNK ? chunk : MKD_BULK_MAX_CHUNK) & ~15u;
+	S = chunk ? room / chunk : 0;
+	if (S < 2) {
+		S = 2;
+		chunk = room > 0 ? (u32)(room / 2) & ~127u : 0;
+	}
+	if (S > MKD_BULK_MAX_STAGES)
+		S = MKD_BULK_MAX_STAGES;
+	return chunk >= 128;
+}
+
+/* Every thread's entry fences and barrier, thread 0's ring, the closing
+ * barrier (the copy complete). */
+MKD_INLINE void mkd_bulk_go(const mkd_bulk_plan &pl, u32 bars, i64 S)
+{
+	asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+	asm volatile("fence.proxy.async.global;" ::: "memory");
+	__syncthreads();
+	if (threadIdx.x == 0)
+		mkd_bulk_run(pl, bars, (u32)S);
+	__syncthreads();
+}
 #endif /* sm_90 */
 
 /* rows x row_bytes, strides in bytes, through smem[0, smem_bytes) as
@@ -268,33 +301,19 @@ MKD_INLINE void mkd_copy_bulk_2d(char *dst, i64 dst_ld, const char *src, i64 src
 		row_bytes *= rows;
 		rows = 1;
 	}
-	const u32 s0 = mkd_smem_addr(smem), bars = (s0 + 127) & ~127u;
-	const i64 room = (i64)smem_bytes - (i64)(bars - s0) - MKD_BULK_HEAD;
-	chunk = (chunk < MKD_BULK_MAX_CHUNK ? chunk : MKD_BULK_MAX_CHUNK) & ~15u;
-	i64 S = chunk ? room / chunk : 0;
-	if (S < 2) {
-		S = 2;
-		chunk = room > 0 ? (u32)(room / 2) & ~127u : 0;
-	}
-	if (S > MKD_BULK_MAX_STAGES)
-		S = MKD_BULK_MAX_STAGES;
-	const bool ok = ((((u64)dst | (u64)src | (u64)dst_ld | (u64)src_ld | (u64)row_bytes) & 15) == 0) &&
-			chunk >= 128;
+	u32 bars;
+	i64 S;
+	const bool ok = mkd_bulk_stages(smem, smem_bytes, chunk, bars, S) &&
+			((((u64)dst | (u64)src | (u64)dst_ld | (u64)src_ld | (u64)row_bytes) & 15) == 0);
 	if (!ok) {
 		mkd_copy_2d(dst, dst_ld, src, src_ld, rows, row_bytes);
 		return;
 	}
 	if (rows <= 0 || row_bytes <= 0)
 		return;
-	asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-	asm volatile("fence.proxy.async.global;" ::: "memory");
-	__syncthreads();
-	if (threadIdx.x == 0) {
-		mkd_bulk_plan pl;
-		pl.init(dst, dst_ld, src, src_ld, rows, row_bytes, chunk);
-		mkd_bulk_run(pl, bars, (u32)S);
-	}
-	__syncthreads();
+	mkd_bulk_plan pl;
+	pl.init(dst, dst_ld, src, src_ld, rows, row_bytes, chunk);
+	mkd_bulk_go(pl, bars, S);
 #else
 	mkd_copy_2d(dst, dst_ld, src, src_ld, rows, row_bytes);
 #endif

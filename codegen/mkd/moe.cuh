@@ -48,21 +48,28 @@ MKD_INLINE int mkd_warp_scan(int v)
 
 /* The route table of N entries whose ids are idx[(i / k) * ld + i % k]
  * (rows of k ids, ld apart), laid out for up to NMAX entries, by the whole
- * CTA.  smem: nw * E + 1 ints for per-warp counts, nw chosen to fit.
- * Returns false (after reporting) on a bad expert id; with strict false
- * (rows another rank packed, whose own route reports them) bad ids are
- * left out instead. */
+ * CTA.  smem: nw * E + E + 2 ints (per-warp counts, the offsets, a flag),
+ * nw chosen to fit.  Returns false (after reporting) on a bad expert id;
+ * with strict false (rows another rank packed, whose own route reports
+ * them) bad ids are left out instead.
+ *
+ * Every warp's loads of ids go out eight groups of 32 at a time, and the
+ * placement reads the offsets from shared memory: a load waited on for
+ * each entry (the ids one by one, off[] from the table in global memory)
+ * kept one CTA 154 us on 65536 entries (the MoE trace of 2026-12-06),
+ * with every other task waiting for the table. */
 MKD_INLINE bool mkd_route_rows(const mkd_params &p, mkd_waiter w, const int *idx, int ld, int k,
 			       int N, int NMAX, int E, int *route, char *smem, int smem_bytes,
 			       bool strict = true)
 {
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	int nw = (int)(blockDim.x >> 5);
-	const int fit = smem_bytes / (int)sizeof(int) / E - 1;
+	const int fit = (smem_bytes / (int)sizeof(int) - E - 2) / E;
 	if (nw > fit)
 		nw = fit;
 	int *hist = (int *)smem;          /* [nw][E] */
-	int *bad = hist + nw * E;         /* one flag */
+	int *soff = hist + nw * E;        /* [E + 1] off[], in shared memory */
+	int *bad = soff + E + 1;          /* one flag */
 	int *off = route, *order = route + E + 1, *pos = route + E + 1 + NMAX;
 	for (int i = threadIdx.x; i < nw * E; i += blockDim.x)
 		hist[i] = 0;
@@ -72,19 +79,30 @@ MKD_INLINE bool mkd_route_rows(const mkd_params &p, mkd_waiter w, const int *idx
 	const int seg = (N + nw - 1) / nw;
 	const int a = warp * seg, b = min(N, a + seg);
 	if (warp < nw)
-		for (int i = a + lane; i < b; i += 32) {
-			const int e = idx[(i / k) * ld + i % k];
-			if (e >= 0 && e < E) {
-				atomicAdd(&hist[warp * E + e], 1);
-			} else if (strict && atomicCAS(bad, 0, 1) == 0) {
-				mkd_data_error(p, MKD_DATA_BAD_EXPERT, (u64)i, (u64)(unsigned)e, w);
+		for (int g0 = a; g0 < b; g0 += 256) {
+			int ev[8];
+#pragma unroll
+			for (int u = 0; u < 8; u++) {
+				const int i = g0 + u * 32 + lane;
+				ev[u] = i < b ? idx[(i / k) * ld + i % k] : 0;
+			}
+#pragma unroll
+			for (int u = 0; u < 8; u++) {
+				const int i = g0 + u * 32 + lane, e = ev[u];
+				if (i >= b)
+					continue;
+				if (e >= 0 && e < E) {
+					atomicAdd(&hist[warp * E + e], 1);
+				} else if (strict && atomicCAS(bad, 0, 1) == 0) {
+					mkd_data_error(p, MKD_DATA_BAD_EXPERT, (u64)i, (u64)(unsigned)e, w);
+				}
 			}
 		}
 	__syncthreads();
 	if (*bad)
 		return false;
 	/* per expert: each warp's start among the expert's entries, and the
-	 * expert's total (into off[], then scanned) */
+	 * expert's total (into soff[], then scanned) */
 	for (int e = threadIdx.x; e < E; e += blockDim.x) {
 		int run = 0;
 		for (int k = 0; k < nw; k++) {
@@ -92,26 +110,26 @@ MKD_INLINE bool mkd_route_rows(const mkd_params &p, mkd_waiter w, const int *idx
 			hist[k * E + e] = run;
 			run += c;
 		}
-		off[e] = run;
+		soff[e] = run;
 	}
 	__syncthreads();
 	if (warp == 0) {
 		int carry = 0;
 		for (int e0 = 0; e0 < E; e0 += 32) {
 			const int e = e0 + lane;
-			const int c = e < E ? off[e] : 0;
+			const int c = e < E ? soff[e] : 0;
 			const int inc = mkd_warp_scan(c);
 			if (e < E)
-				off[e] = carry + inc - c;
+				soff[e] = carry + inc - c;
 			carry += __shfl_sync(0xffffffffu, inc, 31);
 		}
 		if (lane == 0)
-			off[E] = carry;
+			soff[E] = carry;
 	}
 	__syncthreads();
-	/* each warp walks its entries in order: a stable placement; eight
-	 * groups of 32 entries loaded at once (one at a time leaves the walk
-	 * waiting on every load) */
+	for (int e = threadIdx.x; e <= E; e += blockDim.x)
+		off[e] = soff[e];
+	/* each warp walks its entries in order: a stable placement */
 	if (warp < nw)
 		for (int g0 = a; g0 < b; g0 += 256) {
 			int ev[8];
@@ -130,7 +148,7 @@ MKD_INLINE bool mkd_route_rows(const mkd_params &p, mkd_waiter w, const int *idx
 					const unsigned peers = __match_any_sync(act, e);
 					const int before = __popc(peers & ((1u << lane) - 1u));
 					const int at = hist[warp * E + e] + before;
-					order[off[e] + at] = i;
+					order[soff[e] + at] = i;
 					pos[i] = at;
 					__syncwarp(act);
 					if (before == 0)
@@ -189,6 +207,23 @@ MKD_INLINE void mkd_zero_row(T *dst, int cols)
 	}
 }
 
+/* The source row of slot s of expert eg's bucket: the s-th row routed to
+ * eg, counting every source rank's rows in rank order (s < the total). */
+template <typename T>
+MKD_INLINE const T *mkd_dispatch_src(int eg, int E, int k, int H, const int *const *route,
+				     const T *const *x, int nsrc, int s, const i64 *ldx)
+{
+	int q = 0, b = 0;
+	for (; q < nsrc; q++) {
+		const int n = route[q][eg + 1] - route[q][eg];
+		if (s < b + n)
+			break;
+		b += n;
+	}
+	const int entry = route[q][E + 1 + route[q][eg] + (s - b)];
+	return x[q] + (i64)(entry / k) * (ldx ? ldx[q] : H);
+}
+
 /* Fills slots [s0, s1) of expert eg's bucket (out = slot s0, rows of H) on
  * the owner: slot s holds the s-th row routed to eg, counting every source
  * rank's rows (route[q], x[q] for q = 0 .. nsrc-1, ranks in order), or zeros
@@ -196,12 +231,18 @@ MKD_INLINE void mkd_zero_row(T *dst, int cols)
  * plan found nothing reads them).  When the expert receives more than C rows: with `drop`
  * the first C fill the bucket and the rest are dropped (mkd_combine skips
  * a choice whose slot is C or more); without, it returns false after
- * reporting, and nothing is written. */
+ * reporting, and nothing is written.
+ *
+ * On sm_90 with 16-byte aligned rows and scratch (smem, smem_bytes) the
+ * rows travel on the TMA bulk engine (mkd/copy.cuh, a gather: the rows'
+ * sources listed in smem first), a ring of ~12 rows in flight a CTA where
+ * the warps' 16-byte copies kept 24 KB (~18 GB/s each way a CTA, the MoE
+ * trace of 2026-12-06); else the warps copy a row each. */
 template <typename T>
 MKD_INLINE bool mkd_dispatch(const mkd_params &p, mkd_waiter w, int eg, int E, int C, int N,
 			     int k, int H, const int *const *route, const T *const *x, int nsrc,
 			     int s0, int s1, T *out, const i64 *ldx = 0, bool drop = false,
-			     bool zero = true)
+			     bool zero = true, char *smem = 0, int smem_bytes = 0)
 {
 	const int warp = threadIdx.x >> 5, nw = (int)(blockDim.x >> 5);
 	int total = 0;
@@ -212,6 +253,33 @@ MKD_INLINE bool mkd_dispatch(const mkd_params &p, mkd_waiter w, int eg, int E, i
 			mkd_data_error(p, MKD_DATA_OVER_CAPACITY, (u64)eg, (u64)total, w);
 		return false;
 	}
+	const int filled = s1 < total ? s1 : total;  /* slots [s0, filled) hold rows */
+#if MKD_HAS_BULK
+	const i64 rb = (i64)H * (i64)sizeof(T);
+	const u32 list = (u32)(8 * (filled - s0) + 127) & ~127u;
+	if (filled > s0 && smem && (i64)smem_bytes > (i64)list + 4096) {
+		const T **srcv = (const T **)smem;
+		int good = (((u64)out | (u64)rb) & 15) == 0;
+		for (int s = s0 + (int)threadIdx.x; s < filled; s += (int)blockDim.x) {
+			const T *src = mkd_dispatch_src(eg, E, k, H, route, x, nsrc, s, ldx);
+			srcv[s - s0] = src;
+			good &= ((u64)src & 15) == 0;
+		}
+		u32 chunk = MKD_BULK_CHUNK, bars;
+		i64 S;
+		/* every thread's verdict, and the list written, before any use */
+		if (__syncthreads_and(good) &&
+		    mkd_bulk_stages(smem + list, (u32)smem_bytes - list, chunk, bars, S)) {
+			mkd_bulk_plan pl;
+			pl.init((char *)out, rb, 0, 0, filled - s0, rb, chunk);
+			pl.srcv = (const char *const *)srcv;
+			mkd_bulk_go(pl, bars, S);
+			for (int s = filled + warp; zero && s < s1; s += nw)
+				mkd_zero_row(out + (i64)(s - s0) * H, H);
+			return true;
+		}
+	}
+#endif
 	for (int s = s0 + warp; s < s1; s += nw) {
 		T *dst = out + (i64)(s - s0) * H;
 		if (s >= total) {
@@ -220,15 +288,7 @@ MKD_INLINE bool mkd_dispatch(const mkd_params &p, mkd_waiter w, int eg, int E, i
 			mkd_zero_row(dst, H);
 			continue;
 		}
-		int q = 0, b = 0;
-		for (; q < nsrc; q++) {
-			const int n = route[q][eg + 1] - route[q][eg];
-			if (s < b + n)
-				break;
-			b += n;
-		}
-		const int entry = route[q][E + 1 + route[q][eg] + (s - b)];
-		mkd_copy_row(dst, x[q] + (i64)(entry / k) * (ldx ? ldx[q] : H), H);
+		mkd_copy_row(dst, mkd_dispatch_src(eg, E, k, H, route, x, nsrc, s, ldx), H);
 	}
 	return true;
 }
@@ -311,6 +371,83 @@ MKD_INLINE void mkd_st8(T *p, const float *f, int n)
 			mkd_elem<T>::st(p + v, f[v]);
 }
 
+/* 16 bytes of a row read once (evict first); volatile keeps it after the
+ * task's acquire, no memory clobber lets the loads of a group go out
+ * together. */
+MKD_INLINE uint4 mkd_ld16_once(const void *p)
+{
+	uint4 v;
+	asm volatile("ld.global.cs.v4.u32 {%0,%1,%2,%3}, [%4];"
+		     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+	return v;
+}
+
+/* acc[0 .. 8) += the gate-weighted sum, over a token's k choices, of
+ * columns [c, c + 8) of their rows: lane j < k holds choice j's row
+ * (`mine`, 0 for none) and gate.  `vec`: 16-bit elements, H a multiple of
+ * 8, every row 16-byte aligned (mkd_rows_vec).  A group's 8 loads are all
+ * issued before any is converted: converting each as it came left one
+ * load in flight a lane, 4.5 us a column chunk and the combine at 11 GB/s
+ * a CTA (the MoE trace of 2026-12-06).  Sums in choice order, as before. */
+template <typename TE>
+MKD_INLINE void mkd_choices_sum8(const TE *mine, float gmine, int k, int c, int H, bool vec,
+				 float *acc)
+{
+	for (int j0 = 0; j0 < k; j0 += 8) {
+		const TE *row[8];
+		float g[8];
+#pragma unroll
+		for (int u = 0; u < 8; u++) {
+			const int j = j0 + u < k ? j0 + u : 0;
+			row[u] = (const TE *)__shfl_sync(0xffffffffu, (unsigned long long)mine, j);
+			g[u] = __shfl_sync(0xffffffffu, gmine, j);
+			if (j0 + u >= k || !row[u] || c >= H)
+				g[u] = 0.f, row[u] = 0;
+		}
+		if constexpr (mkd_is16<TE>::value) {
+			if (vec) {
+				uint4 raw[8];
+#pragma unroll
+				for (int u = 0; u < 8; u++)
+					raw[u] = row[u] ? mkd_ld16_once(row[u] + c) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+				for (int u = 0; u < 8; u++) {
+					float f[8];
+					mkd_vec8<TE>::get(f, raw[u]);
+#pragma unroll
+					for (int v = 0; v < 8; v++)
+						acc[v] += g[u] * f[v];
+				}
+				continue;
+			}
+		}
+		float f[8][8];
+#pragma unroll
+		for (int u = 0; u < 8; u++) {
+			if (row[u])
+				mkd_ld8(row[u] + c, f[u], H - c);
+			else
+#pragma unroll
+				for (int v = 0; v < 8; v++)
+					f[u][v] = 0.f;
+		}
+#pragma unroll
+		for (int u = 0; u < 8; u++)
+#pragma unroll
+			for (int v = 0; v < 8; v++)
+				acc[v] += g[u] * f[u][v];
+	}
+}
+
+/* Whether the warp's rows (`mine` of each lane; 0 for none) of H elements
+ * of TE take mkd_choices_sum8's 16-byte loads. */
+template <typename TE>
+MKD_INLINE bool mkd_rows_vec(const TE *mine, int H)
+{
+	const bool ok = !mine || ((unsigned long long)mine & 15) == 0;
+	return __all_sync(0xffffffffu, ok) && mkd_is16<TE>::value && (H & 7) == 0;
+}
+
 /* base[e] in smem (E ints): the entries the sources before `me` (tables
  * route[0 .. me)) routed to expert e, where source me's slots in e's
  * bucket begin.  The whole CTA; returns base. */
@@ -356,38 +493,14 @@ MKD_INLINE void mkd_combine(int me, int E, int El, int C, int N, int k, int H,
 				}
 			}
 		}
+		const bool vec = mkd_rows_vec(mine, H);
 		for (int c0 = 0; c0 < H; c0 += 256) {
 			float acc[8];
 #pragma unroll
 			for (int v = 0; v < 8; v++)
 				acc[v] = 0.f;
 			const int c = c0 + lane * 8;
-			/* a group's 8 rows loaded before any is summed: 8 16-byte
-			 * loads in flight a lane (4 kept a CTA at ~11 GB/s, the MoE
-			 * trace of 2026-12-05: 0.8 ms at the layer's end) */
-			for (int j0 = 0; j0 < k; j0 += 8) {
-				float f[8][8];
-				float g[8];
-#pragma unroll
-				for (int u = 0; u < 8; u++) {
-					const int j = j0 + u < k ? j0 + u : 0;
-					const TE *row = (const TE *)__shfl_sync(0xffffffffu, (unsigned long long)mine, j);
-					g[u] = __shfl_sync(0xffffffffu, gmine, j);
-					if (j0 + u >= k || !row)
-						g[u] = 0.f, row = 0;
-					if (row && c < H)
-						mkd_ld8(row + c, f[u], H - c);
-					else
-#pragma unroll
-						for (int v = 0; v < 8; v++)
-							f[u][v] = 0.f;
-				}
-#pragma unroll
-				for (int u = 0; u < 8; u++)
-#pragma unroll
-					for (int v = 0; v < 8; v++)
-						acc[v] += g[u] * f[u][v];
-			}
+			mkd_choices_sum8(mine, gmine, k, c, H, vec, acc);
 			if (c < H)
 				mkd_st8(yr + c, acc, H - c);
 		}
@@ -515,23 +628,14 @@ MKD_INLINE void mkd_combine_nodes(int me, int E, int El, int G, int elo, int C, 
 			if (lo < pk[0] && pk[(i64)(1 + lo) * W + tcol] == r)
 				ret = back[lane] + (i64)(1 + lo) * H;
 		}
+		const bool vec = mkd_rows_vec(mine, H);
 		for (int c0 = 0; c0 < H; c0 += 256) {
 			float acc[8];
 #pragma unroll
 			for (int v = 0; v < 8; v++)
 				acc[v] = 0.f;
 			const int c = c0 + lane * 8;
-			for (int j = 0; j < k; j++) {
-				const TE *row = (const TE *)__shfl_sync(0xffffffffu, (unsigned long long)mine, j);
-				const float g = __shfl_sync(0xffffffffu, gmine, j);
-				if (row && c < H) {
-					float f[8];
-					mkd_ld8(row + c, f, H - c);
-#pragma unroll
-					for (int v = 0; v < 8; v++)
-						acc[v] += g * f[v];
-				}
-			}
+			mkd_choices_sum8(mine, gmine, k, c, H, vec, acc);
 			for (int j = 0; j < nback; j++) {
 				const float *br = (const float *)__shfl_sync(0xffffffffu, (unsigned long long)ret, j);
 				if (br && c < H)

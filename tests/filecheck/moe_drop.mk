@@ -8,11 +8,11 @@
 # CHECK: // stage Xd: Xd = dispatch(X, idx)
 # CHECK: mkd_dispatch<
 # CHECK: rank, e, lo[1], 0),
-# CHECK-NEXT: 0, true))
+# CHECK-NEXT: 0, true, true, smem, MK_SMEM))
 # CHECK: // stage Xs: Xs = dispatch(X, jdx)
 # CHECK: mkd_dispatch<
 # CHECK: rank, e, lo[1], 0),
-# CHECK-NEXT: 0, false))
+# CHECK-NEXT: 0, false, true, smem, MK_SMEM))
 pipeline moe_drop {
   mesh  nodes x gpus
   param T = 64, H = 64, E = 8, C = 4

@@ -173,7 +173,7 @@ static __device__ __noinline__ bool stage_Xe(const mkd_params &p, int rank, int 
 	for (i64 e = lo[0]; e < hi[0]; e++)
 		if (!mkd_dispatch<mkd_bf16>(p, w, (int)e, 4, 64, 64, 2, 64, route, x, MK_WORLD,
 				(int)lo[1], (int)hi[1], (mkd_bf16 *)mkd_at<MK_GPUS>(p, T_Xe, MK_T[T_Xe], rank, e, lo[1], 0),
-				0, false, false))
+				0, false, false, smem, MK_SMEM))
 			return false;
 	return true;
 }
