@@ -154,6 +154,11 @@ int compile_run(srcset *src, int file, const compile_opts *o,
 	static const char *const porders[] = {"cols", "rows", NULL};
 	if (env_pick(d, "MK_POOL_ORDER", porders, "cols or rows") == 2)
 		opt.pool_rows = 1;
+	/* MK_DISPATCH_CTAS=all: a dispatch beside a pool on every CTA, not on
+	 * the plan's few (plan.c dispatch_ctas; A/B) */
+	static const char *const dctas[] = {"all", NULL};
+	if (env_pick(d, "MK_DISPATCH_CTAS", dctas, "all"))
+		opt.dispatch_all = 1;
 	/* MK_SCHED_ORDER=ready|wave: the list schedule's order (sched.c) */
 	static const char *const orders[] = {"ready", "wave", NULL};
 	const int so = env_pick(d, "MK_SCHED_ORDER", orders, "ready or wave");

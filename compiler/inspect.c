@@ -111,6 +111,9 @@ void inspect_plans(const ir_prog *p, strbuf *out)
 			sb_printf(out, "%lld slots a task", (long long)pl->moe.block);
 			if (pl->skip_past)
 				sb_puts(out, ", no zeros past the tokens (nothing reads them)");
+			if (pl->ctas)
+				sb_printf(out, ", on %d CTAs (the others take the pool's first tiles)",
+					  pl->ctas);
 			break;
 		case OP_COMBINE:
 			sb_printf(out, "%lld tokens a task", (long long)pl->moe.block);

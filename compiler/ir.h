@@ -287,6 +287,9 @@ typedef struct ir_plan {
 	                       order, from a per-rank counter by the CTAs whose
 	                       lists hold them (sched.c, mkd/kernel.cuh): the
 	                       bucket matmuls, whose empty tiles are data */
+	int ctas;           /* the most CTAs of its role its tasks go to (the
+	                       first ones; sched.c), 0: all: a dispatch whose
+	                       buckets a pool reads (plan.c dispatch_ctas) */
 } ir_plan;
 
 /* The most tasks one matmul makes without a `tasks` hint: past it a task

@@ -63,6 +63,8 @@ typedef struct compile_opts {
 	                           (the driver reads MK_NO_POOL=1) */
 	int pool_rows;          /* a pool's order row panel by row panel, not
 	                           column by column (MK_POOL_ORDER=rows) */
+	int dispatch_all;       /* a dispatch on every CTA, also beside a pool
+	                           (MK_DISPATCH_CTAS=all) */
 	int zero_past;          /* rows past a bucket's tokens zeroed even where
 	                           nothing reads them (MK_ZERO_PAST=1) */
 	int no_late;            /* every matmul's flags waited for before its

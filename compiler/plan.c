@@ -18,6 +18,7 @@
  */
 #include "plan.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -945,7 +946,7 @@ static int moe_mesh_ok(planner *P, const ir_op *op, const ir_tensor *tok, const 
 }
 
 /* The shared memory of routing (mkd_route: per-warp counts of 4 warps or
- * more; mkd_combine: E ints; between nodes mkd_pack: warps + a chunk of
+ * more and the offsets; mkd_combine: E ints; between nodes mkd_pack: warps + a chunk of
  * tokens). */
 static int moe_smem(planner *P, ir_op *op, int64_t E, int64_t need)
 {
@@ -960,6 +961,29 @@ static int moe_smem(planner *P, ir_op *op, int64_t E, int64_t need)
 	op->plan.smem = (int)need;
 	op->plan.threads = 256;
 	return 1;
+}
+
+/* The CTAs a dispatch's tasks go to (ir_plan.ctas): where a pool reads its
+ * buckets, as many as copy at the device memory's rate (the copy roles'
+ * bound, sched.c choose_roles), so that the others take the pool's first
+ * tiles meanwhile: on all of them the copies, bound by device memory,
+ * held the GEMMs back for the whole dispatch (3 of the 36 ms at 32768
+ * tokens, H100, docs/perf-notes.md, twenty-third session).  0 (all)
+ * otherwise, or with MK_DISPATCH_CTAS=all. */
+#define DISPATCH_RING_SMEM (8 * 1024 + 128 + 4 * 16384)
+
+static int dispatch_ctas(const planner *P, const ir_op *op)
+{
+	int pooled = 0;
+	for (int j = 0; j < P->p->nops; j++) {
+		const ir_op *mm = &P->p->ops[j];
+		pooled |= mm->kind == OP_MATMUL && mm->in[0] == op->out && mm->plan.pool;
+	}
+	if (!pooled || P->o->dispatch_all)
+		return 0;
+	const int rpg = P->o->ranks_per_gpu > 0 ? P->o->ranks_per_gpu : 1;
+	const int k = (int)ceil(P->dev.mem_gbps / 2 / rpg / P->dev.copy_cta_gbps);
+	return k < 1 ? 1 : k < P->ctas ? k : 0;
 }
 
 static void plan_dispatch(planner *P, ir_op *op)
@@ -984,8 +1008,12 @@ static void plan_dispatch(planner *P, ir_op *op)
 		P->err = 1;
 		return;
 	}
-	if (!moe_smem(P, op, op->experts, 4 * (4 * op->experts + 2)))
+	if (!moe_smem(P, op, op->experts, 4 * (5 * op->experts + 2)))
 		return;
+	/* and the bulk copies' ring (mkd_dispatch on sm_90: the rows' sources,
+	 * then stages of 16 KB): four stages at least */
+	if (op->plan.smem < DISPATCH_RING_SMEM)
+		op->plan.smem = DISPATCH_RING_SMEM;
 	/* one task per expert and block of slots, as many rows as one task of
 	 * the matmul reading the buckets takes: the expert's first tiles start
 	 * while its last slots are filled */
@@ -995,6 +1023,7 @@ static void plan_dispatch(planner *P, ir_op *op)
 		if (mm->kind == OP_MATMUL && mm->in[0] == op->out && mm->plan.mm.bm > 0)
 			op->plan.moe.block = (int64_t)mm->plan.mm.bm * mm->plan.mm.tiles_m;
 	}
+	op->plan.ctas = dispatch_ctas(P, op);
 }
 
 /* Whether nothing reads the rows of bucket tensor t past its expert's

@@ -984,8 +984,10 @@ static double list_order(sched *S, int how)
 		ir_task *t = &s->tasks[i];
 		int ri = role_of_kind[role_of(t)];
 		const ir_role *ro = &s->roles[ri];
+		/* the first ctas of the role where the plan bounds the op's */
+		const int cap = p->ops[t->op].plan.ctas, nc = cap > 0 && cap < ro->ctas ? cap : ro->ctas;
 		int best = ro->first_cta;
-		for (int c = ro->first_cta; c < ro->first_cta + ro->ctas; c++)
+		for (int c = ro->first_cta; c < ro->first_cta + nc; c++)
 			if (cta_free[c] < cta_free[best])
 				best = c;
 		t->role = ri;

@@ -27,21 +27,21 @@
 # PLAN: He matmul {{.*}}(a pool), no stores past the tokens (nothing reads them)
 # PLAN: Ye matmul {{.*}}(a pool), no stores past the tokens (nothing reads them)
 # CU: if (!mkd_dispatch<mkd_bf16>(
-# CU: 0, false, false))
+# CU: 0, false, false, smem, MK_SMEM))
 # CU: // stage He:
 # CU: if (lo[1] >= filled) {  // no tokens here: nothing reads these rows
 # CU-NEXT: return true;
 # CU: // stage Ye:
 # CU: if (lo[1] >= filled) {  // no tokens here: nothing reads these rows
 # CU-NEXT: return true;
-# ZERO: Xe dispatch {{.*}}slots a task; smem
-# ZERO-CU: 0, false))
+# ZERO: Xe dispatch {{.*}}slots a task, on 48 CTAs (the others take the pool's first tiles); smem
+# ZERO-CU: 0, false, true, smem, MK_SMEM))
 # ZERO-CU: mkd_zero_tile(c, C.st[1], rows, cols);
 # ZERO-CU: mkd_zero_tile(c, C.st[1], rows, cols);
-# OUT: Xe dispatch {{.*}}slots a task; smem
+# OUT: Xe dispatch {{.*}}slots a task, on 48 CTAs (the others take the pool's first tiles); smem
 # OUT: He matmul {{.*}}(a pool); smem
 # OUT: Ye matmul {{.*}}no stores past the tokens
-# READ: Xe dispatch {{.*}}slots a task; smem
+# READ: Xe dispatch {{.*}}slots a task, on 48 CTAs (the others take the pool's first tiles); smem
 # READ: He matmul {{.*}}no stores past the tokens
 # READ: Ye matmul {{.*}}no stores past the tokens
 pipeline moe_past {
