@@ -966,10 +966,11 @@ static int moe_smem(planner *P, ir_op *op, int64_t E, int64_t need)
 /* The CTAs a dispatch's tasks go to (ir_plan.ctas): where a pool reads its
  * buckets, as many as copy at the device memory's rate (the copy roles'
  * bound, sched.c choose_roles), so that the others take the pool's first
- * tiles meanwhile: on all of them the copies, bound by device memory,
- * held the GEMMs back for the whole dispatch (3 of the 36 ms at 32768
- * tokens, H100, docs/perf-notes.md, twenty-third session).  0 (all)
- * otherwise, or with MK_DISPATCH_CTAS=all. */
+ * tiles meanwhile; on all of them the copies held every GEMM tile back
+ * for the whole dispatch (3 of the 36 ms at 32768 tokens).  Measured
+ * (H100, docs/perf-notes.md, twenty-third session): 0.5-0.6% faster at
+ * 8192 and 32768 tokens, as the GEMMs beside the copies share device
+ * memory with them.  0 (all) otherwise, or with MK_DISPATCH_CTAS=all. */
 #define DISPATCH_RING_SMEM (8 * 1024 + 128 + 4 * 16384)
 
 static int dispatch_ctas(const planner *P, const ir_op *op)
