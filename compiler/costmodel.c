@@ -2,6 +2,7 @@
 #include "costmodel.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,6 +104,12 @@ double cost_stream_us(const ir_device *d, double bytes)
 {
 	double bw = d->copy_cta_gbps;
 	return bytes / (bw * 1e9) * 1e6 + d->task_us;
+}
+
+int cost_copy_ctas(const ir_device *d, double link_gbps)
+{
+	const int k = (int)ceil(link_gbps / d->copy_cta_gbps);
+	return k < 1 ? 1 : k;
 }
 
 double cost_store_us(const ir_device *d, double bytes)

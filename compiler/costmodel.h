@@ -66,6 +66,10 @@ double cost_attn_us(const ir_device *d, double flops, double eff, double hbm, in
  * alike: the measured rates per flop of the keys the rows see differ by
  * less than the runs). */
 double cost_attn_eff(const ir_device *d, const ir_prog *p, const ir_op *op);
+/* The most CTAs that copying over a link of link_gbps keeps busy: more
+ * cannot move more than it carries (the copy roles' bound, and a
+ * dispatch's beside a pool). */
+int cost_copy_ctas(const ir_device *d, double link_gbps);
 /* A copy by one CTA of a role of `ctas` CTAs sharing a link of link_gbps. */
 double cost_copy_us(const ir_device *d, double bytes, ir_transport tr,
 		    int ctas, int ranks_per_gpu);

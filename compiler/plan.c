@@ -18,7 +18,6 @@
  */
 #include "plan.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -983,8 +982,8 @@ static int dispatch_ctas(const planner *P, const ir_op *op)
 	if (!pooled || P->o->dispatch_all)
 		return 0;
 	const int rpg = P->o->ranks_per_gpu > 0 ? P->o->ranks_per_gpu : 1;
-	const int k = (int)ceil(P->dev.mem_gbps / 2 / rpg / P->dev.copy_cta_gbps);
-	return k < 1 ? 1 : k < P->ctas ? k : 0;
+	const int k = cost_copy_ctas(&P->dev, P->dev.mem_gbps / 2 / rpg);
+	return k < P->ctas ? k : 0;
 }
 
 static void plan_dispatch(planner *P, ir_op *op)

@@ -590,7 +590,7 @@ static void choose_roles(sched *S, const compile_opts *o)
 				      s->ranks_per_gpu > 1 || !remote
 					      ? s->dev.mem_gbps / 2 / s->ranks_per_gpu
 					      : s->dev.nvlink_gbps;
-			int cap = (int)ceil(link / s->dev.copy_cta_gbps);
+			int cap = cost_copy_ctas(&s->dev, link);
 			int k = (int)lround(C * work[r] / (wc + work[r] + 1e-9));
 			if (k < 1)
 				k = 1;
