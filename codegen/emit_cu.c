@@ -496,6 +496,47 @@ static void stages(cg_em *E)
 			cg_stage_rdma(E, &p->ops[E->st[j].op]);
 }
 
+/* mk_pool_past: whether a pool's task has nothing to do, its rows past its
+ * bucket's tokens where the plan leaves them unwritten (skip_past): the
+ * loop then signals it without running it (mkd/kernel.cuh, mkd_pool_take).
+ * The test is the stage function's own (cg_stage_matmul). */
+static void pool_past(cg_em *E)
+{
+	const ir_sched *s = E->s;
+	const ir_prog *p = E->p;
+	strbuf *o = E->o;
+	strbuf cases;
+	sb_init(&cases);
+	for (int k = 0; k < s->npools && !E->bad; k++) {
+		const ir_pool *pl = &s->pools[k];
+		const ir_op *op = &p->ops[pl->op];
+		char rows[320];
+		const int st = stage_of_task(E, &s->tasks[s->pool_order[pl->first]]);
+		if (st < 0 || !op->plan.skip_past || cg_bucket_rows(E, op, "lo[0]", rows, sizeof rows) < 0)
+			continue;
+		sb_printf(&cases, "\tcase %s_%s:\n"
+			  "\t\tmkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_%s], rank, t.lo, t.hi, lo, hi);\n"
+			  "\t\treturn lo[1] >= %s;\n",
+			  stage_prefix[E->st[st].kind], op->stage, p->tensors[op->out].name, rows);
+	}
+	sb_puts(o, "// A pool's task past its bucket's tokens, by its stage: nothing to do (its\n"
+		   "// rows are left unwritten); the loop signals it without running it once\n"
+		   "// the CTA has run one of the pool's tasks (the routes are known then).\n"
+		   "static __device__ __forceinline__ bool mk_pool_past(int stage, const mkd_params &p, int rank, int i)\n"
+		   "{\n");
+	if (cases.len)
+		sb_printf(o, "\tconst mkd_task &t = MK_TASKS[i];\n"
+			  "\ti64 lo[3], hi[3];\n"
+			  "\tswitch (stage) {\n"
+			  "%s"
+			  "\t}\n", sb_str(&cases));
+	else
+		sb_puts(o, "\t(void)stage, (void)p, (void)rank, (void)i;  // none: every pool's tiles store\n");
+	sb_puts(o, "\treturn false;\n"
+		   "}\n\n");
+	sb_free(&cases);
+}
+
 /* What the loop (mkd/kernel.cuh) takes from the stage list: which stages
  * wait for each read themselves, and the switch from a task's stage to its
  * function. */
@@ -524,6 +565,8 @@ static void dispatch(cg_em *E)
 	sb_puts(o, "\t}\n"
 		   "\treturn true;\n"
 		   "}\n\n");
+	if (E->s->npools)
+		pool_past(E);
 }
 
 /* The per-stage kernels' task lists: the same tasks as the kernel's,

@@ -78,6 +78,10 @@ void cg_stage_view(cg_em *E, const ir_op *op);
 
 /* ---- emit_stage.c: one function per op (all threads of a CTA, one task) */
 void cg_stage_matmul(cg_em *E, const ir_op *op);
+/* Into buf: the expression for the rows of expert e's bucket that hold
+ * tokens, where matmul op reads a dispatch's buckets; returns the routing
+ * table's tensor, or -1 (no bucket; buf empty). */
+int cg_bucket_rows(const cg_em *E, const ir_op *op, const char *e, char *buf, size_t n);
 void cg_stage_copy(cg_em *E, const ir_op *op);
 void cg_stage_reduce(cg_em *E, const ir_op *op);
 void cg_stage_attention(cg_em *E, const ir_op *op);

@@ -576,6 +576,23 @@ static void stage_matmul_split(cg_em *E, const ir_op *op, char *what, size_t nw)
 		  W->name, mp.ksplit, cg_ctype(C->dtype), C->name, epi);
 }
 
+int cg_bucket_rows(const cg_em *E, const ir_op *op, const char *e, char *buf, size_t n)
+{
+	const ir_prog *p = E->p;
+	const int dop = op->kind == OP_MATMUL ? op->plan.mm.bucket : -1;
+	const int rt = dop >= 0 ? p->ops[dop].route1 - 1 : -1;
+	/* every rank's count, or between nodes every source's on this node */
+	if (rt >= 0 && p->ops[dop].rroute1)
+		snprintf(buf, n, "mkd_bucket_rows_nodes<MK_NODES, MK_GPUS>(p, T_%s, T_%s, %lld, (int)%s, rank)",
+			 p->tensors[rt].name, p->tensors[p->ops[dop].rroute1 - 1].name,
+			 (long long)p->tensors[p->ops[dop].rroute1 - 1].local[1], e);
+	else if (rt >= 0)
+		snprintf(buf, n, "mkd_bucket_rows(p, T_%s, MK_WORLD, (int)%s)", p->tensors[rt].name, e);
+	else if (n)
+		buf[0] = 0;
+	return rt;
+}
+
 void cg_stage_matmul(cg_em *E, const ir_op *op)
 {
 	const ir_prog *p = E->p;
@@ -614,22 +631,9 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 		  "\tconst mkd_tensor &A = MK_T[T_%s], &B = MK_T[T_%s], &C = MK_T[T_%s];\n"
 		  "\tconst i64 k0 = mkd_base<MK_GPUS>(A, 2, rank), K = A.local[2];\n",
 		  A->name, B->name, C->name);
-	const int dop = mp.bucket;
-	const int rt = dop >= 0 ? p->ops[dop].route1 - 1 : -1;
-	/* the rows of expert lo[0]'s bucket that hold tokens: every rank's
-	 * count, or between nodes every source's on this node */
 	char rows_of[320], rows_of_l[320];  /* of the expert lo[0], l[0] */
-	for (int w = 0; w < 2; w++) {
-		char *ro = w ? rows_of_l : rows_of;
-		const char *e = w ? "l[0]" : "lo[0]";
-		if (rt >= 0 && p->ops[dop].rroute1)
-			snprintf(ro, sizeof rows_of, "mkd_bucket_rows_nodes<MK_NODES, MK_GPUS>(p, T_%s, T_%s, %lld, (int)%s, rank)",
-				 p->tensors[rt].name, p->tensors[p->ops[dop].rroute1 - 1].name,
-				 (long long)p->tensors[p->ops[dop].rroute1 - 1].local[1], e);
-		else if (rt >= 0)
-			snprintf(ro, sizeof rows_of, "mkd_bucket_rows(p, T_%s, MK_WORLD, (int)%s)",
-				 p->tensors[rt].name, e);
-	}
+	const int rt = cg_bucket_rows(E, op, "lo[0]", rows_of, sizeof rows_of);
+	cg_bucket_rows(E, op, "l[0]", rows_of_l, sizeof rows_of_l);
 	const char *b0 = B->ndim == 3 ? "(l[0] - mkd_base<MK_GPUS>(B, 0, rank))" : "0";
 	strbuf body, *o = E->o;
 	sb_init(&body);

@@ -23,7 +23,8 @@
  *   MK_TASKS[], MK_CTA_FIRST[], MK_READS[], MK_SIGNALS[]   the tables
  *   MK_PROGRESSIVE[]         by stage: the stage waits for each read itself
  *   MK_NPOOLS                (optional) pools: then MK_POOLS[], MK_STAGE_POOL[]
- *                            (by stage: its pool or -1) and MK_POOL_ORDER[]
+ *                            (by stage: its pool or -1), MK_POOL_ORDER[] and
+ *                            mk_pool_past(stage, p, rank, i) (mkd_pool_take)
  *   mk_stage(stage, p, rank, cta, i, epoch, smem)   runs task i's stage
  *                            function (stage: MK_TASKS[i].stage)
  * and include mkd/task.cuh before its stage functions.  Without MK_NTASKS
@@ -36,6 +37,25 @@
 #include "proxy.cuh"
 
 #ifdef MK_NTASKS
+
+// Task i is done (thread 0): its signals, and its end in the trace.
+static __device__ __forceinline__ void mkd_task_done(const mkd_params &p, int rank, int cta, int i)
+{
+	const mkd_task &t = MK_TASKS[i];
+	for (int k = 0; k < t.nsig; k++) {
+		const mkd_fref f = MK_SIGNALS[t.sig0 + k];
+#if MK_RDMA
+		if (f.index < MK_NRFLAGS)
+			continue;  // written by the RDMA stage itself
+#endif
+		const int fr = mkd_shift_rank<MK_NODES, MK_GPUS>(f.rank, rank);
+		mkd_signal((u64 *)p.ranks[fr].flags + f.index);
+	}
+	if (p.trace) {
+		p.trace[(i64)rank * MK_NTASKS + i].t1 = mkd_globaltimer();
+		p.trace[(i64)rank * MK_NTASKS + i].cta = cta;
+	}
+}
 
 // One task: wait on its flags (bounded), run its stage, signal.  All
 // threads of the CTA call it; false when the run is aborted.
@@ -68,21 +88,8 @@ static __device__ __forceinline__ bool mkd_run_task(const mkd_params &p, int ran
 	if (!done)
 		return false;
 	__syncthreads();
-	if (threadIdx.x == 0) {
-		for (int k = 0; k < t.nsig; k++) {
-			const mkd_fref f = MK_SIGNALS[t.sig0 + k];
-#if MK_RDMA
-			if (f.index < MK_NRFLAGS)
-				continue;  // written by the RDMA stage itself
-#endif
-			const int fr = mkd_shift_rank<MK_NODES, MK_GPUS>(f.rank, rank);
-			mkd_signal((u64 *)p.ranks[fr].flags + f.index);
-		}
-		if (p.trace) {
-			p.trace[(i64)rank * MK_NTASKS + i].t1 = mkd_globaltimer();
-			p.trace[(i64)rank * MK_NTASKS + i].cta = cta;
-		}
-	}
+	if (threadIdx.x == 0)
+		mkd_task_done(p, rank, cta, i);
 	return true;
 }
 
@@ -94,16 +101,37 @@ static __device__ __forceinline__ bool mkd_run_task(const mkd_params &p, int ran
 // reset between runs (the runtime clears it with the flags).  No ring is
 // carried into a pooled task: the next one is not known before this one
 // ends.
+//
+// A task with nothing to do (mk_pool_past: its rows past its bucket's
+// tokens, left unwritten) is signalled by thread 0 without its waits or
+// its stage, and the next ticket taken, once this CTA has run a task of the
+// pool in this run (bit k of mkd_pool_ran): that task's waits passed, so
+// the routing tables the test reads are complete, and what this CTA saw is
+// in its signals (release).  Run, each cost ~6-10 us of a CTA, half the
+// MoE's tiles (docs/perf-notes.md, twenty-third session).
 static __shared__ int mkd_pool_next;
+static __shared__ unsigned mkd_pool_ran;
 
-static __device__ __forceinline__ int mkd_pool_take(const mkd_params &p, int rank, int k, u64 epoch)
+static __device__ __forceinline__ int mkd_pool_take(const mkd_params &p, int rank, int cta, int k,
+						    u64 epoch)
 {
 	const mkd_pool &q = MK_POOLS[k];
 	__syncthreads();  // every thread has read the last ticket
 	if (threadIdx.x == 0) {
 		u64 *counter = (u64 *)p.ranks[rank].flags + MK_NFLAGS + 2 + k;
-		const u64 v = atomicAdd((unsigned long long *)counter, 1ull) - (epoch - 1) * (u64)(q.n + q.ctas);
-		mkd_pool_next = v < (u64)q.n ? MK_POOL_ORDER[q.first + (int)v] : -1;
+		const bool known = k < 32 && (mkd_pool_ran >> k & 1u);
+		int task;
+		for (;;) {
+			const u64 v = atomicAdd((unsigned long long *)counter, 1ull) -
+				      (epoch - 1) * (u64)(q.n + q.ctas);
+			task = v < (u64)q.n ? MK_POOL_ORDER[q.first + (int)v] : -1;
+			if (task < 0 || !known || !mk_pool_past(q.stage, p, rank, task))
+				break;
+			if (p.trace)
+				p.trace[(i64)rank * MK_NTASKS + task].t0 = mkd_globaltimer();
+			mkd_task_done(p, rank, cta, task);
+		}
+		mkd_pool_next = task;
 	}
 	__syncthreads();
 	return mkd_pool_next;
@@ -172,6 +200,9 @@ static __device__ __forceinline__ void mkd_kernel(const mkd_params &p)
 			}
 			epoch_s = e;
 			mkd_wg_ring_reset();  // no ring carried into the first task
+#if defined(MK_NPOOLS) && MK_NPOOLS
+			mkd_pool_ran = 0;  // no task of a pool run yet in this run
+#endif
 #if MK_RDMA
 			mkd_ticket = 0;
 #endif
@@ -197,7 +228,7 @@ static __device__ __forceinline__ void mkd_kernel(const mkd_params &p)
 			// a pool's entries: its tasks as taken, then past the entries
 			// (one call of mkd_run_task: a second would copy every stage)
 			const int st = MK_TASKS[i].stage, k = MK_STAGE_POOL[st];
-			const int task = k >= 0 ? mkd_pool_take(p, rank, k, epoch) : i;
+			const int task = k >= 0 ? mkd_pool_take(p, rank, cta, k, epoch) : i;
 			if (k >= 0 && task < 0) {
 				while (i < end && MK_TASKS[i].stage == st)
 					i++;
@@ -210,6 +241,8 @@ static __device__ __forceinline__ void mkd_kernel(const mkd_params &p)
 			// engines)
 			asm volatile("" : "+r"(i));
 			aborted = !mkd_run_task(p, rank, cta, task, next, epoch, smem, &ok);
+			if (k >= 0 && k < 32 && threadIdx.x == 0)
+				mkd_pool_ran |= 1u << k;
 #else
 			aborted = !mkd_run_task(p, rank, cta, i, i + 1 < end ? i + 1 : -1, epoch, smem, &ok);
 			i++;

@@ -5,9 +5,11 @@
 # tiles past the tokens (plan.c past_unread).  Anything else reading a
 # bucket, or a bucket declared `out`, keeps the zeros.
 #   PLAN  the plan says so for the dispatch and both matmuls
-#   CU    mkd_dispatch is told not to zero (its last argument false); the
-#         empty tiles continue without mkd_zero_tile
-#   ZERO  MK_ZERO_PAST=1: zeros everywhere, as the CPU reference holds
+#   CU    mkd_dispatch is told not to zero (its `zero` false); the empty
+#         tiles continue without mkd_zero_tile, and mk_pool_past tells the
+#         kernel loop which tasks it may signal without running them
+#   ZERO  MK_ZERO_PAST=1: zeros everywhere, as the CPU reference holds;
+#         mk_pool_past has no case (every tile stores)
 #   OUT   He declared an output: its tiles keep their zeros, and so does
 #         Xe, whose rows past the tokens make He's there (a partly filled
 #         tile's); Ye, read only by combine, still stores none
@@ -34,10 +36,18 @@
 # CU: // stage Ye:
 # CU: if (lo[1] >= filled) {  // no tokens here: nothing reads these rows
 # CU-NEXT: return true;
+# CU: static __device__ __forceinline__ bool mk_pool_past(
+# CU: case S_He:
+# CU-NEXT: mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_Ae]
+# CU-NEXT: return lo[1] >= mkd_bucket_rows(p, T_idx__route, MK_WORLD, (int)lo[0]);
+# CU-NEXT: case S_Ye:
 # ZERO: Xe dispatch {{.*}}slots a task, on 48 CTAs (the others take the pool's first tiles); smem
 # ZERO-CU: 0, false, true, smem, MK_SMEM))
 # ZERO-CU: mkd_zero_tile(c, C.st[1], rows, cols);
 # ZERO-CU: mkd_zero_tile(c, C.st[1], rows, cols);
+# ZERO-CU: static __device__ __forceinline__ bool mk_pool_past(
+# ZERO-CU-NEXT: {
+# ZERO-CU-NEXT: (void)stage, (void)p, (void)rank, (void)i;  // none: every pool's tiles store
 # OUT: Xe dispatch {{.*}}slots a task, on 48 CTAs (the others take the pool's first tiles); smem
 # OUT: He matmul {{.*}}(a pool); smem
 # OUT: Ye matmul {{.*}}no stores past the tokens
