@@ -79,6 +79,15 @@ void cg_kernel_name(const ir_sched *s, char *buf, size_t n)
 	snprintf(buf, n, "mk_%s", s->prog->name);
 }
 
+/* Whether some pool's tasks past the tokens are signalled, not run. */
+static int pools_signal_past(const cg_em *E)
+{
+	for (int k = 0; k < E->s->npools; k++)
+		if (E->p->ops[E->s->pools[k].op].plan.signal_past)
+			return 1;
+	return 0;
+}
+
 static void header(cg_em *E, int sys)
 {
 	const ir_sched *s = E->s;
@@ -113,6 +122,9 @@ static void header(cg_em *E, int sys)
 		sb_printf(o, "// pools: ops whose tasks the CTAs holding them take at run time, in\n"
 			  "// MK_POOL_ORDER, from the counter after READY and DONE (flag MK_NFLAGS + 2 + k)\n"
 			  "#define MK_NPOOLS %d\n\n", s->npools);
+	if (pools_signal_past(E))
+		sb_puts(o, "// a pool's tasks past their bucket's tokens signalled, not run (mk_pool_past)\n"
+			   "#define MK_POOL_PAST 1\n\n");
 	if (E->rl.tasks)
 		sb_printf(o, "// RDMA stages: flags 0 .. MK_NRFLAGS-1 are written (the epoch, by one RDMA\n"
 			  "// task each), in the RDMA flag area; then a READY word per rank rank 0\n"
@@ -497,9 +509,10 @@ static void stages(cg_em *E)
 }
 
 /* mk_pool_past: whether a pool's task has nothing to do, its rows past its
- * bucket's tokens where the plan leaves them unwritten (skip_past): the
- * loop then signals it without running it (mkd/kernel.cuh, mkd_pool_take).
- * The test is the stage function's own (cg_stage_matmul). */
+ * bucket's tokens where the plan leaves them unwritten (skip_past) and
+ * says so (signal_past): the loop then signals it without running it
+ * (mkd/kernel.cuh, mkd_pool_take).  The test is the stage function's own
+ * (cg_stage_matmul). */
 static void pool_past(cg_em *E)
 {
 	const ir_sched *s = E->s;
@@ -512,7 +525,7 @@ static void pool_past(cg_em *E)
 		const ir_op *op = &p->ops[pl->op];
 		char rows[320];
 		const int st = stage_of_task(E, &s->tasks[s->pool_order[pl->first]]);
-		if (st < 0 || !op->plan.skip_past || cg_bucket_rows(E, op, "lo[0]", rows, sizeof rows) < 0)
+		if (st < 0 || !op->plan.signal_past || cg_bucket_rows(E, op, "lo[0]", rows, sizeof rows) < 0)
 			continue;
 		sb_printf(&cases, "\tcase %s_%s:\n"
 			  "\t\tmkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_%s], rank, t.lo, t.hi, lo, hi);\n"
@@ -524,14 +537,11 @@ static void pool_past(cg_em *E)
 		   "// the CTA has run one of the pool's tasks (the routes are known then).\n"
 		   "static __device__ __forceinline__ bool mk_pool_past(int stage, const mkd_params &p, int rank, int i)\n"
 		   "{\n");
-	if (cases.len)
-		sb_printf(o, "\tconst mkd_task &t = MK_TASKS[i];\n"
-			  "\ti64 lo[3], hi[3];\n"
-			  "\tswitch (stage) {\n"
-			  "%s"
-			  "\t}\n", sb_str(&cases));
-	else
-		sb_puts(o, "\t(void)stage, (void)p, (void)rank, (void)i;  // none: every pool's tiles store\n");
+	sb_printf(o, "\tconst mkd_task &t = MK_TASKS[i];\n"
+		  "\ti64 lo[3], hi[3];\n"
+		  "\tswitch (stage) {\n"
+		  "%s"
+		  "\t}\n", sb_str(&cases));
 	sb_puts(o, "\treturn false;\n"
 		   "}\n\n");
 	sb_free(&cases);
@@ -565,7 +575,7 @@ static void dispatch(cg_em *E)
 	sb_puts(o, "\t}\n"
 		   "\treturn true;\n"
 		   "}\n\n");
-	if (E->s->npools)
+	if (pools_signal_past(E))
 		pool_past(E);
 }
 

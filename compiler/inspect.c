@@ -88,6 +88,8 @@ void inspect_plans(const ir_prog *p, strbuf *out)
 				sb_puts(out, ", tasks taken at run time (a pool)");
 			if (pl->skip_past)
 				sb_puts(out, ", no stores past the tokens (nothing reads them)");
+			if (pl->signal_past)
+				sb_puts(out, ", its tasks past the tokens signalled, not run");
 			break;
 		case OP_ATTENTION:
 			if (pl->attn.tensor_cores)

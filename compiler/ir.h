@@ -287,6 +287,11 @@ typedef struct ir_plan {
 	                       order, from a per-rank counter by the CTAs whose
 	                       lists hold them (sched.c, mkd/kernel.cuh): the
 	                       bucket matmuls, whose empty tiles are data */
+	int signal_past;    /* a pool's task past its bucket's tokens (skip_past:
+	                       nothing to do) is signalled by the taking thread,
+	                       neither waited for nor run (mk_pool_past,
+	                       mkd/kernel.cuh); MK_POOL_SKIP=1, not yet the
+	                       default: no GPU has run it */
 	int ctas;           /* the most CTAs of its role its tasks go to (the
 	                       first ones; sched.c), 0: all: a dispatch whose
 	                       buckets a pool reads (plan.c dispatch_ctas) */

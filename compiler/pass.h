@@ -63,6 +63,8 @@ typedef struct compile_opts {
 	                           (the driver reads MK_NO_POOL=1) */
 	int pool_rows;          /* a pool's order row panel by row panel, not
 	                           column by column (MK_POOL_ORDER=rows) */
+	int pool_skip;          /* a pool's tasks past the tokens signalled, not
+	                           run (ir_plan.signal_past; MK_POOL_SKIP=1) */
 	int dispatch_all;       /* a dispatch on every CTA, also beside a pool
 	                           (MK_DISPATCH_CTAS=all) */
 	int zero_past;          /* rows past a bucket's tokens zeroed even where

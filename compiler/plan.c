@@ -1127,6 +1127,10 @@ int plan_run(ir_prog *p, const compile_opts *o, diags *d, arena *a)
 		ir_op *op = &p->ops[i];
 		if (op->kind == OP_DISPATCH || (op->kind == OP_MATMUL && op->plan.mm.bucket >= 0))
 			op->plan.skip_past = P.gpu && !P.o->zero_past && past_unread(p, op->out, 0);
+		/* and a pool's tasks there signalled without running: each cost
+		 * ~6-10 us of a CTA, half the MoE's tiles (docs/perf-notes.md,
+		 * twenty-third session); opt-in until a GPU has run it */
+		op->plan.signal_past = op->plan.pool && op->plan.skip_past && P.o->pool_skip;
 	}
 	/* the kernel: every CTA can run every task */
 	p->threads = 256;

@@ -23,8 +23,9 @@
  *   MK_TASKS[], MK_CTA_FIRST[], MK_READS[], MK_SIGNALS[]   the tables
  *   MK_PROGRESSIVE[]         by stage: the stage waits for each read itself
  *   MK_NPOOLS                (optional) pools: then MK_POOLS[], MK_STAGE_POOL[]
- *                            (by stage: its pool or -1), MK_POOL_ORDER[] and
- *                            mk_pool_past(stage, p, rank, i) (mkd_pool_take)
+ *                            (by stage: its pool or -1) and MK_POOL_ORDER[];
+ *                            with MK_POOL_PAST 1 also mk_pool_past(stage, p,
+ *                            rank, i) (mkd_pool_take)
  *   mk_stage(stage, p, rank, cta, i, epoch, smem)   runs task i's stage
  *                            function (stage: MK_TASKS[i].stage)
  * and include mkd/task.cuh before its stage functions.  Without MK_NTASKS
@@ -102,15 +103,18 @@ static __device__ __forceinline__ bool mkd_run_task(const mkd_params &p, int ran
 // carried into a pooled task: the next one is not known before this one
 // ends.
 //
-// A task with nothing to do (mk_pool_past: its rows past its bucket's
-// tokens, left unwritten) is signalled by thread 0 without its waits or
-// its stage, and the next ticket taken, once this CTA has run a task of the
+// With MK_POOL_PAST (the plan's signal_past, MK_POOL_SKIP=1): a task with
+// nothing to do (mk_pool_past: its rows past its bucket's tokens, left
+// unwritten) is signalled by thread 0 without its waits or its stage, and
+// the next ticket taken, once this CTA has run a task of the
 // pool in this run (bit k of mkd_pool_ran): that task's waits passed, so
 // the routing tables the test reads are complete, and what this CTA saw is
 // in its signals (release).  Run, each cost ~6-10 us of a CTA, half the
 // MoE's tiles (docs/perf-notes.md, twenty-third session).
 static __shared__ int mkd_pool_next;
+#if defined(MK_POOL_PAST) && MK_POOL_PAST
 static __shared__ unsigned mkd_pool_ran;
+#endif
 
 static __device__ __forceinline__ int mkd_pool_take(const mkd_params &p, int rank, int cta, int k,
 						    u64 epoch)
@@ -119,6 +123,7 @@ static __device__ __forceinline__ int mkd_pool_take(const mkd_params &p, int ran
 	__syncthreads();  // every thread has read the last ticket
 	if (threadIdx.x == 0) {
 		u64 *counter = (u64 *)p.ranks[rank].flags + MK_NFLAGS + 2 + k;
+#if defined(MK_POOL_PAST) && MK_POOL_PAST
 		const bool known = k < 32 && (mkd_pool_ran >> k & 1u);
 		int task;
 		for (;;) {
@@ -132,6 +137,11 @@ static __device__ __forceinline__ int mkd_pool_take(const mkd_params &p, int ran
 			mkd_task_done(p, rank, cta, task);
 		}
 		mkd_pool_next = task;
+#else
+		(void)cta;
+		const u64 v = atomicAdd((unsigned long long *)counter, 1ull) - (epoch - 1) * (u64)(q.n + q.ctas);
+		mkd_pool_next = v < (u64)q.n ? MK_POOL_ORDER[q.first + (int)v] : -1;
+#endif
 	}
 	__syncthreads();
 	return mkd_pool_next;
@@ -200,7 +210,7 @@ static __device__ __forceinline__ void mkd_kernel(const mkd_params &p)
 			}
 			epoch_s = e;
 			mkd_wg_ring_reset();  // no ring carried into the first task
-#if defined(MK_NPOOLS) && MK_NPOOLS
+#if defined(MK_POOL_PAST) && MK_POOL_PAST
 			mkd_pool_ran = 0;  // no task of a pool run yet in this run
 #endif
 #if MK_RDMA
@@ -241,8 +251,10 @@ static __device__ __forceinline__ void mkd_kernel(const mkd_params &p)
 			// engines)
 			asm volatile("" : "+r"(i));
 			aborted = !mkd_run_task(p, rank, cta, task, next, epoch, smem, &ok);
+#if defined(MK_POOL_PAST) && MK_POOL_PAST
 			if (k >= 0 && k < 32 && threadIdx.x == 0)
 				mkd_pool_ran |= 1u << k;
+#endif
 #else
 			aborted = !mkd_run_task(p, rank, cta, i, i + 1 < end ? i + 1 : -1, epoch, smem, &ok);
 			i++;

@@ -279,24 +279,6 @@ static __device__ __forceinline__ bool mk_stage(int stage, const mkd_params &p, 
 	return true;
 }
 
-// A pool's task past its bucket's tokens, by its stage: nothing to do (its
-// rows are left unwritten); the loop signals it without running it once
-// the CTA has run one of the pool's tasks (the routes are known then).
-static __device__ __forceinline__ bool mk_pool_past(int stage, const mkd_params &p, int rank, int i)
-{
-	const mkd_task &t = MK_TASKS[i];
-	i64 lo[3], hi[3];
-	switch (stage) {
-	case S_He:
-		mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_Ae], rank, t.lo, t.hi, lo, hi);
-		return lo[1] >= mkd_bucket_rows(p, T_idx__route, MK_WORLD, (int)lo[0]);
-	case S_Ye:
-		mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_Ye], rank, t.lo, t.hi, lo, hi);
-		return lo[1] >= mkd_bucket_rows(p, T_idx__route, MK_WORLD, (int)lo[0]);
-	}
-	return false;
-}
-
 #include "mkd/kernel.cuh"  // the persistent loop: mkd_run_task, mkd_kernel
 
 // ---- the kernel: CTAs of rank (rank_base + blockIdx.x / MK_CTAS) walk their
