@@ -103,14 +103,14 @@ static __device__ __forceinline__ bool mkd_run_task(const mkd_params &p, int ran
 // carried into a pooled task: the next one is not known before this one
 // ends.
 //
-// With MK_POOL_PAST (the plan's signal_past, MK_POOL_SKIP=1): a task with
-// nothing to do (mk_pool_past: its rows past its bucket's tokens, left
-// unwritten) is signalled by thread 0 without its waits or its stage, and
-// the next ticket taken, once this CTA has run a task of the
-// pool in this run (bit k of mkd_pool_ran): that task's waits passed, so
-// the routing tables the test reads are complete, and what this CTA saw is
-// in its signals (release).  Run, each cost ~6-10 us of a CTA, half the
-// MoE's tiles (docs/perf-notes.md, twenty-third session).
+// With MK_POOL_PAST (the plan's signal_past, MK_POOL_SKIP=1), once this CTA
+// has run a task of pool k in this run (bit k of mkd_pool_ran), thread 0
+// signals a task with nothing to do (mk_pool_past: its rows past its
+// bucket's tokens, left unwritten) without its waits or its stage, and
+// takes the next ticket: the task it ran passed its waits, so the routing
+// tables the test reads are complete, and its signals' release covers what
+// this CTA saw.  Run, such a task cost its CTA ~6-10 us, and half the
+// MoE's tiles are such (docs/perf-notes.md, twenty-third session).
 static __shared__ int mkd_pool_next;
 #if defined(MK_POOL_PAST) && MK_POOL_PAST
 static __shared__ unsigned mkd_pool_ran;
@@ -120,28 +120,27 @@ static __device__ __forceinline__ int mkd_pool_take(const mkd_params &p, int ran
 						    u64 epoch)
 {
 	const mkd_pool &q = MK_POOLS[k];
+	(void)cta;
 	__syncthreads();  // every thread has read the last ticket
 	if (threadIdx.x == 0) {
 		u64 *counter = (u64 *)p.ranks[rank].flags + MK_NFLAGS + 2 + k;
-#if defined(MK_POOL_PAST) && MK_POOL_PAST
-		const bool known = k < 32 && (mkd_pool_ran >> k & 1u);
 		int task;
 		for (;;) {
 			const u64 v = atomicAdd((unsigned long long *)counter, 1ull) -
 				      (epoch - 1) * (u64)(q.n + q.ctas);
 			task = v < (u64)q.n ? MK_POOL_ORDER[q.first + (int)v] : -1;
-			if (task < 0 || !known || !mk_pool_past(q.stage, p, rank, task))
-				break;
-			if (p.trace)
-				p.trace[(i64)rank * MK_NTASKS + task].t0 = mkd_globaltimer();
-			mkd_task_done(p, rank, cta, task);
+#if defined(MK_POOL_PAST) && MK_POOL_PAST
+			if (task >= 0 && k < 32 && (mkd_pool_ran >> k & 1u) &&
+			    mk_pool_past(q.stage, p, rank, task)) {
+				if (p.trace)
+					p.trace[(i64)rank * MK_NTASKS + task].t0 = mkd_globaltimer();
+				mkd_task_done(p, rank, cta, task);
+				continue;
+			}
+#endif
+			break;
 		}
 		mkd_pool_next = task;
-#else
-		(void)cta;
-		const u64 v = atomicAdd((unsigned long long *)counter, 1ull) - (epoch - 1) * (u64)(q.n + q.ctas);
-		mkd_pool_next = v < (u64)q.n ? MK_POOL_ORDER[q.first + (int)v] : -1;
-#endif
 	}
 	__syncthreads();
 	return mkd_pool_next;
