@@ -17,7 +17,9 @@
  *
  * Both work for local memory, a peer's memory mapped over NVLink, and other
  * ranks' buffers on the same GPU alike: all are plain global addresses.
- * docs/copies.md says which to pick.
+ * docs/copies.md says which to pick.  A gather of rows runs the bulk ring
+ * too (mkd_bulk_stages, mkd_bulk_plan.srcv, mkd_bulk_go: the MoE dispatch,
+ * mkd/moe.cuh).
  *
  * The bulk protocol.  Scratch layout: smem rounded up to 128 bytes holds S
  * mbarriers (count 1, one per stage) in a 128-byte header, then S stages of
