@@ -73,6 +73,17 @@ MKD_INLINE uint4 mkd_ld16(const void *p)
 	return v;
 }
 
+/* The same for data read once (evict first): volatile keeps it after an
+ * acquire, and without the memory clobber a group of them goes out
+ * together (the MoE combine, mkd_choices_sum8). */
+MKD_INLINE uint4 mkd_ld16_once(const void *p)
+{
+	uint4 v;
+	asm volatile("ld.global.cs.v4.u32 {%0,%1,%2,%3}, [%4];"
+		     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+	return v;
+}
+
 MKD_INLINE void mkd_st16(void *p, uint4 v)
 {
 	asm volatile("st.global.v4.u32 [%0], {%1,%2,%3,%4};"

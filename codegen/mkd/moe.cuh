@@ -371,17 +371,6 @@ MKD_INLINE void mkd_st8(T *p, const float *f, int n)
 			mkd_elem<T>::st(p + v, f[v]);
 }
 
-/* 16 bytes of a row read once (evict first); volatile keeps it after the
- * task's acquire, no memory clobber lets the loads of a group go out
- * together. */
-MKD_INLINE uint4 mkd_ld16_once(const void *p)
-{
-	uint4 v;
-	asm volatile("ld.global.cs.v4.u32 {%0,%1,%2,%3}, [%4];"
-		     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-	return v;
-}
-
 /* acc[0 .. 8) += the gate-weighted sum, over a token's k choices, of
  * columns [c, c + 8) of their rows: lane j < k holds choice j's row
  * (`mine`, 0 for none) and gate.  `vec`: 16-bit elements, H a multiple of
