@@ -713,16 +713,20 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 			  "\tif (!mkd_wgmma_tile<%s, %s, %d, %d, 64, %d%s>::run(ld, mkd_wg_key(i, q), [&](mkd_wg_loads &n) -> i64 {\n"
 			  "\t\t\tif (tile(i, q + 1, n))  // this task's next tile\n"
 			  "\t\t\t\treturn mkd_wg_key(i, q + 1);\n"
-			  "\t\t\t// or the next task's first (a pool's: the ticket taken while\n"
-			  "\t\t\t// this one runs, mkd/kernel.cuh)\n"
-			  "\t\t\tconst int j = mkd_next_ready(p, rank, i, epoch);\n"
-			  "\t\t\treturn j >= 0 && tile(j, 0, n) ? mkd_wg_key(j, 0) : -1;\n"
+			  "%s"
 			  "\t\t},\n"
 			  "\t\tmkd_wg_waited(), c, C.st[1], rows, cols, smem, %s))\n"
 			  "\t\treturn false;\n"
 			  "#else\n",
 			  mp.bm, mp.bn - 1, mp.bn, mp.bn, cg_ctype(A->dtype), cg_ctype(C->dtype), mp.bm,
-			  mp.bn, mp.wg_stages, wg_targs(&mp, 0), epi);
+			  mp.bn, mp.wg_stages, wg_targs(&mp, 0),
+			  /* a pool's next task is taken when this one ends (sched.c),
+			   * or while it runs (ahead: mkd/kernel.cuh) */
+			  op->plan.pool && !op->plan.ahead
+				  ? "\t\t\treturn -1;  // a pool's next task is taken at its end\n"
+				  : "\t\t\tconst int j = mkd_next_ready(p, rank, i, epoch);  // or the next task's first\n"
+				    "\t\t\treturn j >= 0 && tile(j, 0, n) ? mkd_wg_key(j, 0) : -1;\n",
+			  epi);
 	/* plan.c: one tile a task, never skipped (a gate-up tile: always) */
 	else if (mp.wgmma && (mp.carry || mp.late || op->gate)) {
 		/* a bucket's task past the tokens loads nothing: the engine

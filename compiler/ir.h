@@ -292,6 +292,10 @@ typedef struct ir_plan {
 	                       neither waited for nor run (mk_pool_past,
 	                       mkd/kernel.cuh); MK_POOL_SKIP=1, not yet the
 	                       default: no GPU has run it */
+	int ahead;          /* a pool's: its CTA's next ticket taken while a task
+	                       runs, and the Hopper engine's ring carried into
+	                       it (mkd/kernel.cuh, MK_POOL_AHEAD); MK_POOL_AHEAD=1,
+	                       not yet the default: no GPU has run it */
 	int ctas;           /* the most CTAs of its role its tasks go to (the
 	                       first ones; sched.c), 0: all: a dispatch whose
 	                       buckets a pool reads (plan.c dispatch_ctas) */

@@ -563,12 +563,15 @@ static void plan_matmul(planner *P, ir_op *op, int wide)
 	 * H200 that gained nothing in decode and cost 4-5% in compute-bound
 	 * chains (docs/perf-notes.md, 2026-12-05); MK_LATE=1 makes every such
 	 * tile wait per operand, MK_NO_LATE=1 none */
-	/* a pooled task's successor is the ticket its CTA takes while it runs
-	 * (mkd/kernel.cuh, mkd_run_task): the ring goes on into it as into a
-	 * listed one */
+	/* a pooled task's successor is not known before it ends: the ring
+	 * goes on only inside a task; unless its CTA takes the next ticket
+	 * while it runs (ahead, mkd/kernel.cuh: opt-in until a GPU has run
+	 * it), and the ring goes on into that one as into a listed task */
 	op->plan.pool = mm_pooled(P, op);
+	op->plan.ahead = op->plan.pool && P->o->pool_ahead;
 	const int one = m->wgmma && m->tiles_m * m->tiles_n == 1 && m->bucket < 0;
-	m->carry = m->wgmma && !P->o->no_carry && (m->bucket < 0 || !p->ops[m->bucket].rroute1);
+	m->carry = m->wgmma && !P->o->no_carry && (m->bucket < 0 || !p->ops[m->bucket].rroute1) &&
+		   !(op->plan.pool && !op->plan.ahead && m->tiles_m * m->tiles_n == 1);
 	m->late = one && !P->o->no_late && !op->gate &&
 		  (P->o->all_late || mm_delivered(P->p, op));
 	/* every tile inside C (its sides multiples of the tile's) and no

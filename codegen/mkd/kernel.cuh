@@ -25,7 +25,8 @@
  *   MK_NPOOLS                (optional) pools: then MK_POOLS[], MK_STAGE_POOL[]
  *                            (by stage: its pool or -1) and MK_POOL_ORDER[];
  *                            with MK_POOL_PAST 1 also mk_pool_past(stage, p,
- *                            rank, i) (mkd_pool_take)
+ *                            rank, i) (mkd_pool_take); MK_POOL_AHEAD 1: the
+ *                            next ticket taken while a task runs
  *   mk_stage(stage, p, rank, cta, i, epoch, smem)   runs task i's stage
  *                            function (stage: MK_TASKS[i].stage)
  * and include mkd/task.cuh before its stage functions.  Without MK_NTASKS
@@ -63,13 +64,18 @@ static __device__ __forceinline__ void mkd_task_done(const mkd_params &p, int ra
 // counter.  Every CTA holding entries of the pool takes tasks until it gets
 // -1, so a run takes n + ctas tickets and run e's first is (e - 1) (n +
 // ctas): the counter is never reset between runs (the runtime clears it
-// with the flags).  A CTA's first ticket of a pool is taken before its
-// task (mkd_pool_take), each next one while the task before it runs, by
-// thread 32 beside thread 0's waits (mkd_run_task): the ticket's round
-// trip is hidden, and the engine knows the next tile early enough to carry
-// its ring into it (mkd_next_task, mkd_next_ready).  A CTA so holds at
-// most one task it has not started; none of a pool's tasks waits for
-// another of its pool, so none waits for a ticket held.
+// with the flags).  A ticket is taken before its task (mkd_pool_take): no
+// ring is carried into a pooled task, unknown until the one before ends.
+//
+// With MK_POOL_AHEAD (the plan's ahead, MK_POOL_AHEAD=1), a CTA takes its
+// first ticket of a pool so, and each next one while the task before it
+// runs, by thread 32 beside thread 0's waits (mkd_run_task): the ticket's
+// round trip is off the path between tasks, and the engine knows the next
+// tile early enough to carry its ring into it (mkd_next_task,
+// mkd_next_ready).  A CTA so holds at most one task it has not started,
+// while it runs a task of the same pool; none of a pool's tasks waits for
+// another of its pool (sched.c refuses such a pool), so a held ticket
+// waits for nothing its holder must do first.
 //
 // With MK_POOL_PAST (the plan's signal_past, MK_POOL_SKIP=1), once this CTA
 // has run a task of pool k in this run (bit k of mkd_pool_ran), the thread
@@ -80,7 +86,9 @@ static __device__ __forceinline__ void mkd_task_done(const mkd_params &p, int ra
 // covers what this CTA saw.  Run, such a task cost its CTA ~6-10 us, and
 // half the MoE's tiles are such (docs/perf-notes.md, twenty-third session).
 static __shared__ int mkd_pool_next;
+#if defined(MK_POOL_AHEAD) && MK_POOL_AHEAD
 static __shared__ int mkd_pool_held;  // the pool whose ticket mkd_next_task holds, or -1
+#endif
 #if defined(MK_POOL_PAST) && MK_POOL_PAST
 static __shared__ unsigned mkd_pool_ran;
 #endif
@@ -108,16 +116,20 @@ static __device__ __forceinline__ int mkd_pool_ticket(const mkd_params &p, int r
 	}
 }
 
-// All threads: pool k's next task for this CTA (the ticket its last task of
-// the pool took, else a new one), or -1 when none is left.
+// All threads: pool k's next task for this CTA (with MK_POOL_AHEAD the
+// ticket its last task of the pool took, if any), or -1 when none is left.
 static __device__ __forceinline__ int mkd_pool_take(const mkd_params &p, int rank, int cta, int k,
 						    u64 epoch)
 {
+#if defined(MK_POOL_AHEAD) && MK_POOL_AHEAD
 	// read before the barrier: the next task's ticket is written over them
 	const int held = mkd_pool_held, next = mkd_next_task;
 	__syncthreads();
 	if (held == k)
 		return next;
+#else
+	__syncthreads();  // every thread has read the last ticket
+#endif
 	if (threadIdx.x == 0)
 		mkd_pool_next = mkd_pool_ticket(p, rank, cta, k, epoch);
 	__syncthreads();
@@ -131,9 +143,9 @@ static __device__ __forceinline__ bool mkd_run_task(const mkd_params &p, int ran
 						    int next, u64 epoch, char *smem, int *ok)
 {
 	const mkd_task &t = MK_TASKS[i];
-#if defined(MK_NPOOLS) && MK_NPOOLS
-	// a pooled task: its CTA's next ticket, taken beside the waits (next
-	// is the pool's index then); the engine may carry its ring into it
+#if defined(MK_POOL_AHEAD) && MK_POOL_AHEAD
+	// a task of pool k (next = -2 - k): its CTA's next ticket, taken beside
+	// the waits; the engine may carry its ring into it
 	if (next < -1 && threadIdx.x == 32) {
 		mkd_next_task = mkd_pool_ticket(p, rank, cta, -2 - next, epoch);
 		mkd_pool_held = -2 - next;
@@ -141,7 +153,9 @@ static __device__ __forceinline__ bool mkd_run_task(const mkd_params &p, int ran
 #endif
 	if (threadIdx.x == 0) {
 		bool good = true;
+#if defined(MK_POOL_AHEAD) && MK_POOL_AHEAD
 		if (next >= -1)
+#endif
 			mkd_next_task = next;
 		if (!MK_PROGRESSIVE[t.stage])  // else the stage waits per read
 			for (int w = 0; w < t.nwait && good; w++)
@@ -232,7 +246,7 @@ static __device__ __forceinline__ void mkd_kernel(const mkd_params &p)
 			}
 			epoch_s = e;
 			mkd_wg_ring_reset();  // no ring carried into the first task
-#if defined(MK_NPOOLS) && MK_NPOOLS
+#if defined(MK_POOL_AHEAD) && MK_POOL_AHEAD
 			mkd_pool_held = -1;  // no ticket taken yet in this run
 #endif
 #if defined(MK_POOL_PAST) && MK_POOL_PAST
@@ -269,8 +283,12 @@ static __device__ __forceinline__ void mkd_kernel(const mkd_params &p)
 					i++;
 				continue;
 			}
-			// the next task, or (-2 - k) for pool k's next ticket
+#if defined(MK_POOL_AHEAD) && MK_POOL_AHEAD
+			// the next task, or (-2 - k): pool k's next ticket
 			const int next = k >= 0 ? -2 - k : i + 1 < end ? i + 1 : -1;
+#else
+			const int next = k < 0 && i + 1 < end ? i + 1 : -1;
+#endif
 			i += k < 0;
 			// the step taken here: sunk past the task, k stayed live
 			// through it and was spilled (a kernel with two 128 x 256

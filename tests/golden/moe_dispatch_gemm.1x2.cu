@@ -194,30 +194,12 @@ static __device__ __forceinline__ bool stage_He(const mkd_params &p, int rank, i
 	}
 #ifdef MKD_HAS_WGMMA
 	const mkd_tmap *tm = (const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + 0;
-	// task j's loads: this one's, or the next task's, which may start early
-	auto loads = [&](int j) {
-		i64 l[3], h[3];
-		mkd_box_shift<MK_NODES, MK_GPUS>(C, rank, MK_TASKS[j].lo, MK_TASKS[j].hi, l, h);
-		return mkd_wg_loads{tm, tm + 1,
-			(int)((l[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] + l[1] - mkd_base<MK_GPUS>(A, 1, rank)), 0,
-			(int)((l[0] - mkd_base<MK_GPUS>(B, 0, rank)) * B.local[1]), (int)(l[2] - mkd_base<MK_GPUS>(B, 2, rank)), (int)((K + 63) / 64), nullptr, (int)(mkd_bucket_rows(p, T_idx__route, MK_WORLD, (int)l[0]) - l[1])};
-	};
-	// whether task j skips its tile: nothing to load early
-	auto empty = [&](int j) {
-		i64 l[3], h[3];
-		mkd_box_shift<MK_NODES, MK_GPUS>(C, rank, MK_TASKS[j].lo, MK_TASKS[j].hi, l, h);
-		return l[1] >= mkd_bucket_rows(p, T_idx__route, MK_WORLD, (int)l[0]);
-	};
-	if (!mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 64, 64, 8>::run(loads(i), mkd_wg_key(i, 0), [&](mkd_wg_loads &n) -> i64 {
-			const int j = mkd_next_ready(p, rank, i, epoch);
-			if (j < 0 || empty(j))
-				return -1;
-			n = loads(j);
-			return mkd_wg_key(j, 0);
-		},
-		mkd_wg_waited(),
-		c, C.st[1], rows, cols, smem, mkd_epi1<mkd_silu>{mkd_silu()}))
-		return false;
+	const int a_row = (int)((lo[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] +
+				 lo[1] - mkd_base<MK_GPUS>(A, 1, rank));
+	const int b_row = (int)((lo[0] - mkd_base<MK_GPUS>(B, 0, rank)) * B.local[1]);
+	const int b_col = (int)(lo[2] - mkd_base<MK_GPUS>(B, 2, rank));
+	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 64, 64, 8>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,
+		c, C.st[1], rows, cols, smem, mkd_epi1<mkd_silu>{mkd_silu()}, (int)(filled - lo[1]));
 #else
 	const mkd_bf16 *a = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_Xe, A, rank, lo[0], lo[1], k0);
 	const mkd_bf16 *b = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_W1, B, rank, lo[0], k0, lo[2]);
@@ -243,30 +225,12 @@ static __device__ __forceinline__ bool stage_Ye(const mkd_params &p, int rank, i
 	}
 #ifdef MKD_HAS_WGMMA
 	const mkd_tmap *tm = (const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + 2;
-	// task j's loads: this one's, or the next task's, which may start early
-	auto loads = [&](int j) {
-		i64 l[3], h[3];
-		mkd_box_shift<MK_NODES, MK_GPUS>(C, rank, MK_TASKS[j].lo, MK_TASKS[j].hi, l, h);
-		return mkd_wg_loads{tm, tm + 1,
-			(int)((l[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] + l[1] - mkd_base<MK_GPUS>(A, 1, rank)), 0,
-			(int)((l[0] - mkd_base<MK_GPUS>(B, 0, rank)) * B.local[1]), (int)(l[2] - mkd_base<MK_GPUS>(B, 2, rank)), (int)((K + 63) / 64), nullptr, (int)(mkd_bucket_rows(p, T_idx__route, MK_WORLD, (int)l[0]) - l[1])};
-	};
-	// whether task j skips its tile: nothing to load early
-	auto empty = [&](int j) {
-		i64 l[3], h[3];
-		mkd_box_shift<MK_NODES, MK_GPUS>(C, rank, MK_TASKS[j].lo, MK_TASKS[j].hi, l, h);
-		return l[1] >= mkd_bucket_rows(p, T_idx__route, MK_WORLD, (int)l[0]);
-	};
-	if (!mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 64, 64, 8>::run(loads(i), mkd_wg_key(i, 0), [&](mkd_wg_loads &n) -> i64 {
-			const int j = mkd_next_ready(p, rank, i, epoch);
-			if (j < 0 || empty(j))
-				return -1;
-			n = loads(j);
-			return mkd_wg_key(j, 0);
-		},
-		mkd_wg_waited(),
-		c, C.st[1], rows, cols, smem, mkd_epi_none()))
-		return false;
+	const int a_row = (int)((lo[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] +
+				 lo[1] - mkd_base<MK_GPUS>(A, 1, rank));
+	const int b_row = (int)((lo[0] - mkd_base<MK_GPUS>(B, 0, rank)) * B.local[1]);
+	const int b_col = (int)(lo[2] - mkd_base<MK_GPUS>(B, 2, rank));
+	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 64, 64, 8>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,
+		c, C.st[1], rows, cols, smem, mkd_epi_none(), (int)(filled - lo[1]));
 #else
 	const mkd_bf16 *a = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_Ae, A, rank, lo[0], lo[1], k0);
 	const mkd_bf16 *b = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_W2, B, rank, lo[0], k0, lo[2]);
