@@ -46,18 +46,48 @@ busy = sum(e["dur"] for e in ev)
 print("span %.2f us" % (t1 - t0))
 print("idle %.0f CTA-us of %.0f (%.1f%%; %d CTAs ran tasks)" % (
     ctas * (t1 - t0) - busy, ctas * (t1 - t0), 100.0 * (1 - busy / (ctas * (t1 - t0))), ctas))
+# the gap before each task on its CTA: from the end of the CTA's task
+# before it (ticket, flags, the ring's fill where nothing carried it)
+gaps = {}
+by_cta = {}
+for e in ev:
+    by_cta.setdefault((e["pid"], e["tid"]), []).append(e)
+for es in by_cta.values():
+    es.sort(key=lambda e: e["ts"])
+    for a, b in zip(es, es[1:]):
+        gaps.setdefault(stage(b), []).append(max(0.0, b["ts"] - (a["ts"] + a["dur"])))
+if gaps:
+    print("gaps before a task on its CTA (us):")
+    print("%-14s %6s %10s %10s %14s" % ("stage", "tasks", "median", "p90", "sum per CTA"))
+    for st in order:
+        g = sorted(gaps.get(st, []))
+        if g:
+            print("%-14s %6d %10.2f %10.2f %14.1f" % (st, len(g), statistics.median(g),
+                                                     g[min(len(g) - 1, int(0.9 * len(g)))],
+                                                     sum(g) / ctas))
 if args.timeline > 0:
     w = args.timeline
-    print("%8s %s" % ("from us", " ".join("%8s" % s[:8] for s in order)))
+    starts = []
     b = 0.0
     while t0 + b < t1:
-        lo, hi = t0 + b, t0 + b + w
-        row = []
-        for st in order:
-            c = sum(max(0.0, min(e["ts"] + e["dur"], hi) - max(e["ts"], lo)) for e in stages[st])
-            row.append("%8.1f" % (c / w))
-        print("%8.1f %s" % (b, " ".join(row)))
+        starts.append(b)
         b += w
+    # each task's time spread over the buckets it overlaps (one pass)
+    acc = {st: [0.0] * len(starts) for st in order}
+    for st in order:
+        a = acc[st]
+        for e in stages[st]:
+            lo, hi = e["ts"], e["ts"] + e["dur"]
+            k = min(len(starts) - 1, max(0, int((lo - t0) / w)))
+            while k < len(starts):
+                blo = t0 + starts[k]
+                if blo >= hi:
+                    break
+                a[k] += max(0.0, min(hi, blo + w) - max(lo, blo))
+                k += 1
+    print("%8s %s" % ("from us", " ".join("%8s" % s[:8] for s in order)))
+    for k, b in enumerate(starts):
+        print("%8.1f %s" % (b, " ".join("%8.1f" % (acc[st][k] / w) for st in order)))
 
 if args.schedule:
     try:

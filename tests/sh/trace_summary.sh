@@ -4,7 +4,9 @@
 # timeline of 5 us buckets with each stage's busy CTAs.  With the
 # schedule, how far apart the tasks reading the same box started: W's one
 # box read by tasks 0 and 1 (plan 0 and 2 us, run 100 and 150), X's boxes
-# by one task each (no row), task 2 too short to count.  A trace without
+# by one task each (no row), task 2 too short to count; and the gaps
+# before a task on its CTA (task 2 160 us after task 0 on CTA 0: 80 us a
+# CTA of two; none in the first trace, one task a CTA).  A trace without
 # tasks, or a file that is no trace or schedule, is a clear error.
 set -eu
 d=$(mktemp -d)
@@ -23,6 +25,7 @@ echo "$out" | grep -q '^span 10.00 us$'
 echo "$out" | grep -q '^idle 5 CTA-us of 20 (25.0%; 2 CTAs ran tasks)$'
 echo "$out" | grep -Eq '^ +0\.0 +1\.0 +1\.0$'
 echo "$out" | grep -Eq '^ +5\.0 +1\.0 +0\.0$'
+if echo "$out" | grep -q '^gaps'; then exit 1; fi
 cat >"$d/s.json" <<'J'
 {"tasks": [
  {"id": 0, "rank": 0, "stage": "M", "predicted_us": [0.0, 10.0], "reads": [
@@ -43,6 +46,8 @@ J
 out=$(python3 tools/trace-summary.py "$d/m.json" --schedule "$d/s.json")
 echo "$out" | grep -Eq '^M +W +1 +2\.0 +2\.0 +50\.0 +50\.0$'
 if echo "$out" | grep -Eq '^M +X '; then exit 1; fi
+echo "$out" | grep -q '^gaps before a task on its CTA (us):$'
+echo "$out" | grep -Eq '^M +1 +160\.00 +160\.00 +80\.0$'
 echo '{"tasks": [{"id": 0, "rank": 0, "stage": "N", "predicted_us": [0, 1]}]}' >"$d/n.json"
 if python3 tools/trace-summary.py "$d/m.json" --schedule "$d/n.json" 2>"$d/err"; then exit 1; fi
 grep -q "not the same program" "$d/err"
