@@ -290,8 +290,9 @@ typedef struct ir_plan {
 	int signal_past;    /* a pool's task past its bucket's tokens (skip_past:
 	                       nothing to do) is signalled by the taking thread,
 	                       neither waited for nor run (mk_pool_past,
-	                       mkd/kernel.cuh); MK_POOL_SKIP=1, not yet the
-	                       default: no GPU has run it */
+	                       mkd/kernel.cuh); MK_POOL_SKIP=1, an opt-in: on
+	                       an H100 2-5% slower at 8192 tokens, 0.5-1.5%
+	                       faster at 32768 (docs/perf-notes.md) */
 	int ahead;          /* a pool's: its CTA's next ticket taken while a task
 	                       runs, and the Hopper engine's ring carried into
 	                       it (mkd/kernel.cuh, MK_POOL_AHEAD); MK_POOL_AHEAD=1,
