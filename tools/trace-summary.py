@@ -30,6 +30,7 @@ if not ev:
 t0 = min(e["ts"] for e in ev)
 t1 = max(e["ts"] + e["dur"] for e in ev)
 stage = lambda e: e["name"].rsplit(" ", 1)[0]
+q = lambda v, p: sorted(v)[min(len(v) - 1, int(p * len(v)))]  # the p-quantile of v
 stages = {}
 for e in ev:
     stages.setdefault(stage(e), []).append(e)
@@ -60,10 +61,9 @@ if gaps:
     print("gaps before a task on its CTA (us):")
     print("%-14s %6s %10s %10s %14s" % ("stage", "tasks", "median", "p90", "sum per CTA"))
     for st in order:
-        g = sorted(gaps.get(st, []))
+        g = gaps.get(st, [])
         if g:
-            print("%-14s %6d %10.2f %10.2f %14.1f" % (st, len(g), statistics.median(g),
-                                                     g[min(len(g) - 1, int(0.9 * len(g)))],
+            print("%-14s %6d %10.2f %10.2f %14.1f" % (st, len(g), statistics.median(g), q(g, 0.9),
                                                      sum(g) / ctas))
 if args.timeline > 0:
     w = args.timeline
@@ -78,7 +78,8 @@ if args.timeline > 0:
         a = acc[st]
         for e in stages[st]:
             lo, hi = e["ts"], e["ts"] + e["dur"]
-            k = min(len(starts) - 1, max(0, int((lo - t0) / w)))
+            # (a bucket early: the starts are sums of w, not multiples)
+            k = min(len(starts) - 1, max(0, int((lo - t0) / w) - 1))
             while k < len(starts):
                 blo = t0 + starts[k]
                 if blo >= hi:
@@ -95,7 +96,6 @@ if args.schedule:
             tasks = {t["id"]: t for t in json.load(f)["tasks"] if t.get("rank", 0) == 0}
     except (OSError, ValueError, KeyError, TypeError) as x:
         raise SystemExit("trace-summary: %s: not a schedule of mkc --emit=json (%s)" % (args.schedule, x))
-    q = lambda v, p: sorted(v)[min(len(v) - 1, int(p * len(v)))]
     rows = []
     for st in order:
         es = [e for e in stages[st] if e["pid"] == 0 and e.get("args", {}).get("task") in tasks]
