@@ -722,7 +722,7 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 			  mp.bn, mp.wg_stages, wg_targs(&mp, 0),
 			  /* a pool's next task is taken when this one ends (sched.c),
 			   * or while it runs (ahead: mkd/kernel.cuh) */
-			  op->plan.pool && !op->plan.ahead
+			  !ir_next_known(op)
 				  ? "\t\t\treturn -1;  // a pool's next task is taken at its end\n"
 				  : "\t\t\tconst int j = mkd_next_ready(p, rank, i, epoch);  // or the next task's first\n"
 				    "\t\t\treturn j >= 0 && tile(j, 0, n) ? mkd_wg_key(j, 0) : -1;\n",

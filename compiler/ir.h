@@ -427,6 +427,10 @@ typedef struct ir_prog {
  * in order, as "silu", "scale then add X then gelu"; "" none.  Into buf. */
 const char *ir_epilogue_text(const ir_prog *p, const ir_op *op, char *buf, int n);
 int ir_has_epilogue(const ir_op *op);  /* a matmul's fused epilogue, of any kind */
+/* Whether a task of op knows the task its CTA runs next while it runs, so
+ * that the Hopper engine may carry its ring into it: a listed task, or a
+ * pool's whose next ticket is taken ahead (plan ahead, mkd/kernel.cuh) */
+int ir_next_known(const ir_op *op);
 
 int ir_find_tensor(const ir_prog *p, const char *name);
 int ir_group_size(const ir_prog *p, ir_group g);   /* ranks in one group */

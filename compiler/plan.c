@@ -571,7 +571,7 @@ static void plan_matmul(planner *P, ir_op *op, int wide)
 	op->plan.ahead = op->plan.pool && P->o->pool_ahead;
 	const int one = m->wgmma && m->tiles_m * m->tiles_n == 1 && m->bucket < 0;
 	m->carry = m->wgmma && !P->o->no_carry && (m->bucket < 0 || !p->ops[m->bucket].rroute1) &&
-		   !(op->plan.pool && !op->plan.ahead && m->tiles_m * m->tiles_n == 1);
+		   (ir_next_known(op) || m->tiles_m * m->tiles_n > 1);
 	m->late = one && !P->o->no_late && !op->gate &&
 		  (P->o->all_late || mm_delivered(P->p, op));
 	/* every tile inside C (its sides multiples of the tile's) and no
