@@ -609,8 +609,9 @@ struct mkd_wgmma_tile {
 			int from = pre;
 			bool ok = true;
 			/* before the registers go (the waits take more than the
-			 * producer keeps): the next tile's loads, and with late
-			 * waits this tile's first loads and the flags they need */
+			 * producer keeps): with late waits this tile's first
+			 * loads and the flags they need, and where registers
+			 * are traded the next tile's loads */
 			if (threadIdx.x == 0) {
 				mkd_tma_prefetch_desc(l.ta);
 				mkd_tma_prefetch_desc(l.tb);
@@ -618,7 +619,8 @@ struct mkd_wgmma_tile {
 					mkd_tma_prefetch_desc(l.tg);
 				if (W::LATE)
 					from = produce_first(l, pre, pos, ring, bars, w, &ok);
-				nt = next(nl);
+				if (TRADE_REGS)
+					nt = next(nl);
 				asm volatile("fence.proxy.async.global;" ::: "memory");
 			}
 			__syncwarp();
@@ -626,6 +628,14 @@ struct mkd_wgmma_tile {
 				asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(MKD_WG_REGS_PRODUCER));
 			if (threadIdx.x == 0) {
 				produce(l, from, l.nk, pos, ring, bars);
+				/* else the next tile once this one's loads are out:
+				 * its flags had this tile's time to be set, and a
+				 * pool's next ticket goes out in about the order
+				 * tasks end (mkd_next_ready) */
+				if (!TRADE_REGS) {
+					nt = next(nl);
+					asm volatile("fence.proxy.async.global;" ::: "memory");
+				}
 				/* the next tile's first loads, into the stages this
 				 * tile frees: none of them waits for the next call */
 				const int npre = nt >= 0 ? (nl.nk < STAGES ? nl.nk : STAGES) : 0;
