@@ -88,16 +88,6 @@ static int pools_signal_past(const cg_em *E)
 	return 0;
 }
 
-/* Whether the pools' next tickets are taken while a task runs (the plan
- * decides it for every pool of the program alike). */
-static int pools_ahead(const cg_em *E)
-{
-	for (int k = 0; k < E->s->npools; k++)
-		if (E->p->ops[E->s->pools[k].op].plan.ahead)
-			return 1;
-	return 0;
-}
-
 static void header(cg_em *E, int sys)
 {
 	const ir_sched *s = E->s;
@@ -135,9 +125,6 @@ static void header(cg_em *E, int sys)
 	if (pools_signal_past(E))
 		sb_puts(o, "// a pool's tasks past their bucket's tokens signalled, not run (mk_pool_past)\n"
 			   "#define MK_POOL_PAST 1\n\n");
-	if (pools_ahead(E))
-		sb_puts(o, "// a pool's next ticket taken while a task runs, the ring carried into it\n"
-			   "#define MK_POOL_AHEAD 1\n\n");
 	if (E->rl.tasks)
 		sb_printf(o, "// RDMA stages: flags 0 .. MK_NRFLAGS-1 are written (the epoch, by one RDMA\n"
 			  "// task each), in the RDMA flag area; then a READY word per rank rank 0\n"

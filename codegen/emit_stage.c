@@ -720,8 +720,7 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 			  "#else\n",
 			  mp.bm, mp.bn - 1, mp.bn, mp.bn, cg_ctype(A->dtype), cg_ctype(C->dtype), mp.bm,
 			  mp.bn, mp.wg_stages, wg_targs(&mp, 0),
-			  /* a pool's next task is taken when this one ends (sched.c),
-			   * or while it runs (ahead: mkd/kernel.cuh) */
+			  /* a pool's next task is taken when this one ends (sched.c) */
 			  !ir_next_known(op)
 				  ? "\t\t\treturn -1;  // a pool's next task is taken at its end\n"
 				  : "\t\t\tconst int j = mkd_next_ready(p, rank, i, epoch);  // or the next task's first\n"

@@ -156,8 +156,6 @@ int compile_run(srcset *src, int file, const compile_opts *o,
 		opt.pool_rows = 1;
 	if (env_on("MK_POOL_SKIP"))  /* a pool's tasks past the tokens signalled, not run */
 		opt.pool_skip = 1;
-	if (env_on("MK_POOL_AHEAD"))  /* a pool's next ticket taken while a task runs */
-		opt.pool_ahead = 1;
 	/* MK_DISPATCH_CTAS=all: a dispatch beside a pool on every CTA, not on
 	 * the plan's few (plan.c dispatch_ctas; A/B) */
 	static const char *const dctas[] = {"all", NULL};

@@ -64,10 +64,7 @@ void inspect_plans(const ir_prog *p, strbuf *out)
 						  p->tensors[op->gate - 1].name, p->tensors[op->in[1]].name);
 				else if (pl->mm.wg_cols)
 					sb_puts(out, ", 64 rows: the warpgroups split the columns");
-				if (pl->mm.carry && pl->pool && ir_next_known(op))  /* mkd/kernel.cuh */
-					sb_puts(out, ", the ring goes on into the next tile (the ticket "
-						"taken while this one runs)");
-				else if (pl->mm.carry && pl->pool)  /* the next is taken when this ends */
+				if (pl->mm.carry && !ir_next_known(op))  /* the next is taken when this ends */
 					sb_puts(out, ", the ring goes on into the task's next tile");
 				else if (pl->mm.carry)
 					sb_puts(out, ", the ring goes on into the next task");

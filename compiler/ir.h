@@ -293,10 +293,6 @@ typedef struct ir_plan {
 	                       mkd/kernel.cuh); MK_POOL_SKIP=1, an opt-in: on
 	                       an H100 2-5% slower at 8192 tokens, 0.5-1.5%
 	                       faster at 32768 (docs/perf-notes.md) */
-	int ahead;          /* a pool's: its CTA's next ticket taken while a task
-	                       runs, and the Hopper engine's ring carried into
-	                       it (mkd/kernel.cuh, MK_POOL_AHEAD); MK_POOL_AHEAD=1,
-	                       not yet the default: no GPU has run it */
 	int ctas;           /* the most CTAs of its role its tasks go to (the
 	                       first ones; sched.c), 0: all: a dispatch whose
 	                       buckets a pool reads (plan.c dispatch_ctas) */
@@ -428,8 +424,8 @@ typedef struct ir_prog {
 const char *ir_epilogue_text(const ir_prog *p, const ir_op *op, char *buf, int n);
 int ir_has_epilogue(const ir_op *op);  /* a matmul's fused epilogue, of any kind */
 /* Whether a task of op knows the task its CTA runs next while it runs, so
- * that the Hopper engine may carry its ring into it: a listed task, or a
- * pool's whose next ticket is taken ahead (plan ahead, mkd/kernel.cuh) */
+ * that the Hopper engine may carry its ring into it: a listed task, not a
+ * pool's (its CTA's next ticket is taken when it ends: mkd/kernel.cuh) */
 int ir_next_known(const ir_op *op);
 
 int ir_find_tensor(const ir_prog *p, const char *name);

@@ -65,9 +65,6 @@ typedef struct compile_opts {
 	                           column by column (MK_POOL_ORDER=rows) */
 	int pool_skip;          /* a pool's tasks past the tokens signalled, not
 	                           run (ir_plan.signal_past; MK_POOL_SKIP=1) */
-	int pool_ahead;         /* a pool's next ticket taken while a task runs,
-	                           the ring carried into it (ir_plan.ahead;
-	                           MK_POOL_AHEAD=1) */
 	int dispatch_all;       /* a dispatch on every CTA, also beside a pool
 	                           (MK_DISPATCH_CTAS=all) */
 	int zero_past;          /* rows past a bucket's tokens zeroed even where

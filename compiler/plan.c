@@ -564,11 +564,12 @@ static void plan_matmul(planner *P, ir_op *op, int wide)
 	 * chains (docs/perf-notes.md, 2026-12-05); MK_LATE=1 makes every such
 	 * tile wait per operand, MK_NO_LATE=1 none */
 	/* a pooled task's successor is not known before it ends: the ring
-	 * goes on only inside a task; unless its CTA takes the next ticket
-	 * while it runs (ahead, mkd/kernel.cuh: opt-in until a GPU has run
-	 * it), and the ring goes on into that one as into a listed task */
+	 * goes on only inside a task (a ticket taken while the task before
+	 * it ran, so that the ring went on into it, made the MoE layer 4-38%
+	 * slower on an H100: tickets then go out in the order tasks begin,
+	 * and tiles that share a weight slab ran apart; docs/perf-notes.md,
+	 * twenty-fifth session) */
 	op->plan.pool = mm_pooled(P, op);
-	op->plan.ahead = op->plan.pool && P->o->pool_ahead;
 	const int one = m->wgmma && m->tiles_m * m->tiles_n == 1 && m->bucket < 0;
 	m->carry = m->wgmma && !P->o->no_carry && (m->bucket < 0 || !p->ops[m->bucket].rroute1) &&
 		   (ir_next_known(op) || m->tiles_m * m->tiles_n > 1);

@@ -25,8 +25,7 @@
  *   MK_NPOOLS                (optional) pools: then MK_POOLS[], MK_STAGE_POOL[]
  *                            (by stage: its pool or -1) and MK_POOL_ORDER[];
  *                            with MK_POOL_PAST 1 also mk_pool_past(stage, p,
- *                            rank, i) (mkd_pool_take); MK_POOL_AHEAD 1: the
- *                            next ticket taken while a task runs
+ *                            rank, i) (mkd_pool_take)
  *   mk_stage(stage, p, rank, cta, i, epoch, smem)   runs task i's stage
  *                            function (stage: MK_TASKS[i].stage)
  * and include mkd/task.cuh before its stage functions.  Without MK_NTASKS
@@ -59,104 +58,15 @@ static __device__ __forceinline__ void mkd_task_done(const mkd_params &p, int ra
 	}
 }
 
-#if defined(MK_NPOOLS) && MK_NPOOLS
-// Pools (sched.c): a pool's tasks are taken at run time from the rank's
-// counter.  Every CTA holding entries of the pool takes tasks until it gets
-// -1, so a run takes n + ctas tickets and run e's first is (e - 1) (n +
-// ctas): the counter is never reset between runs (the runtime clears it
-// with the flags).  A ticket is taken before its task (mkd_pool_take): no
-// ring is carried into a pooled task, unknown until the one before ends.
-//
-// With MK_POOL_AHEAD (the plan's ahead, MK_POOL_AHEAD=1), a CTA takes its
-// first ticket of a pool so, and each next one while the task before it
-// runs, by thread 32 beside thread 0's waits (mkd_run_task): the ticket's
-// round trip is off the path between tasks, and the engine knows the next
-// tile early enough to carry its ring into it (mkd_next_task,
-// mkd_next_ready).  A CTA so holds at most one task it has not started,
-// while it runs a task of the same pool; none of a pool's tasks waits for
-// another of its pool (sched.c refuses such a pool), so a held ticket
-// waits for nothing its holder must do first.
-//
-// With MK_POOL_PAST (the plan's signal_past, MK_POOL_SKIP=1), once this CTA
-// has run a task of pool k in this run (bit k of mkd_pool_ran), the thread
-// that takes a ticket signals a task with nothing to do (mk_pool_past: its
-// rows past its bucket's tokens, left unwritten) without its waits or its
-// stage, and takes the next ticket: the task it ran passed its waits, so
-// the routing tables the test reads are complete, and its signals' release
-// covers what this CTA saw.  Run, such a task cost its CTA ~6-10 us, and
-// half the MoE's tiles are such (docs/perf-notes.md, twenty-third session).
-static __shared__ int mkd_pool_next;
-#if defined(MK_POOL_AHEAD) && MK_POOL_AHEAD
-static __shared__ int mkd_pool_held;  // the pool whose ticket mkd_next_task holds, or -1
-#endif
-#if defined(MK_POOL_PAST) && MK_POOL_PAST
-static __shared__ unsigned mkd_pool_ran;
-#endif
-
-// One thread: pool k's next task for this CTA, or -1 when none is left.
-static __device__ __forceinline__ int mkd_pool_ticket(const mkd_params &p, int rank, int cta, int k,
-						      u64 epoch)
-{
-	const mkd_pool &q = MK_POOLS[k];
-	(void)cta;
-	u64 *counter = (u64 *)p.ranks[rank].flags + MK_NFLAGS + 2 + k;
-	int task;
-	for (;;) {
-		const u64 v = atomicAdd((unsigned long long *)counter, 1ull) - (epoch - 1) * (u64)(q.n + q.ctas);
-		task = v < (u64)q.n ? MK_POOL_ORDER[q.first + (int)v] : -1;
-#if defined(MK_POOL_PAST) && MK_POOL_PAST
-		if (task >= 0 && k < 32 && (mkd_pool_ran >> k & 1u) && mk_pool_past(q.stage, p, rank, task)) {
-			if (p.trace)
-				p.trace[(i64)rank * MK_NTASKS + task].t0 = mkd_globaltimer();
-			mkd_task_done(p, rank, cta, task);
-			continue;
-		}
-#endif
-		return task;
-	}
-}
-
-// All threads: pool k's next task for this CTA (with MK_POOL_AHEAD the
-// ticket its last task of the pool took, if any), or -1 when none is left.
-static __device__ __forceinline__ int mkd_pool_take(const mkd_params &p, int rank, int cta, int k,
-						    u64 epoch)
-{
-#if defined(MK_POOL_AHEAD) && MK_POOL_AHEAD
-	// read before the barrier: the next task's ticket is written over them
-	const int held = mkd_pool_held, next = mkd_next_task;
-	__syncthreads();
-	if (held == k)
-		return next;
-#else
-	__syncthreads();  // every thread has read the last ticket
-#endif
-	if (threadIdx.x == 0)
-		mkd_pool_next = mkd_pool_ticket(p, rank, cta, k, epoch);
-	__syncthreads();
-	return mkd_pool_next;
-}
-#endif
-
 // One task: wait on its flags (bounded), run its stage, signal.  All
 // threads of the CTA call it; false when the run is aborted.
 static __device__ __forceinline__ bool mkd_run_task(const mkd_params &p, int rank, int cta, int i,
 						    int next, u64 epoch, char *smem, int *ok)
 {
 	const mkd_task &t = MK_TASKS[i];
-#if defined(MK_POOL_AHEAD) && MK_POOL_AHEAD
-	// a task of pool k (next = -2 - k): its CTA's next ticket, taken beside
-	// the waits; the engine may carry its ring into it
-	if (next < -1 && threadIdx.x == 32) {
-		mkd_next_task = mkd_pool_ticket(p, rank, cta, -2 - next, epoch);
-		mkd_pool_held = -2 - next;
-	}
-#endif
 	if (threadIdx.x == 0) {
 		bool good = true;
-#if defined(MK_POOL_AHEAD) && MK_POOL_AHEAD
-		if (next >= -1)
-#endif
-			mkd_next_task = next;
+		mkd_next_task = next;
 		if (!MK_PROGRESSIVE[t.stage])  // else the stage waits per read
 			for (int w = 0; w < t.nwait && good; w++)
 				good = mkd_task_wait(p, rank, cta, i, t, w, epoch);
@@ -183,6 +93,62 @@ static __device__ __forceinline__ bool mkd_run_task(const mkd_params &p, int ran
 		mkd_task_done(p, rank, cta, i);
 	return true;
 }
+
+#if defined(MK_NPOOLS) && MK_NPOOLS
+// Pool k (sched.c): the pool's next task for this CTA, from the rank's
+// counter, or -1 when none is left; all threads call it.  Every CTA holding
+// entries of the pool takes tasks until it gets -1, so a run takes n + ctas
+// tickets and run e's first is (e - 1) (n + ctas): the counter is never
+// reset between runs (the runtime clears it with the flags).  No ring is
+// carried into a pooled task: the next one is not known before this one
+// ends.  (Taken while the task before it ran, and the ring carried into
+// it, the tickets went out in the order tasks began, not ended: tiles that
+// share a weight slab ran up to a tile's time apart, and the MoE layer was
+// 4-38% slower on an H100: docs/perf-notes.md, twenty-fifth session.)
+//
+// With MK_POOL_PAST (the plan's signal_past, MK_POOL_SKIP=1), once this CTA
+// has run a task of pool k in this run (bit k of mkd_pool_ran), thread 0
+// signals a task with nothing to do (mk_pool_past: its rows past its
+// bucket's tokens, left unwritten) without its waits or its stage, and
+// takes the next ticket: the task it ran passed its waits, so the routing
+// tables the test reads are complete, and its signals' release covers what
+// this CTA saw.  Run, such a task cost its CTA ~6-10 us, and half the
+// MoE's tiles are such (docs/perf-notes.md, twenty-third session).
+static __shared__ int mkd_pool_next;
+#if defined(MK_POOL_PAST) && MK_POOL_PAST
+static __shared__ unsigned mkd_pool_ran;
+#endif
+
+static __device__ __forceinline__ int mkd_pool_take(const mkd_params &p, int rank, int cta, int k,
+						    u64 epoch)
+{
+	const mkd_pool &q = MK_POOLS[k];
+	(void)cta;
+	__syncthreads();  // every thread has read the last ticket
+	if (threadIdx.x == 0) {
+		u64 *counter = (u64 *)p.ranks[rank].flags + MK_NFLAGS + 2 + k;
+		int task;
+		for (;;) {
+			const u64 v = atomicAdd((unsigned long long *)counter, 1ull) -
+				      (epoch - 1) * (u64)(q.n + q.ctas);
+			task = v < (u64)q.n ? MK_POOL_ORDER[q.first + (int)v] : -1;
+#if defined(MK_POOL_PAST) && MK_POOL_PAST
+			if (task >= 0 && k < 32 && (mkd_pool_ran >> k & 1u) &&
+			    mk_pool_past(q.stage, p, rank, task)) {
+				if (p.trace)
+					p.trace[(i64)rank * MK_NTASKS + task].t0 = mkd_globaltimer();
+				mkd_task_done(p, rank, cta, task);
+				continue;
+			}
+#endif
+			break;
+		}
+		mkd_pool_next = task;
+	}
+	__syncthreads();
+	return mkd_pool_next;
+}
+#endif
 
 #if MK_RDMA && MK_MULTIPROC
 // The start of a run with RDMA stages, thread 0 of CTA 0: the ranks that
@@ -246,9 +212,6 @@ static __device__ __forceinline__ void mkd_kernel(const mkd_params &p)
 			}
 			epoch_s = e;
 			mkd_wg_ring_reset();  // no ring carried into the first task
-#if defined(MK_POOL_AHEAD) && MK_POOL_AHEAD
-			mkd_pool_held = -1;  // no ticket taken yet in this run
-#endif
 #if defined(MK_POOL_PAST) && MK_POOL_PAST
 			mkd_pool_ran = 0;  // no task of a pool run yet in this run
 #endif
@@ -283,12 +246,7 @@ static __device__ __forceinline__ void mkd_kernel(const mkd_params &p)
 					i++;
 				continue;
 			}
-#if defined(MK_POOL_AHEAD) && MK_POOL_AHEAD
-			// the next task, or (-2 - k): pool k's next ticket
-			const int next = k >= 0 ? -2 - k : i + 1 < end ? i + 1 : -1;
-#else
 			const int next = k < 0 && i + 1 < end ? i + 1 : -1;
-#endif
 			i += k < 0;
 			// the step taken here: sunk past the task, k stayed live
 			// through it and was spilled (a kernel with two 128 x 256

@@ -8,8 +8,6 @@
 #       taken when this one ends: nothing to carry into)
 #   NOPOOL  with MK_NO_POOL=1 the ring goes on into the next task's first
 #       tile too, where that one has tokens
-#   AHEAD   with MK_POOL_AHEAD=1 (a pool's next ticket taken while a task
-#       runs) into the first tile of that task too
 #   NOCARRY with MK_NO_CARRY=1 every tile on its own
 #   whole tiles in both (C's sides multiples of 128, no epilogue op):
 #       the engine stores without testing bounds (FULL)
@@ -22,7 +20,6 @@
 # RUN: env MK_NO_POOL=1 %mkc --emit=cu %s | FileCheck %s --check-prefix=NOPOOL
 # RUN: %mkc -D C=200 --emit=cu %s | FileCheck %s --check-prefix=RAGGED
 # RUN: env MK_NO_CARRY=1 %mkc --emit=cu %s | FileCheck %s --check-prefix=NOCARRY
-# RUN: env MK_POOL_AHEAD=1 %mkc --emit=cu %s | FileCheck %s --check-prefix=AHEAD
 # RUN: %mkc --emit=schedule %s | FileCheck %s --check-prefix=SM
 # RUN: %mkc --emit=ptx %s -o %t.ptx
 # RUN: FileCheck %s --check-prefix=PTX < %t.ptx
@@ -48,10 +45,6 @@
 # NOPOOL-NEXT: return mkd_wg_key(i, q + 1);
 # NOPOOL-NEXT: const int j = mkd_next_ready(p, rank, i, epoch);  // or the next task's first
 # NOPOOL-NEXT: return j >= 0 && tile(j, 0, n) ? mkd_wg_key(j, 0) : -1;
-# AHEAD: if (tile(i, q + 1, n))  // this task's next tile
-# AHEAD-NEXT: return mkd_wg_key(i, q + 1);
-# AHEAD-NEXT: const int j = mkd_next_ready(p, rank, i, epoch);  // or the next task's first
-# AHEAD-NEXT: return j >= 0 && tile(j, 0, n) ? mkd_wg_key(j, 0) : -1;
 # NOCARRY: if (r0 >= filled) {  // no tokens here
 # NOCARRY-NOT: auto tile
 # NOCARRY: mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, {{[0-9]+}}, false, false, true>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,

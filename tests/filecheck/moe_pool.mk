@@ -9,11 +9,6 @@
 #   PTX     the kernel draws tickets with a 64-bit atomic add
 #   ROWS    MK_POOL_ORDER=rows (A/B): row panel by row panel, another
 #           order, and the schedule stays valid (check_schedule.py)
-#   AHEAD   MK_POOL_AHEAD=1 (not the default until a GPU has run it): the
-#           kernel takes a CTA's next ticket while its task runs
-#           (MK_POOL_AHEAD, mkd/kernel.cuh), and each pooled stage asks
-#           the engine to carry its ring into that task (mkd_next_ready);
-#           the plan says so; it compiles (cubin).  Without it none of it
 #
 # RUN: %mkc --emit=plan %s | FileCheck %s --check-prefix=PLAN
 # RUN: %mkc --emit=schedule %s | FileCheck %s --check-prefix=SM
@@ -26,10 +21,6 @@
 # RUN: ! cmp -s %t.cols %t.rows
 # RUN: env MK_POOL_ORDER=rows %mkc -D T=4096 -D F=1024 -D H=1024 --emit=json %s -o %t.rows.json
 # RUN: python3 tests/tools/check_schedule.py -q %t.rows.json
-# RUN: env MK_POOL_AHEAD=1 %mkc --emit=plan %s | FileCheck %s --check-prefix=AHEAD-PLAN
-# RUN: env MK_POOL_AHEAD=1 %mkc --emit=cu %s | FileCheck %s --check-prefix=AHEAD
-# RUN: env MK_POOL_AHEAD=1 %mkc --emit=cubin -o %t.ahead %s
-# RUN: %mkc --emit=cu %s | FileCheck %s --check-prefix=NOAHEAD --implicit-check-not=MK_POOL_AHEAD --implicit-check-not=mkd_next_ready
 #
 # PLAN: He matmul {{.*}}4-stage ring {{.*}}off sm_90a), silu in the epilogue, rows bounded by Xe's buckets, tasks taken at run time (a pool)
 # PLAN: Ye matmul {{.*}}off sm_90a), rows bounded by Xe's buckets, tasks taken at run time (a pool)
@@ -42,16 +33,6 @@
 # NOPOOL-NOT: MK_NPOOLS
 # NOPOOL-NOT: MK_POOL
 # PTX: atom{{(.global)?}}.add.u64
-# AHEAD-PLAN: He matmul {{.*}}off sm_90a), the ring goes on into the next tile (the ticket taken while this one runs), silu in the epilogue
-# AHEAD-PLAN: Ye matmul {{.*}}off sm_90a), the ring goes on into the next tile (the ticket taken while this one runs), rows bounded
-# AHEAD: #define MK_POOL_AHEAD 1
-# AHEAD: bool stage_He(
-# AHEAD: const int j = mkd_next_ready(p, rank, i, epoch);
-# AHEAD-NEXT: if (j < 0 || empty(j))
-# AHEAD: bool stage_Ye(
-# AHEAD: const int j = mkd_next_ready(p, rank, i, epoch);
-# NOAHEAD: bool stage_He(
-# NOAHEAD: ::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,
 pipeline moe_pool {
   mesh  1 x 1
   param T = 512, H = 256, F = 256, E = 8, topk = 2

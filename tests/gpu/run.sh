@@ -237,21 +237,8 @@ check "moe.nopool.skew.r4" env MK_NO_POOL=1 "$MKRUN" samples/moe_dispatch_gemm.m
 # shellcheck disable=SC2086
 check "moe.MK_ZERO_PAST=1.skew.r4" env MK_ZERO_PAST=1 "$MKRUN" samples/moe_dispatch_gemm.mk --ranks 4 \
 	$moe_sz -D C=1024 --inputs "$moe_dir/skew" --iters 3 --quiet
-# the pools' opt-ins (docs/gemm.md, Pools): a CTA's next ticket taken while
-# its task runs, the engine's ring carried into it (MK_POOL_AHEAD=1; also
-# across the walks' tasks), and empty tasks signalled, not run
-# (MK_POOL_SKIP=1); several runs each: the tickets' count across epochs
-for r in 1 4; do
-	# shellcheck disable=SC2086
-	check "moe.MK_POOL_AHEAD=1.r$r" env MK_POOL_AHEAD=1 "$MKRUN" samples/moe_dispatch_gemm.mk --ranks "$r" \
-		$moe_sz --iters 3 --quiet
-done
-# shellcheck disable=SC2086
-check "moe.MK_POOL_AHEAD=1.skew.r4" env MK_POOL_AHEAD=1 "$MKRUN" samples/moe_dispatch_gemm.mk --ranks 4 \
-	$moe_sz -D C=1024 --inputs "$moe_dir/skew" --iters 3 --quiet
-# shellcheck disable=SC2086
-check "moe.MK_POOL_AHEAD=1.walk.skew.r4" env MK_POOL_AHEAD=1 "$MKRUN" "$moe_walk" --ranks 4 $moe_sz \
-	-D C=1024 --inputs "$moe_dir/skew" --iters 3 --quiet
+# the pools' opt-in (docs/gemm.md, Pools): empty tasks signalled, not run
+# (MK_POOL_SKIP=1)
 # shellcheck disable=SC2086
 check "moe.MK_POOL_SKIP=1.skew.r4" env MK_POOL_SKIP=1 "$MKRUN" samples/moe_dispatch_gemm.mk --ranks 4 \
 	$moe_sz -D C=1024 --inputs "$moe_dir/skew" --iters 3 --quiet
