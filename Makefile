@@ -30,13 +30,14 @@ override CFLAGS += $(WARN) -fPIC $(SAN)
 override LDFLAGS += $(SAN)
 LDLIBS   += -ldl -lm -lpthread
 
-GEN_C    := $(B)/gen/lex.c $(B)/gen/parse.c $(B)/gen/mkd_embed.c
+GEN_C    := $(B)/gen/lex.c $(B)/gen/parse.c $(B)/gen/mkd_embed.c $(B)/gen/devices_embed.c
 LIB_SRC  := $(wildcard base/*.c) $(wildcard grammar/*.c) \
             $(wildcard compiler/*.c) \
             $(wildcard codegen/*.c) \
             $(wildcard runtime/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(B)/%.o) $(GEN_C:.c=.o)
 MKD_HDR  := $(sort $(wildcard codegen/mkd/*.cuh))
+DEV_TXT  := $(sort $(wildcard tools/devices/*.txt))
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 GPU_SRC  := $(wildcard tests/gpu/*.c)
@@ -54,6 +55,8 @@ $(B)/gen/parse.c $(B)/gen/parse.h &: grammar/parse.y | $(B)/gen/.stamp
 	bison -Wall -Werror --defines=$(B)/gen/parse.h -o $(B)/gen/parse.c $<
 $(B)/gen/mkd_embed.c: $(MKD_HDR) $(B)/tools/embed | $(B)/gen/.stamp
 	$(B)/tools/embed $(MKD_HDR) > $@.tmp && mv $@.tmp $@
+$(B)/gen/devices_embed.c: $(DEV_TXT) $(B)/tools/embed | $(B)/gen/.stamp
+	$(B)/tools/embed --devices $(DEV_TXT) > $@.tmp && mv $@.tmp $@
 $(B)/tools/embed: tools/embed.c | $(B)/tools/.stamp
 	$(CC) -std=c11 -O1 -o $@ $<
 

@@ -52,6 +52,61 @@ static int set_key(ir_device *d, const char *key, double v, const char **want)
 	return -1;
 }
 
+/* Trims the spaces at both ends of s in place. */
+static char *trim(char *s)
+{
+	s += strspn(s, " \t\r\n");
+	size_t n = strlen(s);
+	while (n > 0 && strchr(" \t\r\n", s[n - 1]))
+		s[--n] = 0;
+	return s;
+}
+
+/* One line of a device file over *d: 0, or -1 with why[] (where: FILE:LINE).
+ * `card = NAME` (a driver's device name) is the runtime's to match (into
+ * card[], when given), no key of the model. */
+static int parse_line(char *line, const char *where, ir_device *d, char *card, size_t ncard,
+		      char *why, size_t n)
+{
+	char *h = strchr(line, '#');
+	if (h)
+		*h = 0;
+	if (strspn(line, " \t\r\n") == strlen(line))
+		return 0;
+	char *eq = strchr(line, '='), *k = line + strspn(line, " \t");
+	if (eq && !strncmp(k, "card", 4) && k + 4 + strspn(k + 4, " \t") == eq) {
+		const char *v = trim(eq + 1);
+		if (!*v) {
+			snprintf(why, n, "%s: card: a device name, as the driver gives it", where);
+			return -1;
+		}
+		if (card)
+			snprintf(card, ncard, "%s", v);
+		return 0;
+	}
+	char key[64], val[128], extra[8];
+	if (sscanf(line, " %63[a-z0-9_] = %127s %7s", key, val, extra) != 2) {
+		snprintf(why, n, "%s: expected 'key = value'", where);
+		return -1;
+	}
+	char *end;
+	errno = 0;
+	double v = strtod(val, &end);
+	const char *want = "a positive number";
+	ir_device tmp = *d;
+	int ok = *end || errno || !(v > 0) || v >= 1e9 ? 0 : set_key(&tmp, key, v, &want);
+	if (ok < 0 || (ok == 0 && set_key(&tmp, key, 1, &want) < 0)) {
+		snprintf(why, n, "%s: unknown key '%s'", where, key);
+		return -1;
+	}
+	if (ok == 0) {
+		snprintf(why, n, "%s: bad value '%s' for %s (%s)", where, val, key, want);
+		return -1;
+	}
+	*d = tmp;
+	return 0;
+}
+
 int costmodel_load(const char *path, ir_device *d, char *why, size_t n)
 {
 	FILE *f = fopen(path, "r");
@@ -59,39 +114,54 @@ int costmodel_load(const char *path, ir_device *d, char *why, size_t n)
 		snprintf(why, n, "cannot read %s: %s", path, strerror(errno));
 		return -1;
 	}
-	char line[512];
+	char line[512], where[300];
 	int lineno = 0, rc = 0;
+	ir_device tmp = *d;  /* all of the file or none of it */
 	while (rc == 0 && fgets(line, sizeof line, f)) {
-		lineno++;
-		char *h = strchr(line, '#');
-		if (h)
-			*h = 0;
-		if (strspn(line, " \t\r\n") == strlen(line))
-			continue;
-		char key[64], val[128], extra[8];
-		if (sscanf(line, " %63[a-z0-9_] = %127s %7s", key, val, extra) != 2) {
-			snprintf(why, n, "%s:%d: expected 'key = value'", path, lineno);
-			rc = -1;
-			break;
-		}
-		char *end;
-		errno = 0;
-		double v = strtod(val, &end);
-		const char *want = "a positive number";
-		ir_device tmp = *d;
-		int ok = *end || errno || !(v > 0) || v >= 1e9 ? 0 : set_key(&tmp, key, v, &want);
-		if (ok < 0 || (ok == 0 && set_key(&tmp, key, 1, &want) < 0)) {
-			snprintf(why, n, "%s:%d: unknown key '%s'", path, lineno, key);
-			rc = -1;
-		} else if (ok == 0) {
-			snprintf(why, n, "%s:%d: bad value '%s' for %s (%s)", path, lineno, val, key, want);
-			rc = -1;
-		} else {
-			*d = tmp;
-		}
+		snprintf(where, sizeof where, "%s:%d", path, ++lineno);
+		rc = parse_line(line, where, &tmp, NULL, 0, why, n);
 	}
 	fclose(f);
+	if (rc == 0)
+		*d = tmp;
 	return rc;
+}
+
+/* The text of an embedded device file over *d (card[]: its card line's
+ * name, "" if none); -1 with why[]. */
+static int parse_text(const char *name, const char *text, ir_device *d, char *card, size_t ncard,
+		      char *why, size_t n)
+{
+	char line[512], where[300];
+	int lineno = 0;
+	card[0] = 0;
+	for (const char *p = text; *p;) {
+		size_t len = strcspn(p, "\n");
+		snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line ? len : sizeof line - 1), p);
+		snprintf(where, sizeof where, "tools/devices/%s:%d", name, ++lineno);
+		if (parse_line(line, where, d, card, ncard, why, n) != 0)
+			return -1;
+		p += len + (p[len] == '\n');
+	}
+	return 0;
+}
+
+const char *costmodel_card(const char *card, ir_device *d, char *why, size_t n)
+{
+	for (int i = 0; i < cm_ndevices; i++) {
+		ir_device tmp = *d;
+		char name[256];
+		if (parse_text(cm_devices[i].name, cm_devices[i].text, &tmp, name, sizeof name, why,
+			       n) != 0)
+			return NULL;
+		if (*name && card && strstr(card, name)) {
+			*d = tmp;
+			return cm_devices[i].name;
+		}
+	}
+	if (n)
+		why[0] = 0;
+	return NULL;
 }
 
 /* A tile's arithmetic on the tensor cores at `eff` of their peak */

@@ -37,8 +37,23 @@
 	X(attn_mma_eff, DBL)
 
 ir_device costmodel_h200(void);
-/* Reads `key = value` lines (# comments) over *d; -1 with why[] on error. */
+/* Reads `key = value` lines (# comments) over *d; -1 with why[] (FILE:LINE:
+ * what) on error, *d unchanged. */
 int costmodel_load(const char *path, ir_device *d, char *why, size_t n);
+
+/* The device files of tools/devices/, embedded at build time (tools/embed
+ * --devices): name "h100.txt", text as in the file. */
+typedef struct cm_file {
+	const char *name;
+	const char *text;
+} cm_file;
+extern const cm_file cm_devices[];
+extern const int cm_ndevices;
+/* The embedded file whose `card = NAME` line names part of `card` (the
+ * driver's device name, "NVIDIA H100 80GB HBM3"), its keys applied over
+ * *d: its name, or NULL (*d unchanged; why[] "" when no file names the
+ * card, else what is wrong with an embedded file). */
+const char *costmodel_card(const char *card, ir_device *d, char *why, size_t n);
 
 /* Per-task costs in microseconds on one CTA (one SM). */
 double cost_stream_us(const ir_device *d, double bytes);

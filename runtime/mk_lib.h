@@ -23,7 +23,8 @@ struct mk_ctx {
 	CUcontext cc;
 	int have_ctx;
 	int sms, smem_optin, major, minor;
-	char desc[320];
+	char card[256];          /* the driver's device name */
+	char desc[384];
 	char err[1024];
 	strbuf log;
 	char *cache_dir;

@@ -64,14 +64,21 @@ mk_status mk_ctx_create(const mk_ctx_opts *o, mk_ctx **out)
 	CU(c, cu->cuDevicePrimaryCtxRetain(&c->cc, c->dev), "cuDevicePrimaryCtxRetain");
 	c->have_ctx = 1;
 	CU(c, cu->cuCtxSetCurrent(c->cc), "cuCtxSetCurrent");
-	char name[256] = "?";
-	cu->cuDeviceGetName(name, sizeof name, c->dev);
+	char *name = c->card;
+	snprintf(c->card, sizeof c->card, "?");
+	cu->cuDeviceGetName(c->card, sizeof c->card, c->dev);
 	cu->cuDeviceGetAttribute(&c->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, c->dev);
 	cu->cuDeviceGetAttribute(&c->smem_optin,
 				 CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, c->dev);
 	cu->cuDeviceGetAttribute(&c->major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, c->dev);
 	cu->cuDeviceGetAttribute(&c->minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, c->dev);
 	snprintf(c->desc, sizeof c->desc, "%s, %d SMs, sm_%d%d", name, c->sms, c->major, c->minor);
+	const char *f = getenv("MK_DEVICE_FILE");
+	ir_device d = costmodel_h200();
+	const char *model = f && *f ? f : costmodel_card(c->card, &d, why, sizeof why);
+	if (model)  /* the cost model's constants, where not the defaults' (device_model) */
+		snprintf(c->desc + strlen(c->desc), sizeof c->desc - strlen(c->desc),
+			 ", cost model %s%s", f && *f ? "" : "tools/devices/", model);
 	if (c->major < 8)
 		return mk_fail(c, MK_ERR_UNSUPPORTED,
 			     "%s: mkc kernels need compute capability 8.0 or newer", c->desc);
@@ -121,18 +128,22 @@ static int build_defines(const mk_param *params, int nparams, mk_define *defs, i
 
 /* The cost model plans and predicts with: the H200 defaults, the keys of
  * the file $MK_DEVICE_FILE names over them (docs/costmodel.md; e.g.
- * tools/devices/h100.txt), then what the context found on its GPU (SMs,
- * shared memory).  -1 with the file's error in log. */
+ * tools/devices/h100.txt), else those of the device file built in whose
+ * card line names this GPU (tools/devices/), then what the context found
+ * on its GPU (SMs, shared memory).  -1 with the file's error in log. */
 static int device_model(const mk_ctx *c, ir_device *d, strbuf *log)
 {
 	*d = costmodel_h200();
 	const char *f = getenv("MK_DEVICE_FILE");
+	char why[256];
 	if (f && *f) {
-		char why[256];
 		if (costmodel_load(f, d, why, sizeof why) != 0) {
 			sb_printf(log, "mk: MK_DEVICE_FILE: %s\n", why);
 			return -1;
 		}
+	} else if (c && !c->cpu && !costmodel_card(c->card, d, why, sizeof why) && *why) {
+		sb_printf(log, "mk: %s\n", why);  /* a built-in file is bad: the tests' to catch */
+		return -1;
 	}
 	if (c && c->sms > 0) {
 		d->sms = c->sms;
