@@ -16,22 +16,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int failures;
+#include "check.h"
 
 /* The entry layout (cache.h): magic, length, the key (128 bytes), the sum. */
 enum { SUM_AT = 8 + 8 + 128, HDR = SUM_AT + 32 };
-
-#define CHECK(cond, ...)                                                     \
-	do {                                                                 \
-		if (cond) {                                                  \
-			printf("ok    ");                                    \
-		} else {                                                     \
-			printf("FAIL  ");                                    \
-			failures++;                                          \
-		}                                                            \
-		printf(__VA_ARGS__);                                         \
-		printf("\n");                                                \
-	} while (0)
 
 static void hex_of(const void *p, size_t n, char out[65])
 {
@@ -64,13 +52,13 @@ static void test_sha256(void)
 
 	for (i = 0; i < sizeof v / sizeof v[0]; i++) {
 		hex_of(v[i].msg, strlen(v[i].msg), hex);
-		CHECK(!strcmp(hex, v[i].hex), "SHA-256 of %zu-byte FIPS vector \"%.12s%s\" = %.16s...",
-		      strlen(v[i].msg), v[i].msg, strlen(v[i].msg) > 12 ? "..." : "", hex);
+		CHECK_SAY(!strcmp(hex, v[i].hex), "SHA-256 of %zu-byte FIPS vector \"%.12s%s\" = %.16s...",
+		          strlen(v[i].msg), v[i].msg, strlen(v[i].msg) > 12 ? "..." : "", hex);
 	}
 	/* One million 'a', fed in uneven pieces to exercise the buffering. */
 	mil = malloc(1000000);
 	if (!mil) {
-		CHECK(0, "malloc");
+		CHECK_SAY(0, "malloc");
 		return;
 	}
 	memset(mil, 'a', 1000000);
@@ -84,8 +72,8 @@ static void test_sha256(void)
 	}
 	sha256_final(&c, d);
 	sha256_hex(d, hex);
-	CHECK(!strcmp(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"),
-	      "SHA-256 of one million 'a' in uneven pieces = %.16s...", hex);
+	CHECK_SAY(!strcmp(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"),
+	          "SHA-256 of one million 'a' in uneven pieces = %.16s...", hex);
 	/* Lengths around the padding boundary (55, 56, 63, 64 bytes) agree
 	 * whether fed at once or byte by byte. */
 	for (i = 54; i <= 66; i++) {
@@ -98,9 +86,9 @@ static void test_sha256(void)
 		sha256_final(&c, d);
 		sha256_hex(d, bytes);
 		if (strcmp(one, bytes))
-			CHECK(0, "SHA-256 of %zu bytes: one call and byte by byte differ", i);
+			CHECK_SAY(0, "SHA-256 of %zu bytes: one call and byte by byte differ", i);
 	}
-	CHECK(1, "SHA-256 lengths 54..66: one call equals byte by byte");
+	CHECK_SAY(1, "SHA-256 lengths 54..66: one call equals byte by byte");
 	free(mil);
 }
 
@@ -160,42 +148,42 @@ static void test_dirs(const char *top)
 	char *xdg = getenv("XDG_CACHE_HOME") ? strdup(getenv("XDG_CACHE_HOME")) : NULL;
 
 	snprintf(p, sizeof p, "%s/a/b/c", top);
-	CHECK(cg_cache_dir(p, buf, sizeof buf) == CG_OK && !strcmp(buf, p), "override a/b/c is created");
-	CHECK(stat(p, &st) == 0 && (st.st_mode & 0777) == 0700, "  with mode 0700 (%o)",
-	      (unsigned)(st.st_mode & 0777));
+	CHECK_SAY(cg_cache_dir(p, buf, sizeof buf) == CG_OK && !strcmp(buf, p), "override a/b/c is created");
+	CHECK_SAY(stat(p, &st) == 0 && (st.st_mode & 0777) == 0700, "  with mode 0700 (%o)",
+	          (unsigned)(st.st_mode & 0777));
 	snprintf(p, sizeof p, "%s/a", top);
-	CHECK(stat(p, &st) == 0 && (st.st_mode & 0777) == 0700, "  and its parents too (%o)",
-	      (unsigned)(st.st_mode & 0777));
+	CHECK_SAY(stat(p, &st) == 0 && (st.st_mode & 0777) == 0700, "  and its parents too (%o)",
+	          (unsigned)(st.st_mode & 0777));
 
 	snprintf(p, sizeof p, "%s/wide", top);
 	mkdir(p, 0755);
 	chmod(p, 0755);
-	CHECK(cg_cache_dir(p, buf, sizeof buf) == CG_OK, "an existing 0755 directory is used");
-	CHECK(stat(p, &st) == 0 && (st.st_mode & 0777) == 0755, "  and left as it is (%o)",
-	      (unsigned)(st.st_mode & 0777));
+	CHECK_SAY(cg_cache_dir(p, buf, sizeof buf) == CG_OK, "an existing 0755 directory is used");
+	CHECK_SAY(stat(p, &st) == 0 && (st.st_mode & 0777) == 0755, "  and left as it is (%o)",
+	          (unsigned)(st.st_mode & 0777));
 
 	snprintf(p, sizeof p, "%s/xdg", top);
 	setenv("XDG_CACHE_HOME", p, 1);
 	snprintf(want, sizeof want, "%s/xdg/mk", top);
-	CHECK(cg_cache_dir(NULL, buf, sizeof buf) == CG_OK && !strcmp(buf, want),
-	      "$XDG_CACHE_HOME/mk: %s", buf);
+	CHECK_SAY(cg_cache_dir(NULL, buf, sizeof buf) == CG_OK && !strcmp(buf, want),
+	          "$XDG_CACHE_HOME/mk: %s", buf);
 	snprintf(p, sizeof p, "%s/home", top);
 	setenv("HOME", p, 1);
 	setenv("XDG_CACHE_HOME", "relative/ignored", 1);
 	snprintf(want, sizeof want, "%s/home/.cache/mk", top);
-	CHECK(cg_cache_dir(NULL, buf, sizeof buf) == CG_OK && !strcmp(buf, want),
-	      "relative $XDG_CACHE_HOME ignored, $HOME/.cache/mk: %s", buf);
+	CHECK_SAY(cg_cache_dir(NULL, buf, sizeof buf) == CG_OK && !strcmp(buf, want),
+	          "relative $XDG_CACHE_HOME ignored, $HOME/.cache/mk: %s", buf);
 	unsetenv("XDG_CACHE_HOME");
-	CHECK(cg_cache_dir(NULL, buf, sizeof buf) == CG_OK && !strcmp(buf, want),
-	      "no $XDG_CACHE_HOME: $HOME/.cache/mk");
+	CHECK_SAY(cg_cache_dir(NULL, buf, sizeof buf) == CG_OK && !strcmp(buf, want),
+	          "no $XDG_CACHE_HOME: $HOME/.cache/mk");
 
 	snprintf(p, sizeof p, "%s/file", top);
 	write_file(p, "x", 1);
 	snprintf(p, sizeof p, "%s/file/sub", top);
-	CHECK(cg_cache_dir(p, buf, sizeof buf) == CG_EIO, "a path under a regular file is CG_EIO (%s)",
-	      strerror(errno));
+	CHECK_SAY(cg_cache_dir(p, buf, sizeof buf) == CG_EIO, "a path under a regular file is CG_EIO (%s)",
+	          strerror(errno));
 	snprintf(p, sizeof p, "%s/file", top);
-	CHECK(cg_cache_dir(p, buf, sizeof buf) == CG_EIO, "a regular file is CG_EIO");
+	CHECK_SAY(cg_cache_dir(p, buf, sizeof buf) == CG_EIO, "a regular file is CG_EIO");
 
 	if (home)
 		setenv("HOME", home, 1);
@@ -223,35 +211,35 @@ static void test_entries(const char *top)
 		payload[i] = (unsigned char)(i * 131 + 7);
 	snprintf(dir, sizeof dir, "%s/cache", top);
 	snprintf(path, sizeof path, "%s/%s.cubin", dir, key);
-	CHECK(cg_cache_dir(dir, dir, sizeof dir) == CG_OK, "cache dir %s", dir);
+	CHECK_SAY(cg_cache_dir(dir, dir, sizeof dir) == CG_OK, "cache dir %s", dir);
 
-	CHECK(cg_cache_get(dir, key, &d, &n) == CG_EIO && d == NULL, "empty cache: miss");
-	CHECK(cg_cache_put(dir, key, payload, sizeof payload) == CG_OK, "put %zu bytes", sizeof payload);
-	CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600 &&
-	      st.st_size == (off_t)(sizeof payload + HDR), "entry is KEY.cubin, mode 0600, %d-byte header",
-	      HDR);
-	CHECK(count_files(dir) == 1, "no temporary file left behind");
+	CHECK_SAY(cg_cache_get(dir, key, &d, &n) == CG_EIO && d == NULL, "empty cache: miss");
+	CHECK_SAY(cg_cache_put(dir, key, payload, sizeof payload) == CG_OK, "put %zu bytes", sizeof payload);
+	CHECK_SAY(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600 &&
+	          st.st_size == (off_t)(sizeof payload + HDR), "entry is KEY.cubin, mode 0600, %d-byte header",
+	          HDR);
+	CHECK_SAY(count_files(dir) == 1, "no temporary file left behind");
 	raw = malloc(sizeof payload + HDR + 1);  /* room for "an extra byte" */
 	{
 		FILE *f = fopen(path, "rb");
 		size_t got = f ? fread(raw, 1, sizeof payload + HDR, f) : 0;
 		if (f)
 			fclose(f);
-		CHECK(got == sizeof payload + HDR && !memcmp(raw, "MKCACHE2", 8) && raw[8] == (5000 & 255) &&
-		      raw[9] == 5000 >> 8 && !memcmp(raw + 16, key, 64) && raw[16 + 64] == 0 &&
-		      !memcmp(raw + HDR, payload, sizeof payload),
-		      "header: magic MKCACHE2, little-endian length, the key, then the payload");
+		CHECK_SAY(got == sizeof payload + HDR && !memcmp(raw, "MKCACHE2", 8) && raw[8] == (5000 & 255) &&
+		          raw[9] == 5000 >> 8 && !memcmp(raw + 16, key, 64) && raw[16 + 64] == 0 &&
+		          !memcmp(raw + HDR, payload, sizeof payload),
+		          "header: magic MKCACHE2, little-endian length, the key, then the payload");
 	}
-	CHECK(cg_cache_get(dir, key, &d, &n) == CG_OK && n == sizeof payload &&
-	      !memcmp(d, payload, n), "get: hit, same bytes");
+	CHECK_SAY(cg_cache_get(dir, key, &d, &n) == CG_OK && n == sizeof payload &&
+	          !memcmp(d, payload, n), "get: hit, same bytes");
 	free(d);
 	d = NULL;
-	CHECK(cg_cache_get(dir, "ffff", &d, &n) == CG_EIO, "other key: miss");
-	CHECK(cg_cache_get(dir, "../cache/x", &d, &n) == CG_EINVAL &&
-	      cg_cache_put(dir, "a/b", payload, 1) == CG_EINVAL && cg_cache_put(dir, "", payload, 1) == CG_EINVAL,
-	      "keys that could leave the directory are CG_EINVAL");
-	CHECK(cg_cache_put(dir, "empty", "", 0) == CG_OK && cg_cache_get(dir, "empty", &d, &n) == CG_OK &&
-	      n == 0, "an empty payload round-trips");
+	CHECK_SAY(cg_cache_get(dir, "ffff", &d, &n) == CG_EIO, "other key: miss");
+	CHECK_SAY(cg_cache_get(dir, "../cache/x", &d, &n) == CG_EINVAL &&
+	          cg_cache_put(dir, "a/b", payload, 1) == CG_EINVAL && cg_cache_put(dir, "", payload, 1) == CG_EINVAL,
+	          "keys that could leave the directory are CG_EINVAL");
+	CHECK_SAY(cg_cache_put(dir, "empty", "", 0) == CG_OK && cg_cache_get(dir, "empty", &d, &n) == CG_OK &&
+	          n == 0, "an empty payload round-trips");
 	free(d);
 	d = NULL;
 
@@ -283,12 +271,12 @@ static void test_entries(const char *top)
 			case 6: len = 0; break;
 			}
 			write_file(path, raw, len);
-			CHECK(cg_cache_get(dir, key, &d, &n) == CG_EIO && d == NULL,
-			      "%s: detected as a miss", what[k]);
-			CHECK(access(path, F_OK) != 0, "  and the bad entry deleted");
-			CHECK(cg_cache_put(dir, key, payload, sizeof payload) == CG_OK &&
-			      cg_cache_get(dir, key, &d, &n) == CG_OK && n == sizeof payload &&
-			      !memcmp(d, payload, n), "  and rebuilt by the next put");
+			CHECK_SAY(cg_cache_get(dir, key, &d, &n) == CG_EIO && d == NULL,
+			          "%s: detected as a miss", what[k]);
+			CHECK_SAY(access(path, F_OK) != 0, "  and the bad entry deleted");
+			CHECK_SAY(cg_cache_put(dir, key, payload, sizeof payload) == CG_OK &&
+			          cg_cache_get(dir, key, &d, &n) == CG_OK && n == sizeof payload &&
+			          !memcmp(d, payload, n), "  and rebuilt by the next put");
 			free(d);
 			d = NULL;
 		}
@@ -298,8 +286,8 @@ static void test_entries(const char *top)
 	snprintf(path, sizeof path, "%s/file", top);
 	write_file(path, "x", 1);
 	snprintf(dir, sizeof dir, "%s/file/sub", top);
-	CHECK(cg_cache_put(dir, key, payload, 10) == CG_EIO, "put into a path under a regular file: CG_EIO");
-	CHECK(cg_cache_get(dir, key, &d, &n) == CG_EIO, "get from it: miss");
+	CHECK_SAY(cg_cache_put(dir, key, payload, 10) == CG_EIO, "put into a path under a regular file: CG_EIO");
+	CHECK_SAY(cg_cache_get(dir, key, &d, &n) == CG_EIO, "get from it: miss");
 }
 
 /* ---- a cache directory and entries nobody else controls ------------------ */
@@ -342,12 +330,12 @@ static void test_trust(const char *top)
 	struct stat st;
 
 	snprintf(dir, sizeof dir, "%s/trust", top);
-	CHECK(cg_cache_dir(dir, dir, sizeof dir) == CG_OK, "trust: cache dir %s", dir);
+	CHECK_SAY(cg_cache_dir(dir, dir, sizeof dir) == CG_OK, "trust: cache dir %s", dir);
 	snprintf(pa, sizeof pa, "%s/%s.cubin", dir, ka);
 	snprintf(pb, sizeof pb, "%s/%s.cubin", dir, kb);
 
 	/* an entry is bound to its key: a copy under another key is no hit */
-	CHECK(cg_cache_put(dir, ka, payload, 100) == CG_OK, "put under key A");
+	CHECK_SAY(cg_cache_put(dir, ka, payload, 100) == CG_OK, "put under key A");
 	{
 		unsigned char raw[400];
 		FILE *f = fopen(pa, "rb");
@@ -356,39 +344,39 @@ static void test_trust(const char *top)
 			fclose(f);
 		write_file(pb, raw, got);
 	}
-	CHECK(cg_cache_get(dir, kb, &d, &n) == CG_EIO && !d,
-	      "A's entry copied under key B: a miss, not A's binary served as B's");
+	CHECK_SAY(cg_cache_get(dir, kb, &d, &n) == CG_EIO && !d,
+	          "A's entry copied under key B: a miss, not A's binary served as B's");
 	free(d);
 	d = NULL;
-	CHECK(cg_cache_get(dir, ka, &d, &n) == CG_OK && n == 100, "A itself still hits");
+	CHECK_SAY(cg_cache_get(dir, ka, &d, &n) == CG_OK && n == 100, "A itself still hits");
 	free(d);
 	d = NULL;
 
 	/* entries are not followed through symbolic links */
 	unlink(pb);
-	CHECK(symlink(pa, pb) == 0, "B.cubin -> A.cubin");
-	CHECK(cg_cache_get(dir, kb, &d, &n) == CG_EIO && !d, "a symlinked entry is a miss");
+	CHECK_SAY(symlink(pa, pb) == 0, "B.cubin -> A.cubin");
+	CHECK_SAY(cg_cache_get(dir, kb, &d, &n) == CG_EIO && !d, "a symlinked entry is a miss");
 	free(d);
 	d = NULL;
-	CHECK(cg_cache_put(dir, kb, payload, 50) == CG_OK && lstat(pb, &st) == 0 &&
-	      S_ISREG(st.st_mode) && cg_cache_get(dir, ka, &d, &n) == CG_OK && n == 100,
-	      "  a put replaces the link, not the entry it pointed to");
+	CHECK_SAY(cg_cache_put(dir, kb, payload, 50) == CG_OK && lstat(pb, &st) == 0 &&
+	          S_ISREG(st.st_mode) && cg_cache_get(dir, ka, &d, &n) == CG_OK && n == 100,
+	          "  a put replaces the link, not the entry it pointed to");
 	free(d);
 	d = NULL;
 
 	/* a FIFO entry must not hang a reader */
 	unlink(pb);
-	CHECK(mkfifo(pb, 0600) == 0, "B.cubin is a FIFO");
-	CHECK(get_in_child(dir, kb) == 0, "a FIFO entry is a miss, at once");
-	CHECK(cg_cache_put(dir, kb, payload, 50) == CG_OK && cg_cache_get(dir, kb, &d, &n) == CG_OK &&
-	      n == 50, "  and a put replaces it");
+	CHECK_SAY(mkfifo(pb, 0600) == 0, "B.cubin is a FIFO");
+	CHECK_SAY(get_in_child(dir, kb) == 0, "a FIFO entry is a miss, at once");
+	CHECK_SAY(cg_cache_put(dir, kb, payload, 50) == CG_OK && cg_cache_get(dir, kb, &d, &n) == CG_OK &&
+	          n == 50, "  and a put replaces it");
 	free(d);
 	d = NULL;
 
 	/* an entry owned by someone else is not ours to run */
 	if (geteuid() == 0) {
-		CHECK(chown(pb, 65534, 65534) == 0, "B.cubin given to uid 65534");
-		CHECK(cg_cache_get(dir, kb, &d, &n) == CG_EIO && !d, "a foreign-owned entry is a miss");
+		CHECK_SAY(chown(pb, 65534, 65534) == 0, "B.cubin given to uid 65534");
+		CHECK_SAY(cg_cache_get(dir, kb, &d, &n) == CG_EIO && !d, "a foreign-owned entry is a miss");
 		free(d);
 		d = NULL;
 	}
@@ -397,34 +385,34 @@ static void test_trust(const char *top)
 	snprintf(p, sizeof p, "%s/open", top);
 	mkdir(p, 0700);
 	chmod(p, 0777);
-	CHECK(cg_cache_open(p, buf, sizeof buf, why, sizeof why) == CG_EIO && !strcmp(buf, p) &&
-	      strstr(why, "writable by everyone (mode 0777)"), "an existing 0777 directory is refused: "
-	      "%s %s", buf, why);
+	CHECK_SAY(cg_cache_open(p, buf, sizeof buf, why, sizeof why) == CG_EIO && !strcmp(buf, p) &&
+	          strstr(why, "writable by everyone (mode 0777)"), "an existing 0777 directory is refused: "
+	          "%s %s", buf, why);
 	chmod(p, 0770);
-	CHECK(cg_cache_dir(p, buf, sizeof buf) == CG_EIO, "an existing 0770 directory is refused");
-	CHECK(cg_cache_put(p, ka, payload, 10) == CG_EIO, "  and put into it refused");
+	CHECK_SAY(cg_cache_dir(p, buf, sizeof buf) == CG_EIO, "an existing 0770 directory is refused");
+	CHECK_SAY(cg_cache_put(p, ka, payload, 10) == CG_EIO, "  and put into it refused");
 	chmod(p, 0700);
-	CHECK(cg_cache_put(p, ka, payload, 10) == CG_OK, "  put once it is 0700");
+	CHECK_SAY(cg_cache_put(p, ka, payload, 10) == CG_OK, "  put once it is 0700");
 	chmod(p, 0777);
-	CHECK(cg_cache_get(p, ka, &d, &n) == CG_EIO && !d, "  get refused again at 0777");
+	CHECK_SAY(cg_cache_get(p, ka, &d, &n) == CG_EIO && !d, "  get refused again at 0777");
 	free(d);
 	d = NULL;
 	chmod(p, 0700);
 	if (geteuid() == 0) {
 		snprintf(p, sizeof p, "%s/foreign", top);
 		mkdir(p, 0700);
-		CHECK(chown(p, 65534, 65534) == 0, "a directory of uid 65534");
-		CHECK(cg_cache_open(p, buf, sizeof buf, why, sizeof why) == CG_EIO &&
-		      strstr(why, "belongs to uid 65534"), "a foreign-owned directory is refused: %s",
-		      why);
+		CHECK_SAY(chown(p, 65534, 65534) == 0, "a directory of uid 65534");
+		CHECK_SAY(cg_cache_open(p, buf, sizeof buf, why, sizeof why) == CG_EIO &&
+		          strstr(why, "belongs to uid 65534"), "a foreign-owned directory is refused: %s",
+		          why);
 	} else {
 		printf("      (not root: no foreign-owned directory to test)\n");
 	}
 	snprintf(p, sizeof p, "%s/linked", top);
-	CHECK(symlink(dir, p) == 0, "linked -> trust");
-	CHECK(cg_cache_open(p, buf, sizeof buf, why, sizeof why) == CG_EIO &&
-	      strstr(why, "symbolic link"), "a directory that is a symlink is refused: %s", why);
-	CHECK(cg_cache_get(p, ka, &d, &n) == CG_EIO && !d, "  and not read through");
+	CHECK_SAY(symlink(dir, p) == 0, "linked -> trust");
+	CHECK_SAY(cg_cache_open(p, buf, sizeof buf, why, sizeof why) == CG_EIO &&
+	          strstr(why, "symbolic link"), "a directory that is a symlink is refused: %s", why);
+	CHECK_SAY(cg_cache_get(p, ka, &d, &n) == CG_EIO && !d, "  and not read through");
 	free(d);
 }
 
@@ -438,17 +426,17 @@ static void test_unwritable(const char *top)
 	cg_status s;
 
 	if (cg_nvrtc_version(NULL, NULL, why, sizeof why) != CG_OK) {
-		CHECK(0, "NVRTC needed for the fallback test: %s", why);
+		CHECK_SAY(0, "NVRTC needed for the fallback test: %s", why);
 		return;
 	}
 	snprintf(dir, sizeof dir, "%s/file/sub", top);
 	o.use_cache = 1;
 	o.cache_dir = dir;
 	s = cg_compile(src, "k.cu", &o, CG_CUBIN, &b);
-	CHECK(s == CG_OK && b.size > 0 && !b.from_cache, "cache dir under a regular file: compiles anyway");
-	CHECK(b.note && strstr(b.note, dir) && strstr(b.note, "compiling without a cache") &&
-	      !strchr(b.note, '\n'),
-	      "  with a one-line note: %s", b.note ? b.note : "(none)");
+	CHECK_SAY(s == CG_OK && b.size > 0 && !b.from_cache, "cache dir under a regular file: compiles anyway");
+	CHECK_SAY(b.note && strstr(b.note, dir) && strstr(b.note, "compiling without a cache") &&
+	          !strchr(b.note, '\n'),
+	          "  with a one-line note: %s", b.note ? b.note : "(none)");
 	cg_binary_free(&b);
 
 	/* A read-only directory stops writes only when we are not root. */
@@ -457,7 +445,7 @@ static void test_unwritable(const char *top)
 		mkdir(dir, 0500);
 		chmod(dir, 0500);
 		s = cg_compile(src, "k.cu", &o, CG_CUBIN, &b);
-		CHECK(s == CG_OK && b.note, "0500 cache dir: compiles anyway, note: %s", b.note ? b.note : "(none)");
+		CHECK_SAY(s == CG_OK && b.note, "0500 cache dir: compiles anyway, note: %s", b.note ? b.note : "(none)");
 		cg_binary_free(&b);
 		chmod(dir, 0700);
 	} else {
@@ -466,10 +454,10 @@ static void test_unwritable(const char *top)
 
 	snprintf(dir, sizeof dir, "%s/ok", top);
 	s = cg_compile(src, "k.cu", &o, CG_PTX, &b);
-	CHECK(s == CG_OK && !b.note && !b.from_cache, "writable cache dir: no note");
+	CHECK_SAY(s == CG_OK && !b.note && !b.from_cache, "writable cache dir: no note");
 	cg_binary_free(&b);
 	s = cg_compile(src, "k.cu", &o, CG_PTX, &b);
-	CHECK(s == CG_OK && b.from_cache && b.size == strlen(b.data), "cached PTX is a hit and a C string");
+	CHECK_SAY(s == CG_OK && b.from_cache && b.size == strlen(b.data), "cached PTX is a hit and a C string");
 	cg_binary_free(&b);
 }
 

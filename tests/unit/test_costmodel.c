@@ -12,18 +12,7 @@
 
 #include "compiler/costmodel.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                  \
-	do {                                                              \
-		if (!(cond)) {                                            \
-			failures++;                                       \
-			fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__,     \
-				__LINE__, #cond);                         \
-			fprintf(stderr, __VA_ARGS__);                     \
-			fputc('\n', stderr);                              \
-		}                                                         \
-	} while (0)
+#include "check.h"
 
 /* A file of `text` in the temporary directory; its path in path[]. */
 static void put_file(char *path, size_t n, const char *dir, const char *name, const char *text)

@@ -16,19 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int failures;
-
-#define CHECK(cond, ...)                                                     \
-	do {                                                                 \
-		if (cond) {                                                  \
-			printf("ok    ");                                    \
-		} else {                                                     \
-			printf("FAIL  ");                                    \
-			failures++;                                          \
-		}                                                            \
-		printf(__VA_ARGS__);                                         \
-		printf("\n");                                                \
-	} while (0)
+#include "check.h"
 
 static int starts(const char *s, const char *p)
 {
@@ -65,18 +53,18 @@ static void test_errstr(void)
 	const char *a, *b;
 
 	a = cudrv_errstr(CUDA_SUCCESS);
-	CHECK(starts(a, "CUDA_SUCCESS: "), "errstr(CUDA_SUCCESS) = \"%s\"", a);
+	CHECK_SAY(starts(a, "CUDA_SUCCESS: "), "errstr(CUDA_SUCCESS) = \"%s\"", a);
 	a = cudrv_errstr(CUDA_ERROR_OUT_OF_MEMORY);
-	CHECK(!strcmp(a, "CUDA_ERROR_OUT_OF_MEMORY: out of memory"), "errstr(OUT_OF_MEMORY) = \"%s\"", a);
+	CHECK_SAY(!strcmp(a, "CUDA_ERROR_OUT_OF_MEMORY: out of memory"), "errstr(OUT_OF_MEMORY) = \"%s\"", a);
 	a = cudrv_errstr(CUDA_ERROR_NO_DEVICE);
-	CHECK(starts(a, "CUDA_ERROR_NO_DEVICE: ") && strlen(a) > 24, "errstr(NO_DEVICE) = \"%s\"", a);
+	CHECK_SAY(starts(a, "CUDA_ERROR_NO_DEVICE: ") && strlen(a) > 24, "errstr(NO_DEVICE) = \"%s\"", a);
 	a = cudrv_errstr(CUDA_ERROR_ILLEGAL_ADDRESS);
-	CHECK(starts(a, "CUDA_ERROR_ILLEGAL_ADDRESS: "), "errstr(ILLEGAL_ADDRESS) = \"%s\"", a);
+	CHECK_SAY(starts(a, "CUDA_ERROR_ILLEGAL_ADDRESS: "), "errstr(ILLEGAL_ADDRESS) = \"%s\"", a);
 	a = cudrv_errstr((CUresult)12345);
 	b = cudrv_errstr((CUresult)12345);
-	CHECK(a && strstr(a, "12345") && a == b, "errstr(12345) = \"%s\", stable pointer", a ? a : "(null)");
+	CHECK_SAY(a && strstr(a, "12345") && a == b, "errstr(12345) = \"%s\", stable pointer", a ? a : "(null)");
 	a = cudrv_errstr(CUDA_ERROR_UNKNOWN);
-	CHECK(starts(a, "CUDA_ERROR_UNKNOWN: ") && !strchr(a, '\n'), "errstr(UNKNOWN) = \"%s\"", a);
+	CHECK_SAY(starts(a, "CUDA_ERROR_UNKNOWN: ") && !strchr(a, '\n'), "errstr(UNKNOWN) = \"%s\"", a);
 }
 
 /* The child run with the stub library as libcuda.so.1. */
@@ -87,8 +75,8 @@ static int stub_child(void)
 	cudrv_status s = cudrv_get(&d, why, sizeof why);
 
 	printf("      stub: %s: %s\n", status_name(s), why);
-	CHECK(s == CUDRV_NO_GPU && strstr(why, "CUDA_ERROR_STUB_LIBRARY") && d == NULL,
-	      "stub libcuda: every entry point found, cuInit refuses: CUDRV_NO_GPU");
+	CHECK_SAY(s == CUDRV_NO_GPU && strstr(why, "CUDA_ERROR_STUB_LIBRARY") && d == NULL,
+	          "stub libcuda: every entry point found, cuInit refuses: CUDRV_NO_GPU");
 	test_errstr();
 	return failures != 0;
 }
@@ -106,12 +94,12 @@ static void run_with_stub(const char *self)
 		return;
 	}
 	if (!mkdtemp(tmp)) {
-		CHECK(0, "mkdtemp");
+		CHECK_SAY(0, "mkdtemp");
 		return;
 	}
 	snprintf(link, sizeof link, "%s/libcuda.so.1", tmp);
 	if (symlink(stub, link) != 0) {
-		CHECK(0, "symlink %s", link);
+		CHECK_SAY(0, "symlink %s", link);
 		rmdir(tmp);
 		return;
 	}
@@ -125,7 +113,7 @@ static void run_with_stub(const char *self)
 	}
 	if (pid < 0 || waitpid(pid, &st, 0) != pid)
 		st = -1;
-	CHECK(st == 0, "run against the stub library passed");
+	CHECK_SAY(st == 0, "run against the stub library passed");
 	unlink(link);
 	rmdir(tmp);
 }
@@ -151,37 +139,37 @@ static void gpu_smoke(const cudrv *d)
 	if (d->cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
 	    d->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) ||
 	    d->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)) {
-		CHECK(0, "device 0 attributes");
+		CHECK_SAY(0, "device 0 attributes");
 		return;
 	}
 	snprintf(arch, sizeof arch, "sm_%d%d%s", major, minor, major == 9 ? "a" : "");
 	o.arch = arch;
 	if (cg_compile(src, "mkt_add.cu", &o, CG_CUBIN, &b) != CG_OK) {
-		CHECK(0, "NVRTC cubin for %s: %s", arch, b.log ? b.log : "");
+		CHECK_SAY(0, "NVRTC cubin for %s: %s", arch, b.log ? b.log : "");
 		cg_binary_free(&b);
 		return;
 	}
-	CHECK(d->cuDevicePrimaryCtxRetain(&ctx, dev) == CUDA_SUCCESS &&
-	      d->cuCtxSetCurrent(ctx) == CUDA_SUCCESS, "primary context on device 0 (%s)", arch);
-	CHECK(d->cuModuleLoadData(&mod, b.data) == CUDA_SUCCESS &&
-	      d->cuModuleGetFunction(&fn, mod, "mkt_add") == CUDA_SUCCESS, "cubin loads, kernel found");
+	CHECK_SAY(d->cuDevicePrimaryCtxRetain(&ctx, dev) == CUDA_SUCCESS &&
+	          d->cuCtxSetCurrent(ctx) == CUDA_SUCCESS, "primary context on device 0 (%s)", arch);
+	CHECK_SAY(d->cuModuleLoadData(&mod, b.data) == CUDA_SUCCESS &&
+	          d->cuModuleGetFunction(&fn, mod, "mkt_add") == CUDA_SUCCESS, "cubin loads, kernel found");
 	for (i = 0; i < 64; i++)
 		h[i] = i;
-	CHECK(d->cuMemAlloc(&buf, sizeof h) == CUDA_SUCCESS &&
-	      d->cuMemcpyHtoD(buf, h, sizeof h) == CUDA_SUCCESS, "cuMemAlloc, cuMemcpyHtoD");
+	CHECK_SAY(d->cuMemAlloc(&buf, sizeof h) == CUDA_SUCCESS &&
+	          d->cuMemcpyHtoD(buf, h, sizeof h) == CUDA_SUCCESS, "cuMemAlloc, cuMemcpyHtoD");
 	args[0] = &buf;
 	r = d->cuLaunchKernel(fn, 1, 1, 1, 64, 1, 1, 0, NULL, args, NULL);
-	CHECK(r == CUDA_SUCCESS, "cuLaunchKernel: %s", cudrv_errstr(r));
+	CHECK_SAY(r == CUDA_SUCCESS, "cuLaunchKernel: %s", cudrv_errstr(r));
 	/* cuGetProcAddress would hand back cuCtxSynchronize_v2(CUcontext) here. */
 	r = d->cuCtxSynchronize();
-	CHECK(r == CUDA_SUCCESS, "cuCtxSynchronize (the v1 ABI of cuda.h): %s", cudrv_errstr(r));
+	CHECK_SAY(r == CUDA_SUCCESS, "cuCtxSynchronize (the v1 ABI of cuda.h): %s", cudrv_errstr(r));
 	memset(h, 0, sizeof h);
-	CHECK(d->cuMemcpyDtoH(h, buf, sizeof h) == CUDA_SUCCESS, "cuMemcpyDtoH");
+	CHECK_SAY(d->cuMemcpyDtoH(h, buf, sizeof h) == CUDA_SUCCESS, "cuMemcpyDtoH");
 	for (i = 0; i < 64; i++)
 		good &= h[i] == 3 * i;
-	CHECK(good, "kernel result right: h[63] = %d", h[63]);
-	CHECK(d->cuMemFree(buf) == CUDA_SUCCESS && d->cuModuleUnload(mod) == CUDA_SUCCESS &&
-	      d->cuDevicePrimaryCtxRelease(dev) == CUDA_SUCCESS, "freed, unloaded, released");
+	CHECK_SAY(good, "kernel result right: h[63] = %d", h[63]);
+	CHECK_SAY(d->cuMemFree(buf) == CUDA_SUCCESS && d->cuModuleUnload(mod) == CUDA_SUCCESS &&
+	          d->cuDevicePrimaryCtxRelease(dev) == CUDA_SUCCESS, "freed, unloaded, released");
 	cg_binary_free(&b);
 }
 
@@ -208,35 +196,35 @@ int main(int argc, char **argv)
 	s = cudrv_get(&d, why, sizeof why);
 	for (i = 0; i < 8; i++)
 		same &= r[i].s == s && r[i].d == d && !strcmp(r[i].why, why);
-	CHECK(same, "8 threads racing to load get the same answer: %s", status_name(s));
+	CHECK_SAY(same, "8 threads racing to load get the same answer: %s", status_name(s));
 	s2 = cudrv_get(NULL, why2, sizeof why2);
-	CHECK(s2 == s && !strcmp(why, why2), "second call agrees");
+	CHECK_SAY(s2 == s && !strcmp(why, why2), "second call agrees");
 
 	if (s == CUDRV_OK) {
 		int n = 0;
-		CHECK(d != NULL && why[0] == '\0', "driver loaded, table returned");
-		CHECK(d->version >= 12000, "driver version %d", d->version);
-		CHECK(d->cuDeviceGetCount(&n) == CUDA_SUCCESS && n > 0, "cuDeviceGetCount: %d GPU(s)", n);
+		CHECK_SAY(d != NULL && why[0] == '\0', "driver loaded, table returned");
+		CHECK_SAY(d->version >= 12000, "driver version %d", d->version);
+		CHECK_SAY(d->cuDeviceGetCount(&n) == CUDA_SUCCESS && n > 0, "cuDeviceGetCount: %d GPU(s)", n);
 		if (n > 0) {
 			CUdevice dev;
 			char name[128] = "";
 			size_t mem = 0;
-			CHECK(d->cuDeviceGet(&dev, 0) == CUDA_SUCCESS &&
-			      d->cuDeviceGetName(name, sizeof name, dev) == CUDA_SUCCESS &&
-			      d->cuDeviceTotalMem(&mem, dev) == CUDA_SUCCESS && mem > 0,
-			      "device 0: %s, %zu MiB", name, mem >> 20);
+			CHECK_SAY(d->cuDeviceGet(&dev, 0) == CUDA_SUCCESS &&
+			          d->cuDeviceGetName(name, sizeof name, dev) == CUDA_SUCCESS &&
+			          d->cuDeviceTotalMem(&mem, dev) == CUDA_SUCCESS && mem > 0,
+			          "device 0: %s, %zu MiB", name, mem >> 20);
 			gpu_smoke(d);
 		}
 	} else {
 		printf("      %s: %s\n", status_name(s), why);
-		CHECK(s == CUDRV_NO_DRIVER || s == CUDRV_NO_GPU, "no GPU here: CUDRV_NO_DRIVER or CUDRV_NO_GPU");
-		CHECK(d == NULL, "no table handed out");
-		CHECK(why[0] && !strchr(why, '\n') && why[strlen(why) - 1] == ')',
-		      "why is one line: \"%s\"", why);
-		CHECK(starts(why, s == CUDRV_NO_DRIVER ? "no CUDA driver found (" : "no GPU visible ("),
-		      "why says what is missing");
+		CHECK_SAY(s == CUDRV_NO_DRIVER || s == CUDRV_NO_GPU, "no GPU here: CUDRV_NO_DRIVER or CUDRV_NO_GPU");
+		CHECK_SAY(d == NULL, "no table handed out");
+		CHECK_SAY(why[0] && !strchr(why, '\n') && why[strlen(why) - 1] == ')',
+		          "why is one line: \"%s\"", why);
+		CHECK_SAY(starts(why, s == CUDRV_NO_DRIVER ? "no CUDA driver found (" : "no GPU visible ("),
+		          "why says what is missing");
 		s2 = cudrv_get(NULL, why2, 8);
-		CHECK(strlen(why2) == 7, "why is cut to the buffer: \"%s\"", why2);
+		CHECK_SAY(strlen(why2) == 7, "why is cut to the buffer: \"%s\"", why2);
 	}
 	test_errstr();  /* again, now maybe through the driver */
 

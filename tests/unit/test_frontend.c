@@ -25,18 +25,7 @@
 #include "compiler/inspect.h"
 #include "grammar/ast.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                  \
-	do {                                                              \
-		if (!(cond)) {                                            \
-			failures++;                                       \
-			fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__,     \
-				__LINE__, #cond);                         \
-			fprintf(stderr, __VA_ARGS__);                     \
-			fputc('\n', stderr);                              \
-		}                                                         \
-	} while (0)
+#include "check.h"
 
 /* ---- one compile ---------------------------------------------------------- */
 

@@ -13,19 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int failures;
-
-#define CHECK(cond, ...)                                                     \
-	do {                                                                 \
-		if (cond) {                                                  \
-			printf("ok    ");                                    \
-		} else {                                                     \
-			printf("FAIL  ");                                    \
-			failures++;                                          \
-		}                                                            \
-		printf(__VA_ARGS__);                                         \
-		printf("\n");                                                \
-	} while (0)
+#include "check.h"
 
 /* Self-contained: NVRTC here has no CUDA headers.  bf16 operands travel as
  * packed 32-bit registers, as mma.sync takes them. */
@@ -145,7 +133,7 @@ int main(void)
 	struct stat st;
 
 	s = cg_nvrtc_version(&major, &minor, why, sizeof why);
-	CHECK(s == CG_OK, "NVRTC loads: version %d.%d%s%s", major, minor, s ? " - " : "", s ? why : "");
+	CHECK_SAY(s == CG_OK, "NVRTC loads: version %d.%d%s%s", major, minor, s ? " - " : "", s ? why : "");
 	if (s != CG_OK)
 		return 1;
 	printf("      %d embedded device-library header(s)\n", mkd_nfiles);
@@ -154,25 +142,25 @@ int main(void)
 	t0 = now_ms();
 	s = cg_compile(KERNEL, "mkt.cu", &o, CG_CUBIN, &b);
 	cold = now_ms() - t0;
-	CHECK(s == CG_OK, "cubin for sm_90a compiles: %s", cg_strerror(s));
+	CHECK_SAY(s == CG_OK, "cubin for sm_90a compiles: %s", cg_strerror(s));
 	if (s != CG_OK) {
 		printf("%s\n", b.log ? b.log : "");
 		return 1;
 	}
-	CHECK(b.size > 4 && !memcmp(b.data, "\177ELF", 4), "cubin is an ELF image (%zu bytes)", b.size);
-	CHECK(b.from_cache == 0 && b.note == NULL, "not from cache, no note");
-	CHECK(b.compile_ms > 0, "compile time measured: %.1f ms (wall %.1f ms)", b.compile_ms, cold);
+	CHECK_SAY(b.size > 4 && !memcmp(b.data, "\177ELF", 4), "cubin is an ELF image (%zu bytes)", b.size);
+	CHECK_SAY(b.from_cache == 0 && b.note == NULL, "not from cache, no note");
+	CHECK_SAY(b.compile_ms > 0, "compile time measured: %.1f ms (wall %.1f ms)", b.compile_ms, cold);
 	print_ptxas(b.log);
-	CHECK(b.regs > 0, "registers parsed: %d", b.regs);
-	CHECK(b.spill_stores == 0 && b.spill_loads == 0, "no spills: stores %d, loads %d",
-	      b.spill_stores, b.spill_loads);
-	CHECK(b.stack_bytes == 0, "stack frame parsed: %d bytes", b.stack_bytes);
-	CHECK(b.smem_bytes == 0, "smem parsed: %d bytes", b.smem_bytes);
-	CHECK(strlen(b.key) == 64, "key is 64 hex digits: %s", b.key);
+	CHECK_SAY(b.regs > 0, "registers parsed: %d", b.regs);
+	CHECK_SAY(b.spill_stores == 0 && b.spill_loads == 0, "no spills: stores %d, loads %d",
+	          b.spill_stores, b.spill_loads);
+	CHECK_SAY(b.stack_bytes == 0, "stack frame parsed: %d bytes", b.stack_bytes);
+	CHECK_SAY(b.smem_bytes == 0, "smem parsed: %d bytes", b.smem_bytes);
+	CHECK_SAY(strlen(b.key) == 64, "key is 64 hex digits: %s", b.key);
 
 	s = cg_compile(SMEM, "smem.cu", &o, CG_CUBIN, &p);
-	CHECK(s == CG_OK && p.smem_bytes == 1024 && p.regs > 0, "smem parsed: %d bytes (1024 declared)",
-	      p.smem_bytes);
+	CHECK_SAY(s == CG_OK && p.smem_bytes == 1024 && p.regs > 0, "smem parsed: %d bytes (1024 declared)",
+	          p.smem_bytes);
 	cg_binary_free(&p);
 	{
 		const char *cap[] = { "--maxrregcount=16" };
@@ -180,34 +168,34 @@ int main(void)
 		oc.extra = cap;
 		oc.nextra = 1;
 		s = cg_compile(SPILL, "spill.cu", &oc, CG_CUBIN, &p);
-		CHECK(s == CG_OK && p.spill_stores > 0 && p.spill_loads > 0 && p.stack_bytes > 0,
-		      "spills parsed under %s: %d B stores, %d B loads, %d B stack", cap[0],
-		      p.spill_stores, p.spill_loads, p.stack_bytes);
+		CHECK_SAY(s == CG_OK && p.spill_stores > 0 && p.spill_loads > 0 && p.stack_bytes > 0,
+		          "spills parsed under %s: %d B stores, %d B loads, %d B stack", cap[0],
+		          p.spill_stores, p.spill_loads, p.stack_bytes);
 		cg_binary_free(&p);
 	}
 
 	/* PTX */
 	s = cg_compile(KERNEL, "mkt.cu", &o, CG_PTX, &p);
-	CHECK(s == CG_OK, "PTX compiles: %s", cg_strerror(s));
+	CHECK_SAY(s == CG_OK, "PTX compiles: %s", cg_strerror(s));
 	if (s == CG_OK) {
 		const char *t = p.data;
-		CHECK(strlen(t) == p.size, "PTX is a C string of size %zu", p.size);
-		CHECK(strstr(t, ".target sm_90a") != NULL, "PTX targets sm_90a");
-		CHECK(strstr(t, "ld.acquire.gpu") != NULL, "PTX has ld.acquire.gpu");
-		CHECK(strstr(t, "red.release.gpu") != NULL, "PTX has red.release.gpu");
-		CHECK(strstr(t, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != NULL,
-		      "PTX has mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32");
-		CHECK(p.regs == -1, "no ptxas run for PTX: regs %d", p.regs);
-		CHECK(strcmp(p.key, b.key) != 0, "PTX and cubin keys differ");
+		CHECK_SAY(strlen(t) == p.size, "PTX is a C string of size %zu", p.size);
+		CHECK_SAY(strstr(t, ".target sm_90a") != NULL, "PTX targets sm_90a");
+		CHECK_SAY(strstr(t, "ld.acquire.gpu") != NULL, "PTX has ld.acquire.gpu");
+		CHECK_SAY(strstr(t, "red.release.gpu") != NULL, "PTX has red.release.gpu");
+		CHECK_SAY(strstr(t, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != NULL,
+		          "PTX has mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32");
+		CHECK_SAY(p.regs == -1, "no ptxas run for PTX: regs %d", p.regs);
+		CHECK_SAY(strcmp(p.key, b.key) != 0, "PTX and cubin keys differ");
 	}
 	cg_binary_free(&p);
 
 	/* compile error */
 	s = cg_compile(BAD, "bad.cu", &o, CG_CUBIN, &p);
-	CHECK(s == CG_ECOMPILE, "syntax error gives CG_ECOMPILE: %s", cg_strerror(s));
-	CHECK(p.log && strstr(p.log, "bad.cu(4)") && strstr(p.log, "error"),
-	      "log names the file and line: %s", p.log ? strtok(p.log, "\n") : "(null)");
-	CHECK(p.data == NULL && p.size == 0, "no binary on failure");
+	CHECK_SAY(s == CG_ECOMPILE, "syntax error gives CG_ECOMPILE: %s", cg_strerror(s));
+	CHECK_SAY(p.log && strstr(p.log, "bad.cu(4)") && strstr(p.log, "error"),
+	          "log names the file and line: %s", p.log ? strtok(p.log, "\n") : "(null)");
+	CHECK_SAY(p.data == NULL && p.size == 0, "no binary on failure");
 	cg_binary_free(&p);
 
 	{
@@ -216,11 +204,11 @@ int main(void)
 		ob.extra = badopt;
 		ob.nextra = 1;
 		s = cg_compile(KERNEL, "mkt.cu", &ob, CG_PTX, &p);
-		CHECK(s == CG_ECOMPILE && p.log && p.log[0], "bad option is rejected with a log: %s",
-		      p.log ? p.log : "(null)");
+		CHECK_SAY(s == CG_ECOMPILE && p.log && p.log[0], "bad option is rejected with a log: %s",
+		          p.log ? p.log : "(null)");
 		cg_binary_free(&p);
 	}
-	CHECK(cg_compile(NULL, "x.cu", &o, CG_PTX, &p) == CG_EINVAL, "NULL source is CG_EINVAL");
+	CHECK_SAY(cg_compile(NULL, "x.cu", &o, CG_PTX, &p) == CG_EINVAL, "NULL source is CG_EINVAL");
 	cg_binary_free(&p);
 
 	/* the embedded device library, handed over in memory */
@@ -234,8 +222,8 @@ int main(void)
 		}
 		strcat(src, "extern \"C\" __global__ void mkt_empty() {}\n");
 		s = cg_compile(src, "mkd_all.cu", &o, CG_PTX, &p);
-		CHECK(s == CG_OK, "all %d embedded headers compile together (first: %s)", mkd_nfiles,
-		      mkd_files[0].name);
+		CHECK_SAY(s == CG_OK, "all %d embedded headers compile together (first: %s)", mkd_nfiles,
+		          mkd_files[0].name);
 		if (s != CG_OK)
 			printf("%s\n", p.log);
 		cg_binary_free(&p);
@@ -243,7 +231,7 @@ int main(void)
 
 	/* the cache */
 	if (make_tmp_cache(dir, sizeof dir) != 0) {
-		CHECK(0, "temporary cache directory: %s", strerror(errno));
+		CHECK_SAY(0, "temporary cache directory: %s", strerror(errno));
 		return 1;
 	}
 	snprintf(top, sizeof top, "%.*s", (int)(strlen(dir) - 3), dir);
@@ -252,49 +240,49 @@ int main(void)
 	t0 = now_ms();
 	s = cg_compile(KERNEL, "mkt.cu", &o, CG_CUBIN, &c1);
 	cold = now_ms() - t0;
-	CHECK(s == CG_OK && c1.from_cache == 0 && c1.note == NULL,
-	      "first cached compile is a miss, stored without a note (%.1f ms)", cold);
-	CHECK(strcmp(c1.key, b.key) == 0, "key does not depend on use_cache");
-	CHECK(stat(dir, &st) == 0 && (st.st_mode & 0777) == 0700, "cache dir created with mode 0700: %o",
-	      (unsigned)(st.st_mode & 0777));
+	CHECK_SAY(s == CG_OK && c1.from_cache == 0 && c1.note == NULL,
+	          "first cached compile is a miss, stored without a note (%.1f ms)", cold);
+	CHECK_SAY(strcmp(c1.key, b.key) == 0, "key does not depend on use_cache");
+	CHECK_SAY(stat(dir, &st) == 0 && (st.st_mode & 0777) == 0700, "cache dir created with mode 0700: %o",
+	          (unsigned)(st.st_mode & 0777));
 	snprintf(path, sizeof path, "%s/%s.cubin", dir, c1.key);
-	CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600, "entry %s.cubin has mode 0600",
-	      c1.key);
+	CHECK_SAY(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600, "entry %s.cubin has mode 0600",
+	          c1.key);
 
 	t0 = now_ms();
 	s = cg_compile(KERNEL, "mkt.cu", &o, CG_CUBIN, &c2);
 	warm = now_ms() - t0;
-	CHECK(s == CG_OK && c2.from_cache == 1, "second compile is a hit (%.2f ms)", warm);
-	CHECK(c2.compile_ms == 0, "no NVRTC time on a hit");
-	CHECK(c2.size == c1.size && c2.size == b.size && !memcmp(c2.data, c1.data, c1.size),
-	      "hit returns identical bytes (%zu)", c2.size);
-	CHECK(!strcmp(c2.key, c1.key), "same key");
-	CHECK(c2.regs == c1.regs && c2.spill_stores == c1.spill_stores &&
-	      c2.spill_loads == c1.spill_loads && c2.stack_bytes == c1.stack_bytes,
-	      "resource use survives the cache: %d registers", c2.regs);
-	CHECK(c2.log && !strcmp(c2.log, c1.log), "log survives the cache");
+	CHECK_SAY(s == CG_OK && c2.from_cache == 1, "second compile is a hit (%.2f ms)", warm);
+	CHECK_SAY(c2.compile_ms == 0, "no NVRTC time on a hit");
+	CHECK_SAY(c2.size == c1.size && c2.size == b.size && !memcmp(c2.data, c1.data, c1.size),
+	          "hit returns identical bytes (%zu)", c2.size);
+	CHECK_SAY(!strcmp(c2.key, c1.key), "same key");
+	CHECK_SAY(c2.regs == c1.regs && c2.spill_stores == c1.spill_stores &&
+	          c2.spill_loads == c1.spill_loads && c2.stack_bytes == c1.stack_bytes,
+	          "resource use survives the cache: %d registers", c2.regs);
+	CHECK_SAY(c2.log && !strcmp(c2.log, c1.log), "log survives the cache");
 	printf("      cold compile %.1f ms, cached %.2f ms\n", cold, warm);
 
 	o.extra = extra;
 	o.nextra = 1;
 	s = cg_compile(KERNEL, "mkt.cu", &o, CG_CUBIN, &v);
-	CHECK(s == CG_OK && v.from_cache == 0 && strcmp(v.key, c1.key) != 0,
-	      "another option (%s) gives another key and a miss", extra[0]);
+	CHECK_SAY(s == CG_OK && v.from_cache == 0 && strcmp(v.key, c1.key) != 0,
+	          "another option (%s) gives another key and a miss", extra[0]);
 	cg_binary_free(&v);
 	o.extra = NULL;
 	o.nextra = 0;
 	o.lineinfo = 1;
 	s = cg_compile(KERNEL, "mkt.cu", &o, CG_CUBIN, &v);
-	CHECK(s == CG_OK && strcmp(v.key, c1.key) != 0, "-lineinfo gives another key");
+	CHECK_SAY(s == CG_OK && strcmp(v.key, c1.key) != 0, "-lineinfo gives another key");
 	cg_binary_free(&v);
 	o.lineinfo = 0;
 	o.arch = "sm_90";
 	s = cg_compile(KERNEL, "mkt.cu", &o, CG_CUBIN, &v);
-	CHECK(s == CG_OK && strcmp(v.key, c1.key) != 0, "another arch (sm_90) gives another key");
+	CHECK_SAY(s == CG_OK && strcmp(v.key, c1.key) != 0, "another arch (sm_90) gives another key");
 	cg_binary_free(&v);
 	o.arch = NULL;
 	s = cg_compile("// other\n", "mkt.cu", &o, CG_CUBIN, &v);
-	CHECK(strcmp(v.key, c1.key) != 0, "another source gives another key");
+	CHECK_SAY(strcmp(v.key, c1.key) != 0, "another source gives another key");
 	cg_binary_free(&v);
 
 	/* a corrupt entry is recompiled and rewritten */
@@ -306,11 +294,11 @@ int main(void)
 			fclose(f);
 		}
 		s = cg_compile(KERNEL, "mkt.cu", &o, CG_CUBIN, &v);
-		CHECK(s == CG_OK && v.from_cache == 0 && v.size == c1.size &&
-		      !memcmp(v.data, c1.data, c1.size), "corrupted entry: recompiled, same bytes");
+		CHECK_SAY(s == CG_OK && v.from_cache == 0 && v.size == c1.size &&
+		          !memcmp(v.data, c1.data, c1.size), "corrupted entry: recompiled, same bytes");
 		cg_binary_free(&v);
 		s = cg_compile(KERNEL, "mkt.cu", &o, CG_CUBIN, &v);
-		CHECK(s == CG_OK && v.from_cache == 1, "and the entry was rewritten: hit again");
+		CHECK_SAY(s == CG_OK && v.from_cache == 1, "and the entry was rewritten: hit again");
 		cg_binary_free(&v);
 	}
 
