@@ -17,6 +17,8 @@
 #include "../compiler/inspect.h"
 #include "mk_lib.h"
 
+static int device_model(const mk_ctx *c, ir_device *d, strbuf *log, char *file, size_t nfile);
+
 mk_status mk_ctx_create(const mk_ctx_opts *o, mk_ctx **out)
 {
 	if (!out)
@@ -64,7 +66,6 @@ mk_status mk_ctx_create(const mk_ctx_opts *o, mk_ctx **out)
 	CU(c, cu->cuDevicePrimaryCtxRetain(&c->cc, c->dev), "cuDevicePrimaryCtxRetain");
 	c->have_ctx = 1;
 	CU(c, cu->cuCtxSetCurrent(c->cc), "cuCtxSetCurrent");
-	char *name = c->card;
 	snprintf(c->card, sizeof c->card, "?");
 	cu->cuDeviceGetName(c->card, sizeof c->card, c->dev);
 	cu->cuDeviceGetAttribute(&c->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, c->dev);
@@ -72,13 +73,12 @@ mk_status mk_ctx_create(const mk_ctx_opts *o, mk_ctx **out)
 				 CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, c->dev);
 	cu->cuDeviceGetAttribute(&c->major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, c->dev);
 	cu->cuDeviceGetAttribute(&c->minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, c->dev);
-	snprintf(c->desc, sizeof c->desc, "%s, %d SMs, sm_%d%d", name, c->sms, c->major, c->minor);
-	const char *f = getenv("MK_DEVICE_FILE");
-	ir_device d = costmodel_h200();
-	const char *model = f && *f ? f : costmodel_card(c->card, &d, why, sizeof why);
-	if (model)  /* the cost model's constants, where not the defaults' (device_model) */
+	snprintf(c->desc, sizeof c->desc, "%s, %d SMs, sm_%d%d", c->card, c->sms, c->major, c->minor);
+	ir_device d;
+	char model[256];
+	if (device_model(c, &d, NULL, model, sizeof model) == 0 && *model)  /* keys over the defaults' */
 		snprintf(c->desc + strlen(c->desc), sizeof c->desc - strlen(c->desc),
-			 ", cost model %s%s", f && *f ? "" : "tools/devices/", model);
+			 ", cost model %s", model);
 	if (c->major < 8)
 		return mk_fail(c, MK_ERR_UNSUPPORTED,
 			     "%s: mkc kernels need compute capability 8.0 or newer", c->desc);
@@ -130,20 +130,30 @@ static int build_defines(const mk_param *params, int nparams, mk_define *defs, i
  * the file $MK_DEVICE_FILE names over them (docs/costmodel.md; e.g.
  * tools/devices/h100.txt), else those of the device file built in whose
  * card line names this GPU (tools/devices/), then what the context found
- * on its GPU (SMs, shared memory).  -1 with the file's error in log. */
-static int device_model(const mk_ctx *c, ir_device *d, strbuf *log)
+ * on its GPU (SMs, shared memory).  file[]: the keys' file ("tools/devices/
+ * h100.txt"), "" for the defaults'.  -1 with the file's error in log
+ * (when given). */
+static int device_model(const mk_ctx *c, ir_device *d, strbuf *log, char *file, size_t nfile)
 {
 	*d = costmodel_h200();
-	const char *f = getenv("MK_DEVICE_FILE");
+	file[0] = 0;
+	const char *f = getenv("MK_DEVICE_FILE"), *b;
 	char why[256];
 	if (f && *f) {
 		if (costmodel_load(f, d, why, sizeof why) != 0) {
-			sb_printf(log, "mk: MK_DEVICE_FILE: %s\n", why);
+			if (log)
+				sb_printf(log, "mk: MK_DEVICE_FILE: %s\n", why);
 			return -1;
 		}
-	} else if (c && !c->cpu && !costmodel_card(c->card, d, why, sizeof why) && *why) {
-		sb_printf(log, "mk: %s\n", why);  /* a built-in file is bad: the tests' to catch */
-		return -1;
+		snprintf(file, nfile, "%s", f);
+	} else if (c && !c->cpu) {
+		if ((b = costmodel_card(c->card, d, why, sizeof why)) != NULL)
+			snprintf(file, nfile, "tools/devices/%s", b);
+		else if (*why) {  /* a built-in file is bad: test_costmodel's to catch */
+			if (log)
+				sb_printf(log, "mk: %s\n", why);
+			return -1;
+		}
 	}
 	if (c && c->sms > 0) {
 		d->sms = c->sms;
@@ -165,7 +175,8 @@ static mk_status compile_for(const mk_ctx *c, srcset *src, int file, const mk_pa
 		return MK_ERR_INVALID;
 	}
 	ir_device dev;
-	if (device_model(c, &dev, log) != 0)
+	char model[256];
+	if (device_model(c, &dev, log, model, sizeof model) != 0)
 		return MK_ERR_INVALID;
 	/* no context, or a CPU one: only the CPU reference runs it */
 	compile_opts o = {.defs = defs, .ndefs = nd, .ranks_per_gpu = ranks, .world = world,
