@@ -33,7 +33,8 @@
  * (group kt is retired by wait_group 1 after group kt+1 is committed).
  *
  * Tile after tile.  A call may be told the tile this CTA runs next (`next`,
- * thread 0 asks it at the start): the next tile of a task that walks
+ * thread 0 asks it once this tile's loads are out, or at the start where
+ * the warpgroups trade registers): the next tile of a task that walks
  * several, or a tile of the CTA's next task when that is a task of the same
  * stage whose flags are already set; the producer goes on into its first
  * STAGES loads as soon as this tile's stages free up, while the consumers
@@ -629,9 +630,8 @@ struct mkd_wgmma_tile {
 			if (threadIdx.x == 0) {
 				produce(l, from, l.nk, pos, ring, bars);
 				/* else the next tile once this one's loads are out:
-				 * its flags had this tile's time to be set, and a
-				 * pool's next ticket goes out in about the order
-				 * tasks end (mkd_next_ready) */
+				 * its flags had this tile's time to be set, and this
+				 * tile's first loads did not wait for the check */
 				if (!TRADE_REGS) {
 					nt = next(nl);
 					asm volatile("fence.proxy.async.global;" ::: "memory");
