@@ -118,6 +118,10 @@ static void header(cg_em *E, int sys)
 		  "#define MK_PER_STAGE %d  // also one kernel per stage (benchmarks)\n\n",
 		  p->nodes, p->gpus, p->world, s->ctas, s->threads, s->ntasks, s->nflags, s->smem,
 		  p->ntmaps, sys, E->rl.tasks > 0, E->per_stage);
+	if (s->cluster > 1)
+		sb_printf(o, "// clusters of %d CTAs (sm_90a): a pool's tiles in pairs, whose B they load\n"
+			  "// together (mkd/wgmma.cuh, clusters); the runtime launches them so\n"
+			  "#define MK_CLUSTER %d\n\n", s->cluster, s->cluster);
 	if (s->npools)
 		sb_printf(o, "// pools: ops whose tasks the CTAs holding them take at run time, in\n"
 			  "// MK_POOL_ORDER, from the counter after READY and DONE (flag MK_NFLAGS + 2 + k)\n"
@@ -332,6 +336,12 @@ static void pool_tables(cg_em *E)
 		stage_pool[st] = k;
 		sb_printf(o, "%s{%s_%s, %d, %d, %d}", k ? ", " : "", stage_prefix[E->st[st].kind],
 			  p->ops[pl->op].stage, pl->first, pl->n, pl->ctas);
+	}
+	if (s->cluster > 1) {  /* the CTAs of a cluster take tickets together */
+		sb_puts(o, "};\n// CTAs that take a ticket together, tasks MK_POOL_ORDER[first + mc v ..]\n"
+			   "__device__ const signed char MK_POOL_MC[MK_NPOOLS] = {");
+		for (int k = 0; k < s->npools; k++)
+			sb_printf(o, "%s%d", k ? ", " : "", cg_op_cluster(E, &p->ops[s->pools[k].op]));
 	}
 	sb_puts(o, "};\n__device__ const signed char MK_STAGE_POOL[] = {");
 	for (int j = 0; j < E->nst; j++)
@@ -580,7 +590,8 @@ static void dispatch(cg_em *E)
 }
 
 /* The per-stage kernels' task lists: the same tasks as the kernel's,
- * stage by stage. */
+ * stage by stage; a pool's whose tiles go in pairs in the pool's order
+ * (CTA c takes tasks c, c + MK_CTAS, ...: the CTAs of a cluster pairs). */
 static void stage_tables(cg_em *E)
 {
 	const ir_prog *p = E->p;
@@ -596,9 +607,14 @@ static void stage_tables(cg_em *E)
 	}
 	for (int op = 0; op < p->nops; op++) {
 		first[op] = k;
+		const ir_pool *pl = NULL;
+		for (int j = 0; j < s->npools && cg_op_cluster(E, &p->ops[op]) > 1; j++)
+			if (s->pools[j].op == op)
+				pl = &s->pools[j];
 		for (int i = 0; i < s->ntasks; i++)
-			if (s->tasks[i].op == op) {
-				sb_printf(o, "%s%s%d", k ? "," : "", k % 16 ? " " : "\n\t", i);
+			if (pl ? i < pl->n : s->tasks[i].op == op) {
+				sb_printf(o, "%s%s%d", k ? "," : "", k % 16 ? " " : "\n\t",
+					  pl ? s->pool_order[pl->first + i] : i);
 				k++;
 			}
 	}

@@ -625,6 +625,12 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 		return;
 	}
 	const char *R = walk ? "r0" : "lo[1]", *N = walk ? "n0" : "lo[2]";
+	/* a pool's tiles in pairs on 2-CTA clusters (plan.c mm_cluster) */
+	const int mc = cg_op_cluster(E, op);
+	if (mc > 1 && (walk || !mp.wgmma || mp.carry || mp.late || op->gate)) {
+		cg_fail(E, "a paired matmul's tile walks, carries or waits per operand", op->stage);
+		return;
+	}
 	/* inlined into the kernel: the engine's wgmma chain and setmaxnreg need it */
 	cg_stage_head(E, op, what);
 	sb_printf(E->o,
@@ -690,6 +696,23 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 			  "%s"
 			  "\t\tcontinue;\n"
 			  "\t}\n", why, zt);
+	else if (rt >= 0 && mc > 1)
+		/* a pair of row tiles on a cluster (plan.c mm_cluster): a CTA
+		 * whose tile has no tokens still loads its half of B for the
+		 * other, unless neither has any */
+		sb_printf(E->o,
+			  "\tconst int filled = %s;\n"
+			  "\t// the first row tile of the pair this cluster runs (its rank 0's)\n"
+			  "#if MKD_CLUSTER > 1\n"
+			  "\tconst i64 pair = lo[1] - %d * (i64)mkd_cluster_rank();\n"
+			  "#else\n"
+			  "\tconst i64 pair = lo[1];\n"
+			  "#endif\n"
+			  "%s%s%s"
+			  "\tif (pair >= filled)  // no tokens in the pair: %s\n"
+			  "\t\treturn true;\n",
+			  rows_of, mp.bm, *zt ? "\tif (lo[1] >= filled) {  // no tokens here\n" : "", zt,
+			  *zt ? "\t}\n" : "", op->plan.skip_past ? "nothing reads these rows" : "none to load");
 	else if (rt >= 0)
 		sb_printf(E->o,
 			  "\tconst int filled = %s;\n"
@@ -747,6 +770,23 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 		       op->gate ? act : NULL, rt >= 0 ? em : NULL);
 		sb_puts(E->o, "#else\n");
 	}
+	else if (mp.wgmma && mc > 1)  /* (mm_cluster: a bucket's, one tile a task) */
+		sb_printf(E->o,
+			  "#ifdef MKD_HAS_WGMMA\n"
+			  "\tconst mkd_tmap *tm = (const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + %d;\n"
+			  "\tconst int a_row = (int)((lo[0] - mkd_base<MK_GPUS>(A, 0, rank)) * A.local[1] +\n"
+			  "\t\t\t\t lo[1] - mkd_base<MK_GPUS>(A, 1, rank));\n"
+			  "\tconst int b_row = (int)(%s * B.local[1]);\n"
+			  "\tconst int b_col = (int)(lo[2] - mkd_base<MK_GPUS>(B, 2, rank));\n"
+			  "\t// a tile past the tokens: no rows, no A (live -1), its half of B for the pair\n"
+			  "\tconst bool none = lo[1] >= filled;\n"
+			  "\tmkd_wgmma_tile<%s, %s, %d, %d, 64, %d, false, false, %s, MKD_CLUSTER>::run(tm, a_row, 0,\n"
+			  "\t\ttm + 1, b_row, b_col, (int)K, c, C.st[1], none ? 0 : rows, cols, smem, %s,\n"
+			  "\t\tnone ? -1 : (int)(filled - lo[1]));\n"
+			  "#else\n",
+			  mp.tmap, B->ndim == 3 ? "(lo[0] - mkd_base<MK_GPUS>(B, 0, rank))" : "0",
+			  cg_ctype(A->dtype), cg_ctype(C->dtype), mp.bm, mp.bn, mp.wg_stages,
+			  mp.full ? "true" : "false", epi);
 	else if (mp.wgmma)
 		sb_printf(E->o,
 			  "#ifdef MKD_HAS_WGMMA\n"

@@ -156,6 +156,10 @@ int compile_run(srcset *src, int file, const compile_opts *o,
 		opt.pool_rows = 1;
 	if (env_on("MK_POOL_SKIP"))  /* a pool's tasks past the tokens signalled, not run */
 		opt.pool_skip = 1;
+	/* MK_CLUSTER=1|2: a pool's tiles on CTAs alone, or in pairs on 2-CTA
+	 * clusters that share B's loads (plan.c mm_cluster; A/B) */
+	static const char *const clusters[] = {"1", "2", NULL};
+	opt.cluster = env_pick(d, "MK_CLUSTER", clusters, "1 or 2");
 	/* MK_DISPATCH_CTAS=all: a dispatch beside a pool on every CTA, not on
 	 * the plan's few (plan.c dispatch_ctas; A/B) */
 	static const char *const dctas[] = {"all", NULL};

@@ -86,6 +86,9 @@ void inspect_plans(const ir_prog *p, strbuf *out)
 				sb_printf(out, ", rows bounded by %s's buckets", p->ops[pl->mm.bucket].stage);
 			if (pl->pool)
 				sb_puts(out, ", tasks taken at run time (a pool)");
+			if (pl->mm.cluster > 1)
+				sb_printf(out, ", in pairs on %d-CTA clusters that share B's loads (sm_90a)",
+					  pl->mm.cluster);
 			if (pl->skip_past)
 				sb_puts(out, ", no stores past the tokens (nothing reads them)");
 			if (pl->signal_past)
@@ -213,8 +216,9 @@ void inspect_schedule(const ir_sched *s, strbuf *out)
 	const ir_prog *p = s->prog;
 	sb_printf(out, "pipeline %s: mesh %d x %d (world %d), %d rank%s per GPU\n", p->name,
 		  p->nodes, p->gpus, p->world, s->ranks_per_gpu, s->ranks_per_gpu > 1 ? "s" : "");
-	sb_printf(out, "each rank: %d CTAs x %d threads, %d bytes of shared memory per CTA\n",
-		  s->ctas, s->threads, s->smem);
+	sb_printf(out, "each rank: %d CTAs x %d threads, %d bytes of shared memory per CTA%s\n",
+		  s->ctas, s->threads, s->smem,
+		  s->cluster > 1 ? ", in clusters of 2 on sm_90a" : "");
 	sb_printf(out, "predicted %.1f us; floor %.1f us (compute %.1f us, communication %.1f us)\n",
 		  s->predicted_us, s->bound_us, s->compute_us, s->comm_us);
 	for (int k = 0; k < s->npools; k++)

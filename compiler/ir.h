@@ -227,6 +227,12 @@ typedef struct ir_mm_plan {
 	                       B's loads (weights) before A's flags, the
 	                       epilogue operand's just before the epilogue
 	                       (the stage waits per read) */
+	int cluster;        /* wgmma, a pool's: its tiles go to the CTAs of a
+	                       2-CTA cluster in pairs, the row tiles 2j and
+	                       2j + 1 of one weight slab, and each CTA loads
+	                       half of B for both (TMA multicast, wgmma.cuh's
+	                       MC) where the kernel runs in clusters
+	                       (ir_sched.cluster); 1: alone */
 } ir_mm_plan;
 
 /* Attention (mkd/attn.cuh): 16-bit inputs take the tensor-core tile of 128
@@ -616,6 +622,10 @@ typedef struct ir_sched {
 	ir_pool *pools;           /* the ops whose tasks are taken at run time */
 	int npools;
 	int *pool_order;          /* their tasks, pool by pool, in ticket order */
+	int cluster;              /* CTAs a cluster at launch: 2 where a pool's
+	                             op pairs its tiles (ir_mm_plan.cluster) and
+	                             the CTAs of every cluster hold the same
+	                             pools; else 1 */
 	double predicted_us;
 	int order_wave;           /* the list schedule took tasks by wave, not
 	                             ready first (sched.c list_schedule) */

@@ -65,6 +65,9 @@ typedef struct compile_opts {
 	                           column by column (MK_POOL_ORDER=rows) */
 	int pool_skip;          /* a pool's tasks past the tokens signalled, not
 	                           run (ir_plan.signal_past; MK_POOL_SKIP=1) */
+	int cluster;            /* 2: a pool's tiles in pairs on 2-CTA clusters
+	                           (ir_mm_plan.cluster), 1: each CTA alone,
+	                           0: the plan's (MK_CLUSTER=1|2) */
 	int dispatch_all;       /* a dispatch on every CTA, also beside a pool
 	                           (MK_DISPATCH_CTAS=all) */
 	int zero_past;          /* rows past a bucket's tokens zeroed even where

@@ -102,6 +102,25 @@ static int mm_pooled(const planner *P, const ir_op *op)
 	       bucket_dispatch(P->p, op->in[0]) >= 0;
 }
 
+/* Whether a pool's matmul op pairs its tiles on 2-CTA clusters
+ * (ir_mm_plan.cluster): the row tiles 2j and 2j + 1 of one expert's weight
+ * slab run side by side, and each CTA loads half of B for both (wgmma.cuh,
+ * clusters).  A tile reads 48 KB a k-block at 128 x 256, 32 KB so; the
+ * expert tiles are bound by those reads, not by their wgmmas (a tile of
+ * 16-63 rows takes as long as a full one: docs/perf-notes.md,
+ * twenty-fifth session).  Needs whole 128 x 256 or 128 x 128 tiles of one
+ * a task (a pool's: the pool hands out pairs), an even number of row tiles
+ * a bucket and of CTAs.  MK_CLUSTER=2 asks for it, MK_CLUSTER=1 keeps
+ * every CTA alone. */
+static int mm_cluster(const planner *P, const ir_op *op)
+{
+	const ir_mm_plan *m = &op->plan.mm;
+	const ir_tensor *A = &P->p->tensors[op->in[0]];
+	return P->o->cluster == 2 && op->plan.pool && m->wgmma && !m->wg_cols && !op->gate &&
+	       m->bm == 128 && m->bn >= 128 && m->tiles_m * m->tiles_n == 1 && m->ksplit <= 1 &&
+	       A->ndim == 3 && A->local[1] % (2 * m->bm) == 0 && P->ctas % 2 == 0;
+}
+
 /* The most tasks matmul op may make: its hint's, else IR_MM_POOL_TASKS for
  * a pool's, else IR_MM_TASKS. */
 static int64_t mm_cap(const planner *P, const ir_op *op)
@@ -570,6 +589,7 @@ static void plan_matmul(planner *P, ir_op *op, int wide)
 	 * and tiles that share a weight slab ran apart; docs/perf-notes.md,
 	 * twenty-fifth session) */
 	op->plan.pool = mm_pooled(P, op);
+	m->cluster = mm_cluster(P, op) ? 2 : 1;
 	const int one = m->wgmma && m->tiles_m * m->tiles_n == 1 && m->bucket < 0;
 	m->carry = m->wgmma && !P->o->no_carry && (m->bucket < 0 || !p->ops[m->bucket].rroute1) &&
 		   (ir_next_known(op) || m->tiles_m * m->tiles_n > 1);
@@ -1136,6 +1156,10 @@ int plan_run(ir_prog *p, const compile_opts *o, diags *d, arena *a)
 		 * twenty-third session); an opt-in: measured 2-5% slower at
 		 * 8192 tokens, 0.5-1.5% faster at 32768 (twenty-fourth) */
 		op->plan.signal_past = op->plan.pool && op->plan.skip_past && P.o->pool_skip;
+		/* a task signalled without running leaves its cluster's other
+		 * CTA alone with the pair */
+		if (op->plan.signal_past)
+			op->plan.mm.cluster = 1;
 	}
 	/* the kernel: every CTA can run every task */
 	p->threads = 256;

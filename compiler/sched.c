@@ -732,6 +732,7 @@ static void build_pools(sched *S, const compile_opts *opt)
 	ir_sched *s = S->s;
 	const ir_prog *p = S->p;
 	int np = 0, nt = 0;
+	s->cluster = 1;
 	for (int i = 0; i < s->ntasks; i++)
 		nt += p->ops[s->tasks[i].op].plan.pool;
 	for (int o = 0; o < p->nops; o++)
@@ -745,7 +746,7 @@ static void build_pools(sched *S, const compile_opts *opt)
 		S->err = 1;
 		return;
 	}
-	int first = 0;
+	int first = 0, pairs = 0, apart = s->ctas % 2 || (opt && opt->pool_rows);
 	for (int o = 0; o < p->nops; o++) {
 		if (!p->ops[o].plan.pool)
 			continue;
@@ -768,7 +769,18 @@ static void build_pools(sched *S, const compile_opts *opt)
 		pool_cmp c = {s, opt && opt->pool_rows};
 		qsort_r(s->pool_order + first, (size_t)pl->n, sizeof(int), pool_key, &c);
 		first += pl->n;
+		/* clusters take a pool's tickets together: both CTAs of every
+		 * cluster must hold the pool (the pools come in the same order
+		 * in every list: pool_phases) */
+		for (int k = 0; k + 1 < s->ctas; k += 2)
+			apart |= held[k] != held[k + 1];
+		pairs |= p->ops[o].plan.mm.cluster > 1;
 	}
+	/* the kernel runs in 2-CTA clusters where a pool pairs its tiles
+	 * (plan.c mm_cluster: an even number of a bucket's row tiles, so the
+	 * pool's order, row tile by row tile in a slab, holds them in pairs) */
+	if (pairs && !apart)
+		s->cluster = 2;
 }
 
 /* ---- list scheduling ------------------------------------------------------ */
@@ -870,6 +882,41 @@ static double late_rest_us(const ir_sched *s, const ir_task *t)
  * the order whose schedule the cost model predicts shorter. */
 /* (ORDER_READY, ORDER_WAVE: pass.h, as MK_SCHED_ORDER sets them) */
 
+/* The CTA for the next task of pool op o whose tiles go in pairs on 2-CTA
+ * clusters (the CTAs 2k and 2k + 1; ir_mm_plan.cluster), where `best` is
+ * the list schedule's pick among [first, first + nc): the pool's tickets
+ * are taken by both CTAs of a cluster together, so both must hold
+ * entries of it (sched.c build_pools; mkd_pool_take).  A pool's entries
+ * say only who takes part: a CTA whose cluster's other CTA holds none yet
+ * is followed by that CTA, and the last entry goes to a cluster that
+ * holds the pool already.  left[o]: its tasks still to place; open[o]:
+ * the CTA waiting for its other (-1: none); held[c]: CTA c holds it. */
+static int pair_place(const ir_sched *s, int o, int first, int nc, const double *cta_free,
+		      int best, int *left, int *open, char *held)
+{
+	(void)s;
+	int c = best;
+	if (open[o] >= 0) {
+		c = open[o] ^ 1;
+		open[o] = -1;
+	} else {
+		/* a new holder only where its cluster lies in the range, and
+		 * not for the last entry (its other would hold none) */
+		int pick = -1;
+		for (int k = first; k < first + nc; k++) {
+			const int in = (k ^ 1) >= first && (k ^ 1) < first + nc;
+			if ((held[k] || (in && left[o] > 1)) && (pick < 0 || cta_free[k] < cta_free[pick]))
+				pick = k;
+		}
+		c = pick >= 0 ? pick : best;
+		if (!held[c])
+			open[o] = c;
+	}
+	held[c] = 1;
+	left[o]--;
+	return c;
+}
+
 /* One list schedule in the given order: every task's role, CTA, order,
  * cost and predicted times.  Returns its end (us from the kernel's
  * start), -1 on an error (S->err set). */
@@ -897,10 +944,16 @@ static double list_order(sched *S, int how)
 	double *avail = wave ? arena_alloc(S->a, (size_t)n * sizeof(double)) : ready;
 	double *wkey = wave ? arena_alloc(S->a, (size_t)n * sizeof(double)) : ready;
 	int *per_op = arena_alloc(S->a, (size_t)(p->nops + 1) * 2 * sizeof(int));
+	/* a pool whose tiles go in pairs (plan.c mm_cluster): the CTAs
+	 * holding it come in clusters (2k, 2k + 1), see pair_place; by op,
+	 * its tasks not placed yet and the holder whose other CTA holds none
+	 * yet (-1), and by CTA the ops whose pools it holds (a bit an op) */
+	int *pair_left = arena_alloc(S->a, (size_t)(p->nops + 1) * 2 * sizeof(int));
+	char *holds = arena_alloc(S->a, (size_t)s->ctas * (size_t)(p->nops + 1));
 	heap h = {arena_alloc(S->a, (size_t)n * sizeof(int)), avail, 0, S->phase};
 	heap cand = {arena_alloc(S->a, (size_t)n * sizeof(int)), wkey, 0, S->phase};
 	if (!indeg || !succ || !nsucc || !ready || !ready_a || !ready_x || !need || !cta_free ||
-	    !cta_n || !h.v || !avail || !wkey || !per_op || !cand.v) {
+	    !cta_n || !h.v || !avail || !wkey || !per_op || !cand.v || !pair_left || !holds) {
 		S->err = 1;
 		return -1;
 	}
@@ -955,6 +1008,14 @@ static double list_order(sched *S, int how)
 	for (int r = 0; r < s->nroles; r++)
 		role_of_kind[s->roles[r].kind] = r;
 
+	int *pair_open = pair_left + p->nops + 1;
+	for (int o = 0; o <= p->nops; o++) {
+		pair_left[o] = 0;
+		pair_open[o] = -1;
+	}
+	for (int i = 0; i < n; i++)
+		pair_left[s->tasks[i].op]++;
+	memset(holds, 0, (size_t)s->ctas * (size_t)(p->nops + 1));
 	for (int i = 0; i < n; i++)
 		if (!indeg[i])
 			heap_push(&h, i);
@@ -990,6 +1051,10 @@ static double list_order(sched *S, int how)
 		for (int c = ro->first_cta; c < ro->first_cta + nc; c++)
 			if (cta_free[c] < cta_free[best])
 				best = c;
+		const ir_op *top = &p->ops[t->op];
+		if (top->plan.pool && top->plan.mm.cluster > 1)
+			best = pair_place(s, t->op, ro->first_cta, nc, cta_free, best, pair_left, pair_open,
+					  holds + (size_t)t->op * (size_t)s->ctas);
 		t->role = ri;
 		t->cta = best;
 		t->order = cta_n[best]++;

@@ -41,6 +41,7 @@
 	X(cuLaunchKernel, CUresult, (CUfunction, unsigned, unsigned, unsigned,     \
 	  unsigned, unsigned, unsigned, unsigned, CUstream, void **, void **))     \
 	X(cuLaunchKernelEx, CUresult, (const CUlaunchConfig *, CUfunction, void **, void **)) \
+	X(cuOccupancyMaxActiveClusters, CUresult, (int *, CUfunction, const CUlaunchConfig *)) \
 	X(cuMemAlloc, CUresult, (CUdeviceptr *, size_t))                           \
 	X(cuMemFree, CUresult, (CUdeviceptr))                                      \
 	X(cuMemGetInfo, CUresult, (size_t *, size_t *))                            \

@@ -75,6 +75,8 @@ struct mk_pipeline {
 	CUstream stream;
 	CUevent ev0, ev1;
 	CUfunction *stage_fn;     /* benchmarks: one kernel per stage */
+	int cluster;              /* CTAs a cluster at launch: the schedule's
+	                             (ir_sched.cluster) for sm_90a code, else 1 */
 	CUgraph graph;
 	CUgraphExec graph_exec;
 	unsigned long long epoch;

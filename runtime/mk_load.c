@@ -311,10 +311,36 @@ static mk_status load(mk_ctx *c, int file, mk_pipeline *p, const mk_load_opts *o
 	CU(c, cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, p->fn, p->s->threads,
 								(size_t)p->s->smem),
 	   "cuOccupancyMaxActiveBlocksPerMultiprocessor");
-	if (per_sm * c->sms < p->s->ctas * ranks * (p->comm ? rpg : 1))
+	const int all = p->s->ctas * ranks * (p->comm ? rpg : 1);
+	if (per_sm * c->sms < all)
 		return mk_fail(c, MK_ERR_TOO_LARGE,
 			     "%d CTAs cannot all be resident: %d per SM x %d SMs fit",
-			     p->s->ctas * ranks * (p->comm ? rpg : 1), per_sm, c->sms);
+			     all, per_sm, c->sms);
+	/* the schedule's clusters, for the code that uses them (sm_90a: the
+	 * Hopper engine's paired tiles); they must all be resident too */
+	p->cluster = p->s->cluster > 1 && !strcmp(arch, "sm_90a") ? p->s->cluster : 1;
+	if (p->cluster > 1) {
+		CUlaunchAttribute at;
+		memset(&at, 0, sizeof at);
+		at.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+		at.value.clusterDim.x = (unsigned)p->cluster;
+		at.value.clusterDim.y = at.value.clusterDim.z = 1;
+		CUlaunchConfig cfg;
+		memset(&cfg, 0, sizeof cfg);
+		cfg.gridDimX = (unsigned)(p->s->ctas * ranks);
+		cfg.gridDimY = cfg.gridDimZ = 1;
+		cfg.blockDimX = (unsigned)p->s->threads;
+		cfg.blockDimY = cfg.blockDimZ = 1;
+		cfg.sharedMemBytes = (unsigned)p->s->smem;
+		cfg.attrs = &at;
+		cfg.numAttrs = 1;
+		int nc = 0;
+		CU(c, cu->cuOccupancyMaxActiveClusters(&nc, p->fn, &cfg), "cuOccupancyMaxActiveClusters");
+		if (nc * p->cluster < all)
+			return mk_fail(c, MK_ERR_TOO_LARGE,
+				     "%d CTAs in clusters of %d cannot all be resident: %d clusters fit "
+				     "(MK_CLUSTER=1 runs them alone)", all, p->cluster, nc);
+	}
 	return mk_alloc_all(p, o ? o->trace : 0);
 }
 

@@ -45,10 +45,19 @@ static CUresult launch(mk_pipeline *p, mkd_params *k)
 static CUresult launch_fn(mk_pipeline *p, CUfunction fn, mkd_params *k, int cooperative,
 			  CUstream s)
 {
-	CUlaunchAttribute attr[1];
+	CUlaunchAttribute attr[2];
+	unsigned na = 0;
 	memset(attr, 0, sizeof attr);
-	attr[0].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
-	attr[0].value.cooperative = 1;
+	if (cooperative) {
+		attr[na].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+		attr[na++].value.cooperative = 1;
+	}
+	if (p->cluster > 1) {  /* the schedule's clusters (mk_load.c) */
+		attr[na].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+		attr[na].value.clusterDim.x = (unsigned)p->cluster;
+		attr[na].value.clusterDim.y = attr[na].value.clusterDim.z = 1;
+		na++;
+	}
 	CUlaunchConfig cfg;
 	memset(&cfg, 0, sizeof cfg);
 	cfg.gridDimX = (unsigned)(p->s->ctas * p->ranks);
@@ -58,7 +67,7 @@ static CUresult launch_fn(mk_pipeline *p, CUfunction fn, mkd_params *k, int coop
 	cfg.sharedMemBytes = (unsigned)p->s->smem;
 	cfg.hStream = s;
 	cfg.attrs = attr;
-	cfg.numAttrs = cooperative ? 1 : 0;
+	cfg.numAttrs = na;
 	void *args[] = {k};
 	return p->c->cu->cuLaunchKernelEx(&cfg, fn, args, NULL);
 }

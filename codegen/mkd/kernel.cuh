@@ -24,6 +24,9 @@
  *   MK_PROGRESSIVE[]         by stage: the stage waits for each read itself
  *   MK_NPOOLS                (optional) pools: then MK_POOLS[], MK_STAGE_POOL[]
  *                            (by stage: its pool or -1) and MK_POOL_ORDER[];
+ *                            with MK_CLUSTER (2: the kernel runs in 2-CTA
+ *                            clusters) also MK_POOL_MC[] (by pool: CTAs that
+ *                            take a ticket together, 1 or MK_CLUSTER);
  *                            with MK_POOL_PAST 1 also mk_pool_past(stage, p,
  *                            rank, i) (mkd_pool_take)
  *   mk_stage(stage, p, rank, cta, i, epoch, smem)   runs task i's stage
@@ -124,6 +127,32 @@ static __device__ __forceinline__ int mkd_pool_take(const mkd_params &p, int ran
 {
 	const mkd_pool &q = MK_POOLS[k];
 	(void)cta;
+#if MKD_CLUSTER > 1
+	// Clusters (MK_POOL_MC[k] > 1): the CTAs of a cluster take the pool's
+	// tasks together, ticket v giving the one of cluster rank c the task
+	// MK_POOL_ORDER[first + mc v + c] (pairs of row tiles of one weight
+	// slab, whose B they load together: mkd/wgmma.cuh).  The first takes
+	// the ticket, the others read it from its shared memory; a run takes
+	// (n + ctas) / mc tickets.  Both CTAs hold the pool (sched.c), so the
+	// first cluster barrier waits for one that is still on its tasks
+	// before the pool.
+	if (MK_POOL_MC[k] > 1) {
+		const int mc = MK_POOL_MC[k];
+		const u32 c = mkd_cluster_rank();
+		mkd_cluster_sync();  // every CTA of the cluster has read the last ticket
+		if (threadIdx.x == 0 && c == 0) {
+			u64 *counter = (u64 *)p.ranks[rank].flags + MK_NFLAGS + 2 + k;
+			const u64 v = atomicAdd((unsigned long long *)counter, 1ull) -
+				      (epoch - 1) * (u64)((q.n + q.ctas) / mc);
+			mkd_pool_next = v < (u64)(q.n / mc) ? (int)v : -1;
+		}
+		mkd_cluster_sync();  // the ticket is in the first CTA's shared memory
+		int v;
+		asm volatile("ld.shared::cluster.u32 %0, [%1];"
+			     : "=r"(v) : "r"(mkd_cluster_addr(mkd_smem_addr(&mkd_pool_next), 0)));
+		return v < 0 ? -1 : MK_POOL_ORDER[q.first + mc * v + (int)c];
+	}
+#endif
 	__syncthreads();  // every thread has read the last ticket
 	if (threadIdx.x == 0) {
 		u64 *counter = (u64 *)p.ranks[rank].flags + MK_NFLAGS + 2 + k;

@@ -40,6 +40,39 @@ MKD_INLINE bool mkd_mbar_try_wait(u32 bar, u32 parity)
 		     : "=r"(ok) : "r"(bar), "r"(parity) : "memory");
 	return ok != 0;
 }
+/* ---- clusters: the CTAs of a cluster reach each other's barriers ---------- */
+
+/* this CTA's rank in its cluster (0 when launched without clusters) */
+MKD_INLINE u32 mkd_cluster_rank()
+{
+	u32 r;
+	asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+	return r;
+}
+/* the same shared-memory offset (a barrier) in the CTA of rank `rank` */
+MKD_INLINE u32 mkd_cluster_addr(u32 bar, u32 rank)
+{
+	u32 r;
+	asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(bar), "r"(rank));
+	return r;
+}
+/* arrive (count 1) on a barrier given by its cluster address (any CTA of
+ * the cluster, this one too).  Release at CTA scope, the default: what it
+ * orders is this warp's wgmma reads of its own shared memory, retired
+ * before the call, against the TMA writes that the arrival lets another
+ * CTA's producer issue; .release.cluster would put a GPU-wide fence
+ * (MEMBAR.ALL.GPU) before every arrival */
+MKD_INLINE void mkd_mbar_arrive_cluster(u32 cbar)
+{
+	asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" :: "r"(cbar) : "memory");
+}
+/* every thread of every CTA of the cluster; release before, acquire after */
+MKD_INLINE void mkd_cluster_sync()
+{
+	asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
+		     "barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
 /* Wait for the phase of parity `parity` to complete (acquire, CTA scope).
  * Inline on purpose: a call inside a setmaxnreg region makes ptxas give up
  * (C7600, register allocation failed at 232). */

@@ -9,6 +9,7 @@
  *   MK_T[]                   the tensors (mkd/tensor.cuh)
  *   MK_READS[], MK_WAITS[]   rows of mkd/tables.cuh, rank 0's view
  *   MK_EXPECTED[]            signals each flag gets per run
+ *   MK_CLUSTER               (optional) 2: the kernel runs in 2-CTA clusters
  * Without MK_NTASKS (a file that includes every header of the library) this
  * one is empty.
  */
@@ -20,6 +21,15 @@
 #include "tensor.cuh"
 
 #ifdef MK_NTASKS
+// CTAs a cluster where the kernel's clusters are used: MK_CLUSTER on
+// sm_90a (the Hopper engine shares B's loads in them: mkd/wgmma.cuh), else
+// 1 (the runtime launches clusters only for sm_90a code)
+#if defined(MK_CLUSTER) && MK_CLUSTER > 1 && defined(MKD_HAS_WGMMA)
+#define MKD_CLUSTER MK_CLUSTER
+#else
+#define MKD_CLUSTER 1
+#endif
+
 #if MK_RDMA
 // the largest proxy ticket of this CTA's run: delivered before it ends
 __shared__ u64 mkd_ticket;

@@ -23,7 +23,7 @@
  * each), every piece 1024-byte aligned.  full[s] (count 1) completes when
  * the producer has arrived with
  * expect_tx(stage bytes) and the TMA engine has written those bytes;
- * empty[s] (count 8: lane 0 of each consumer warp) completes when both
+ * empty[s] (count 8: lane 0 of each consumer warp; 8 * MC, below) completes when both
  * consumer warpgroups are done reading stage s.  Load kt uses stage
  * kt % STAGES in round r = kt / STAGES: consumers wait full[s] for parity
  * r & 1, the producer waits empty[s] for parity (r & 1) ^ 1 - in round 0
@@ -46,6 +46,22 @@
  * Otherwise (no next tile, or not ready) the call ends with its barriers
  * invalidated, and the ring and the barrier words are plain shared memory
  * again for whatever stage code runs next.
+ *
+ * Clusters (MC = 2; launched with clusters of MC CTAs along x).  The CTAs
+ * of a cluster run tiles of the same B columns and k-blocks at the same
+ * time (row tiles of one weight slab), each its own A rows.  B's boxes are
+ * shared out: the CTA of rank r loads boxes r * B_BOXES / MC .. and
+ * multicasts them into the same stage of every CTA, whose full[s] counts
+ * the bytes as its own (STAGE_BYTES whoever loaded them).  So stage s of a
+ * CTA is written by every producer of the cluster, and empty[s] counts
+ * the consumer warps of all of them (8 * MC): a warp done with stage s
+ * arrives on empty[s] in every CTA.  A cluster barrier follows the
+ * barriers' initialisation (no load may reach a CTA whose barriers are not
+ * live) and precedes their invalidation (no CTA's release may arrive at a
+ * dead barrier).  The CTAs of a cluster pass the same k-blocks and the same
+ * key, and their next() the same answer; a CTA with no rows of its own
+ * still loads its boxes and frees every stage.  L2 reads per k-block fall
+ * from A + B to A + B / MC (48 KB to 32 KB at 128 x 256).
  *
  * Shared-memory layouts (128-byte swizzle: the 16-byte chunk c of the
  * 128-byte line l of a 1024-byte aligned block sits at chunk c ^ (l % 8);
@@ -111,7 +127,9 @@ struct mkd_wg_loads {
 	                        rest are zeros (a bucket's rows past its tokens):
 	                        a consumer warpgroup whose 64 rows are all zeros
 	                        multiplies nothing and stores epi(0), what its
-	                        products would give; 0: every row may be */
+	                        products would give; 0: every row may be; < 0:
+	                        the CTA has no rows (M 0) and loads no A, it
+	                        only takes its part in a cluster's B loads */
 };
 
 /* The next call has no tile to go on into (the stage function's `next`
@@ -182,6 +200,15 @@ MKD_INLINE void mkd_tma_load_2d(u32 dst, const mkd_tmap *map, int c0, int c1, u3
 	asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
 		     " [%0], [%1, {%2, %3}], [%4];"
 		     :: "r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
+/* the same box into the same smem offset of every CTA of the cluster in
+ * mask, bytes counted on each one's barrier at offset bar */
+MKD_INLINE void mkd_tma_load_2d_mc(u32 dst, const mkd_tmap *map, int c0, int c1, u32 bar,
+				   unsigned short mask)
+{
+	asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+		     ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;"
+		     :: "r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(bar), "h"(mask) : "memory");
 }
 MKD_INLINE void mkd_tma_prefetch_desc(const mkd_tmap *map)
 {
@@ -307,7 +334,7 @@ template <int ID> MKD_INLINE void mkd_wg_bar()
 /* ---- the tile engine ------------------------------------------------------- */
 
 template <typename T, typename TC, int BM, int BN, int BK, int STAGES, bool COLS = false,
-	  bool GATE = false, bool FULL = false>
+	  bool GATE = false, bool FULL = false, int MC = 1>
 struct mkd_wgmma_tile {
 	enum {
 		THREADS = 384,
@@ -325,7 +352,11 @@ struct mkd_wgmma_tile {
 		/* 1024 of slack to align the ring, then full[] and empty[], then
 		 * the gate's values */
 		SMEM = 1024 + RING + 2 * STAGES * 8 + GATE_BYTES,
-		TRADE_REGS = (BN > 128) && !COLS && MKD_WG_TRADE
+		TRADE_REGS = (BN > 128) && !COLS && MKD_WG_TRADE,
+		/* MC > 1: B's boxes this CTA loads for the whole cluster; an
+		 * empty barrier waits for the consumer warps of every CTA */
+		MC_BOXES = B_BOXES / MC,
+		EMPTY_COUNT = 8 * MC
 	};
 	static_assert(sizeof(T) == 2, "wgmma tile takes 16-bit inputs (bf16, f16)");
 	static_assert(BM == 128, "two consumer warpgroups of 64 rows each");
@@ -335,29 +366,57 @@ struct mkd_wgmma_tile {
 	static_assert(!GATE || (COLS && BN == 128), "a gate-up tile: 64 columns of each weight");
 	static_assert(!FULL || (!COLS && !GATE), "FULL: whole 128-row tiles");
 	static_assert(STAGES >= 2 && STAGES <= 12, "2..12 stages");
+	static_assert(MC == 1 || MC == 2, "clusters of 1 or 2 CTAs");
+	static_assert(MC == 1 || (!COLS && !GATE && B_BOXES % MC == 0),
+		      "a cluster shares B's boxes: whole 128-row tiles, BN >= 128");
 
 	static MKD_INLINE u32 full_bar(u32 bars, int s) { return bars + 8 * s; }
 	static MKD_INLINE u32 empty_bar(u32 bars, int s) { return bars + 8 * (STAGES + s); }
 
-	/* one thread: stage s for its next load, of round parity ph: wait for
-	 * it to be free and announce the whole stage's bytes */
-	static MKD_INLINE void claim(u32 bars, u32 s, u32 ph)
+	/* one thread: stage s for its next load of tile l, of round parity ph:
+	 * wait for it to be free and announce the whole stage's bytes (B's
+	 * alone where the CTA has no rows) */
+	static MKD_INLINE void claim(const mkd_wg_loads &l, u32 bars, u32 s, u32 ph)
 	{
 		mkd_mbar_wait(empty_bar(bars, s), ph ^ 1, MKD_WG_TIMEOUT_NS);
-		mkd_mbar_arrive_tx(full_bar(bars, s), STAGE_BYTES);
+		mkd_mbar_arrive_tx(full_bar(bars, s), l.live < 0 ? STAGE_BYTES - A_BYTES : STAGE_BYTES);
 	}
 	/* k step kt of tile l's A, and of its B, into stage s */
 	static MKD_INLINE void load_a(const mkd_wg_loads &l, int kt, u32 ring, u32 bars, u32 s)
 	{
+		if (l.live < 0)
+			return;
 		mkd_tma_load_2d(ring + s * STAGE_BYTES, l.ta, l.a_col + kt * BK, l.a_row, full_bar(bars, s));
 	}
 	static MKD_INLINE void load_b(const mkd_wg_loads &l, int kt, u32 ring, u32 bars, u32 s)
 	{
+		if constexpr (MC > 1) {  /* this CTA's share of the boxes, to every CTA of the cluster */
+			const int j0 = (int)mkd_cluster_rank() * MC_BOXES;
 #pragma unroll
-		for (int j = 0; j < B_BOXES; j++)  /* GATE: box 0 the gate's, box 1 B's, same columns */
-			mkd_tma_load_2d(ring + s * STAGE_BYTES + A_BYTES + j * B_BOX,
-					GATE && j == 0 ? l.tg : l.tb, l.b_col + (GATE ? 0 : 64 * j),
-					l.b_row + kt * BK, full_bar(bars, s));
+			for (int j = j0; j < j0 + MC_BOXES; j++)
+				mkd_tma_load_2d_mc(ring + s * STAGE_BYTES + A_BYTES + j * B_BOX, l.tb,
+						   l.b_col + 64 * j, l.b_row + kt * BK, full_bar(bars, s),
+						   (unsigned short)((1u << MC) - 1));
+		} else {
+#pragma unroll
+			for (int j = 0; j < B_BOXES; j++)  /* GATE: box 0 the gate's, box 1 B's, same columns */
+				mkd_tma_load_2d(ring + s * STAGE_BYTES + A_BYTES + j * B_BOX,
+						GATE && j == 0 ? l.tg : l.tb, l.b_col + (GATE ? 0 : 64 * j),
+						l.b_row + kt * BK, full_bar(bars, s));
+		}
+	}
+
+	/* a consumer warp (its lane 0) is done reading stage s: with MC > 1
+	 * every CTA's producer writes into it, so each one hears of it */
+	static MKD_INLINE void release(u32 bars, u32 s)
+	{
+		if constexpr (MC == 1) {
+			mkd_mbar_arrive(empty_bar(bars, s));
+		} else {
+#pragma unroll
+			for (u32 r = 0; r < MC; r++)
+				mkd_mbar_arrive_cluster(mkd_cluster_addr(empty_bar(bars, s), r));
+		}
 	}
 
 	/* one thread: loads kt0..kt1 of tile l as loads pos + kt of the ring */
@@ -366,7 +425,7 @@ struct mkd_wgmma_tile {
 	{
 		u32 s = (pos + kt0) % STAGES, ph = ((pos + kt0) / STAGES) & 1;
 		for (int kt = kt0; kt < kt1; kt++) {
-			claim(bars, s, ph);
+			claim(l, bars, s, ph);
 			load_a(l, kt, ring, bars, s);
 			load_b(l, kt, ring, bars, s);
 			if (++s == STAGES) {
@@ -393,7 +452,7 @@ struct mkd_wgmma_tile {
 		const u32 s0 = (pos + kt0) % STAGES;
 		u32 s = s0, ph = ((pos + kt0) / STAGES) & 1;
 		for (int kt = kt0; kt < early; kt++) {
-			claim(bars, s, ph);
+			claim(l, bars, s, ph);
 			load_b(l, kt, ring, bars, s);
 			if (++s == STAGES) {
 				s = 0;
@@ -445,7 +504,7 @@ struct mkd_wgmma_tile {
 			for (int kt = 0; kt < nk; kt++) {
 				mkd_mbar_wait(full_bar(bars, s), ph, tmo);
 				if (lane == 0)
-					mkd_mbar_arrive(empty_bar(bars, s));
+					release(bars, s);
 				if (++s == STAGES) {
 					s = 0;
 					ph ^= 1;
@@ -469,7 +528,7 @@ struct mkd_wgmma_tile {
 				if (kt > 0) {  /* group kt-1 retired: its stage is free */
 					mkd_wg_wait<1>();
 					if (lane == 0)
-						mkd_mbar_arrive(empty_bar(bars, prev));
+						release(bars, prev);
 				}
 				prev = s;
 				if (++s == STAGES) {
@@ -482,7 +541,7 @@ struct mkd_wgmma_tile {
 			for (int i = 0; i < CACC; i++)
 				mkd_wg_pin(d[i]);
 			if (nk > 0 && lane == 0)  /* the last stage too: the next tile's loads may use it */
-				mkd_mbar_arrive(empty_bar(bars, prev));
+				release(bars, prev);
 		}
 		if (X) {  /* the epilogue's operand: its flags, by the first consumer thread */
 			if (threadIdx.x == 128)
@@ -562,7 +621,8 @@ struct mkd_wgmma_tile {
 			const int m = M - 64 * w;
 			/* warp-uniform, as the wgmma chain wants it (else ptxas
 			 * serializes it: a divergent path) */
-			const bool idle = __shfl_sync(0xffffffffu, live > 0 && live <= 64 * w, 0);
+			const bool idle =
+				__shfl_sync(0xffffffffu, live < 0 || (live > 0 && live <= 64 * w), 0);
 			consume<BN, X>(w, 0, nk, pos, ring, bars, C + (i64)(64 * w) * ldc, ldc, m, N,
 				       64 * w, 0, epi, wx, tmo, 0, gs, act, idle);
 		}
@@ -598,11 +658,16 @@ struct mkd_wgmma_tile {
 #pragma unroll
 			for (int s = 0; s < STAGES; s++) {
 				mkd_mbar_init(full_bar(bars, s), 1);
-				mkd_mbar_init(empty_bar(bars, s), 8);
+				mkd_mbar_init(empty_bar(bars, s), EMPTY_COUNT);
 			}
 			asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 		}
-		__syncthreads();  /* the barriers are live; every thread has read mkd_wg_ring */
+		/* the barriers are live; every thread has read mkd_wg_ring; MC > 1:
+		 * in every CTA of the cluster, before any loads into them */
+		if constexpr (MC > 1)
+			mkd_cluster_sync();
+		else
+			__syncthreads();
 
 		if (wg == 0) {
 			mkd_wg_loads nl = l;
@@ -665,7 +730,12 @@ struct mkd_wgmma_tile {
 				asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(MKD_WG_REGS));
 			}
 		}
-		__syncthreads();  /* this tile's loads consumed, its wgmmas retired */
+		/* this tile's loads consumed, its wgmmas retired; MC > 1: the other
+		 * CTAs' releases into this one's barriers have arrived too */
+		if constexpr (MC > 1)
+			mkd_cluster_sync();
+		else
+			__syncthreads();
 		if (threadIdx.x == 0 && mkd_wg_ring.key < 0) {
 #pragma unroll
 			for (int s = 0; s < STAGES; s++) {

@@ -58,32 +58,37 @@ static const char SRC_HEAD[] =
 	"\t\tp[i] = f16 ? mkd_f32_f16(mkt_val(i, seed)) : mkd_f32_bf16(mkt_val(i, seed));\n"
 	"}\n"
 	"\n"
-	"// persistent: CTA b takes tiles b, b + gridDim.x, ... in grouped order\n"
-	"template <typename T, typename TC, int BN, int STAGES>\n"
+	"// persistent: cluster c (MC CTAs along x) takes tiles c, c + clusters, ...\n"
+	"// in grouped order; a tile is MC row tiles of the same columns, the CTA\n"
+	"// of cluster rank q the q-th (MC 2: B multicast, mkd/wgmma.cuh)\n"
+	"template <typename T, typename TC, int BN, int STAGES, int MC>\n"
 	"static __device__ __forceinline__ void mkt_gemm(const mkd_tmap *ta, const mkd_tmap *tb,\n"
 	"\t\t\t\t\t\tTC *C, int M, int N, int K, long long ldc)\n"
 	"{\n"
 	"\textern __shared__ __align__(1024) char smem[];\n"
-	"\ttypedef mkd_wgmma_tile<T, TC, 128, BN, 64, STAGES> tile;\n"
-	"\tconst int tm = (M + 127) / 128, tn = (N + BN - 1) / BN, total = tm * tn;\n"
-	"\tconst int G = 16;  // tile rows per band\n"
-	"\tfor (int t = blockIdx.x; t < total; t += gridDim.x) {\n"
+	"\ttypedef mkd_wgmma_tile<T, TC, 128, BN, 64, STAGES, false, false, false, MC> tile;\n"
+	"\tconst int tm = ((M + 127) / 128 + MC - 1) / MC, tn = (N + BN - 1) / BN, total = tm * tn;\n"
+	"\tconst int G = 16 / MC;  // tile rows (of MC row tiles) per band\n"
+	"\tconst int q = (int)(blockIdx.x % MC), c = (int)(blockIdx.x / MC), nc = (int)(gridDim.x / MC);\n"
+	"\tfor (int t = c; t < total; t += nc) {\n"
 	"\t\tconst int band = t / (G * tn), first = band * G;\n"
 	"\t\tconst int rows = tm - first < G ? tm - first : G;\n"
 	"\t\tconst int r = t - band * G * tn;\n"
-	"\t\tconst int m0 = (first + r % rows) * 128, n0 = (r / rows) * BN;\n"
+	"\t\tconst int m0 = ((first + r % rows) * MC + q) * 128, n0 = (r / rows) * BN;\n"
+	"\t\t// past M: no rows, this CTA only loads its part of B (live -1)\n"
 	"\t\ttile::run(ta, m0, 0, tb, 0, n0, K, C + (long long)m0 * ldc + n0, ldc, M - m0, N - n0,\n"
-	"\t\t\t  smem, mkd_epi_none());\n"
+	"\t\t\t  smem, mkd_epi_none(), m0 < M ? 0 : -1);\n"
 	"\t}\n"
 	"}\n"
 	"\n"
-	"#define MKT_GEMM(name, T, TC, BN, S)                                                   \\\n"
-	"\textern \"C\" __constant__ int name##_smem = mkd_wgmma_tile<T, TC, 128, BN, 64, S>::SMEM; \\\n"
+	"#define MKT_GEMM(name, T, TC, BN, S, MC)                                               \\\n"
+	"\textern \"C\" __constant__ int name##_smem =                                         \\\n"
+	"\t\tmkd_wgmma_tile<T, TC, 128, BN, 64, S, false, false, false, MC>::SMEM;         \\\n"
 	"\textern \"C\" __global__ void __launch_bounds__(384, 1)                             \\\n"
 	"\tname(const __grid_constant__ mkd_tmap ta, const __grid_constant__ mkd_tmap tb, TC *C, \\\n"
 	"\t     int M, int N, int K, long long ldc)                                         \\\n"
 	"\t{                                                                                \\\n"
-	"\t\tmkt_gemm<T, TC, BN, S>(&ta, &tb, C, M, N, K, ldc);                       \\\n"
+	"\t\tmkt_gemm<T, TC, BN, S, MC>(&ta, &tb, C, M, N, K, ldc);                   \\\n"
 	"\t}\n";
 
 /* The mma.cuh engine (every arch but sm_90a) must still build from the
@@ -101,18 +106,22 @@ static const char SRC_FALLBACK[] =
 	"#error \"wgmma engine visible outside sm_90a\"\n"
 	"#endif\n";
 
+/* mc: CTAs a cluster (2: B multicast to both, mkd/wgmma.cuh) */
 typedef struct variant {
 	const char *name;
-	int in_f16, out_f32, bn, stages;
+	int in_f16, out_f32, bn, stages, mc;
 } variant;
 
+enum { V_128, V_256, V_256_MC2 };  /* the ones timed */
 static const variant VARIANTS[] = {
-	{"gemm_bf16_bf16_128", 0, 0, 128, 6},
-	{"gemm_bf16_bf16_256", 0, 0, 256, 4},
-	{"gemm_bf16_f32_128", 0, 1, 128, 6},
-	{"gemm_bf16_f32_256", 0, 1, 256, 4},
-	{"gemm_f16_f32_128", 1, 1, 128, 6},
-	{"gemm_f16_bf16_256", 1, 0, 256, 4},
+	{"gemm_bf16_bf16_128", 0, 0, 128, 6, 1},
+	{"gemm_bf16_bf16_256", 0, 0, 256, 4, 1},
+	{"gemm_bf16_bf16_256_mc2", 0, 0, 256, 4, 2},
+	{"gemm_bf16_f32_128", 0, 1, 128, 6, 1},
+	{"gemm_bf16_f32_256", 0, 1, 256, 4, 1},
+	{"gemm_f16_f32_128", 1, 1, 128, 6, 1},
+	{"gemm_f16_bf16_256", 1, 0, 256, 4, 1},
+	{"gemm_bf16_f32_128_mc2", 0, 1, 128, 6, 2},
 };
 #define NVAR ((int)(sizeof VARIANTS / sizeof VARIANTS[0]))
 
@@ -125,9 +134,9 @@ static char *kernel_source(void)
 	size_t len = (size_t)snprintf(s, n, "%s\n", SRC_HEAD);
 	for (int i = 0; i < NVAR; i++) {
 		const variant *v = &VARIANTS[i];
-		len += (size_t)snprintf(s + len, n - len, "MKT_GEMM(%s, %s, %s, %d, %d)\n", v->name,
+		len += (size_t)snprintf(s + len, n - len, "MKT_GEMM(%s, %s, %s, %d, %d, %d)\n", v->name,
 					v->in_f16 ? "mkd_f16" : "mkd_bf16",
-					v->out_f32 ? "float" : "mkd_bf16", v->bn, v->stages);
+					v->out_f32 ? "float" : "mkd_bf16", v->bn, v->stages, v->mc);
 	}
 	return s;
 }
@@ -207,7 +216,11 @@ typedef struct gemm {
 	long long M, N, K, ldc;
 } gemm;
 
-static void launch(int v, const gemm *g)
+/* 1: launches are cooperative as well (the megakernel's are): whether the
+ * driver takes clusters in a cooperative launch */
+static int coop_launch;
+
+static CUresult try_launch(int v, const gemm *g)
 {
 	_Alignas(64) unsigned char ta[MK_TMAP_BYTES], tb[MK_TMAP_BYTES];
 	char err[256];
@@ -220,9 +233,26 @@ static void launch(int v, const gemm *g)
 	long long ldc = g->ldc;
 	CUdeviceptr C = g->C;
 	void *args[] = {ta, tb, &C, &M, &N, &K, &ldc};
-	CK(cu->cuLaunchKernel(kerns[v].f, (unsigned)sms, 1, 1, 384, 1, 1, (unsigned)kerns[v].smem,
-			      NULL, args, NULL));
+	CUlaunchAttribute attr[2];
+	memset(attr, 0, sizeof attr);
+	attr[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+	attr[0].value.clusterDim.x = (unsigned)VARIANTS[v].mc;
+	attr[0].value.clusterDim.y = attr[0].value.clusterDim.z = 1;
+	attr[1].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+	attr[1].value.cooperative = 1;
+	CUlaunchConfig cfg;
+	memset(&cfg, 0, sizeof cfg);
+	cfg.gridDimX = (unsigned)(sms / VARIANTS[v].mc * VARIANTS[v].mc);
+	cfg.gridDimY = cfg.gridDimZ = 1;
+	cfg.blockDimX = 384;
+	cfg.blockDimY = cfg.blockDimZ = 1;
+	cfg.sharedMemBytes = (unsigned)kerns[v].smem;
+	cfg.attrs = attr;
+	cfg.numAttrs = coop_launch ? 2 : 1;
+	return cu->cuLaunchKernelEx(&cfg, kerns[v].f, args, NULL);
 }
+
+static void launch(int v, const gemm *g) { CK(try_launch(v, g)); }
 
 /* ---- cuBLAS, if there is one (tests/gpu/cublas.h) -------------------------------- */
 
@@ -563,7 +593,27 @@ int main(int argc, char **argv)
 	check_shape(128, 128, 64, 1);
 	check_shape(256, 512, 1024, 1);
 	check_shape(1000, 264, 264, 1);
+	check_shape(640, 256, 512, 1);  /* 5 row tiles: a cluster's second CTA has none */
 	check_shape(4096, 4096, 4096, 0);
+	{  /* the 2-CTA clusters once more, launched cooperatively */
+		gemm g = {0, 0, 0, 1024, 512, 1024, 512};
+		CK(cu->cuMemAlloc(&g.A, (size_t)(g.M * g.K * 2)));
+		CK(cu->cuMemAlloc(&g.B, (size_t)(g.K * g.N * 2)));
+		CK(cu->cuMemAlloc(&g.C, (size_t)(g.M * g.N * 2)));
+		fill(g.A, g.M * g.K, SEED_A, 0);
+		fill(g.B, g.K * g.N, SEED_B, 0);
+		CK(cu->cuMemsetD8(g.C, 0xff, (size_t)(g.M * g.N * 2)));
+		coop_launch = 1;
+		CUresult r = try_launch(V_256_MC2, &g);
+		coop_launch = 0;
+		if (r == CUDA_SUCCESS)
+			check_sample("1024x512x1024 clusters of 2, cooperative", &g, 0);
+		else
+			printf("note cooperative launch in clusters of 2: %s\n", cudrv_errstr(r));
+		CK(cu->cuMemFree(g.A));
+		CK(cu->cuMemFree(g.B));
+		CK(cu->cuMemFree(g.C));
+	}
 	if (check_only) {
 		printf("gpu_gemm: %s\n", failures ? "WRONG RESULTS" : "all results correct");
 		return failures != 0;
@@ -589,8 +639,8 @@ int main(int argc, char **argv)
 	CK(cu->cuMemAlloc(&B, (size_t)maxb * 2));
 	CK(cu->cuMemAlloc(&C, (size_t)maxc * 2));
 	CK(cu->cuMemAlloc(&C2, (size_t)maxc * 2));
-	printf("\n%-22s %12s %12s %12s %7s\n", "M x N x K (bf16)", "ours 128x128", "ours 128x256",
-	       "cuBLAS", "ratio");
+	printf("\n%-22s %12s %12s %12s %12s %7s\n", "M x N x K (bf16)", "ours 128x128",
+	       "ours 128x256", "256, 2 CTAs", "cuBLAS", "ratio");
 	for (int i = 0; i < 7; i++) {
 		const long long *s = shapes[i];
 		gemm g = {A, B, C, s[0], s[1], s[2], s[1]}, gb = g;
@@ -599,9 +649,10 @@ int main(int argc, char **argv)
 		fill(A, s[0] * s[2], SEED_A, 0);
 		fill(B, s[2] * s[1], SEED_B, 0);
 		double flop = 2.0 * (double)s[0] * (double)s[1] * (double)s[2];
-		double tf[2], tb = 0;
-		for (int j = 0; j < 2; j++) {
-			int v = j ? 1 : 0;  /* gemm_bf16_bf16_128, _256 */
+		static const int timed[] = {V_128, V_256, V_256_MC2};
+		double tf[3], tb = 0, best = 0;
+		for (int j = 0; j < 3; j++) {
+			int v = timed[j];
 			CK(cu->cuMemsetD8(C, 0xff, (size_t)(s[0] * s[1] * 2)));
 			launch(v, &g);
 			snprintf(what, sizeof what, "%lldx%lldx%lld %s", s[0], s[1], s[2], VARIANTS[v].name);
@@ -617,9 +668,10 @@ int main(int argc, char **argv)
 		}
 		char shape[48];
 		snprintf(shape, sizeof shape, "%lldx%lldx%lld", s[0], s[1], s[2]);
-		double best = tf[0] > tf[1] ? tf[0] : tf[1];
-		printf("%-22s %12.1f %12.1f %12.1f %7.3f   TFLOP/s\n", shape, tf[0], tf[1], tb,
-		       tb > 0 ? best / tb : 0.0);
+		for (int j = 0; j < 3; j++)
+			best = tf[j] > best ? tf[j] : best;
+		printf("%-22s %12.1f %12.1f %12.1f %12.1f %7.3f   TFLOP/s\n", shape, tf[0], tf[1], tf[2],
+		       tb, tb > 0 ? best / tb : 0.0);
 	}
 	CK(cu->cuMemFree(A));
 	CK(cu->cuMemFree(B));

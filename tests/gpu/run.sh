@@ -242,6 +242,26 @@ check "moe.MK_ZERO_PAST=1.skew.r4" env MK_ZERO_PAST=1 "$MKRUN" samples/moe_dispa
 # shellcheck disable=SC2086
 check "moe.MK_POOL_SKIP=1.skew.r4" env MK_POOL_SKIP=1 "$MKRUN" samples/moe_dispatch_gemm.mk --ranks 4 \
 	$moe_sz -D C=1024 --inputs "$moe_dir/skew" --iters 3 --quiet
+# the pools' tiles in pairs on 2-CTA clusters (MK_CLUSTER=2, docs/gemm.md,
+# clusters): B multicast, a tile past the tokens kept for its pair, the
+# tickets taken by both CTAs; virtual ranks, skewed routing (empty
+# experts, full ones), a zeroed bucket past the tokens, K = 7168
+# (virtual ranks: 132 / R CTAs a rank, an even number at R = 1, 2 only;
+# at 4 the rows run without clusters, as the plan says)
+for r in 1 2; do
+	# shellcheck disable=SC2086
+	check "moe.MK_CLUSTER=2.r$r" env MK_CLUSTER=2 "$MKRUN" samples/moe_dispatch_gemm.mk --ranks "$r" \
+		$moe_sz --iters 3 --quiet
+done
+python3 tests/tools/moe_inputs.py "$moe_dir/skew2" skew 2 1024 32 512 256 8 >/dev/null
+# shellcheck disable=SC2086
+check "moe.MK_CLUSTER=2.skew.r2" env MK_CLUSTER=2 "$MKRUN" samples/moe_dispatch_gemm.mk --ranks 2 \
+	$moe_sz -D C=1024 --inputs "$moe_dir/skew2" --iters 3 --quiet
+# shellcheck disable=SC2086
+check "moe.MK_CLUSTER=2.MK_ZERO_PAST=1.skew.r2" env MK_CLUSTER=2 MK_ZERO_PAST=1 "$MKRUN" \
+	samples/moe_dispatch_gemm.mk --ranks 2 $moe_sz -D C=1024 --inputs "$moe_dir/skew2" --iters 3 --quiet
+check "moe.MK_CLUSTER=2.k7168.r1" env MK_CLUSTER=2 "$MKRUN" samples/moe_dispatch_gemm.mk -D T=1024 \
+	-D E=32 --iters 2 --quiet
 # He declared an output: its rows past the tokens hold zeros, so the
 # dispatch zeroes Xe's (He's partly filled tiles are made of them)
 moe_out=$(mktemp -d)/moe_out.mk
