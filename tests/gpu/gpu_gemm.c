@@ -14,6 +14,10 @@
  * output tiles t = blockIdx.x, + gridDim.x, ... in grouped order (bands of
  * GROUP tile rows, column by column inside a band), so the CTAs of one wave
  * share A rows and B columns in L2, and calls mkd_wgmma_tile::run per tile.
+ * The _mc2 variants run in 2-CTA clusters: cluster c walks pairs of row
+ * tiles of the same columns, its CTAs one row tile each, B's loads shared
+ * (multicast; mkd/wgmma.cuh, clusters); the timing table's third column.
+ * Once more launched cooperatively as well, as the megakernel is.
  *
  * Inputs are generated on the GPU from a hash of the element index; values
  * are k/128 for k in [-128, 128), exact in bf16 and f16, so the CPU
