@@ -590,8 +590,11 @@ static void dispatch(cg_em *E)
 }
 
 /* The per-stage kernels' task lists: the same tasks as the kernel's,
- * stage by stage; a pool's whose tiles go in pairs in the pool's order
- * (CTA c takes tasks c, c + MK_CTAS, ...: the CTAs of a cluster pairs). */
+ * stage by stage; an op's whose tiles go in pairs so that CTA c, which
+ * takes tasks c, c + MK_CTAS, ..., runs its pair beside its cluster's
+ * other CTA: a pool's in the pool's order, another's by place in the
+ * lists (sched.c static_pairs: pairs at the same place of CTAs 2k, 2k + 1,
+ * so in the tasks' order, which is by CTA, place by place). */
 static void stage_tables(cg_em *E)
 {
 	const ir_prog *p = E->p;
@@ -611,12 +614,19 @@ static void stage_tables(cg_em *E)
 		for (int j = 0; j < s->npools && cg_op_cluster(E, &p->ops[op]) > 1; j++)
 			if (s->pools[j].op == op)
 				pl = &s->pools[j];
-		for (int i = 0; i < s->ntasks; i++)
-			if (pl ? i < pl->n : s->tasks[i].op == op) {
-				sb_printf(o, "%s%s%d", k ? "," : "", k % 16 ? " " : "\n\t",
-					  pl ? s->pool_order[pl->first + i] : i);
-				k++;
-			}
+		const int placed = !pl && cg_op_cluster(E, &p->ops[op]) > 1;
+		int last = placed ? 0 : 1;  /* the places: every task's order < last */
+		for (int i = 0; placed && i < s->ntasks; i++)
+			if (s->tasks[i].op == op && s->tasks[i].order >= last)
+				last = s->tasks[i].order + 1;
+		for (int q = 0; q < last; q++)
+			for (int i = 0; i < s->ntasks; i++)
+				if (pl ? q == 0 && i < pl->n
+				       : s->tasks[i].op == op && (!placed || s->tasks[i].order == q)) {
+					sb_printf(o, "%s%s%d", k ? "," : "", k % 16 ? " " : "\n\t",
+						  pl ? s->pool_order[pl->first + i] : i);
+					k++;
+				}
 	}
 	first[p->nops] = k;
 	sb_puts(o, k ? ", 0\n};\n" : "\n\t0\n};\n");

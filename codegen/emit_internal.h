@@ -68,8 +68,8 @@ const char *cg_ctype(ir_dtype t);
 const char *cg_flit(double v, char *buf, size_t n);
 /* The index in E->st of op's stage of this kind, or -1. */
 int cg_stage_find(const cg_em *E, int op, cg_stage_kind k);
-/* CTAs a cluster that run op's tiles together: 2 where the plan pairs a
- * pool's tiles (ir_mm_plan.cluster) and the kernel runs in clusters
+/* CTAs a cluster that run op's tiles together: 2 where the plan pairs its
+ * tiles (ir_mm_plan.cluster) and the kernel runs in clusters
  * (ir_sched.cluster), else 1. */
 int cg_op_cluster(const cg_em *E, const ir_op *op);
 /* The tensor op's stage of this kind writes, or -1 (no such stage). */

@@ -100,8 +100,10 @@ void cg_stage_reduce(cg_em *E, const ir_op *op)
 /* mkd_wgmma_tile's template arguments past STAGES: COLS and GATE (a
  * gate-up tile: both), or FULL (plan.c: every tile inside C), where not
  * the defaults */
-static const char *wg_targs(const ir_mm_plan *mp, int gate)
+static const char *wg_targs(const ir_mm_plan *mp, int gate, int mc)
 {
+	if (mc > 1)  /* (plan.c mm_cluster: no gate, no COLS) */
+		return mp->full ? ", false, false, true, MKD_CLUSTER" : ", false, false, false, MKD_CLUSTER";
 	return gate ? ", true, true" : mp->full ? ", false, false, true" : mp->wg_cols ? ", true" : "";
 }
 
@@ -440,7 +442,7 @@ static void epilogue_what(const cg_em *E, const ir_op *op, char *what, size_t nw
 static void wg_run(cg_em *E, const char *in, const ir_mm_plan *mp, const char *tin,
 		   const char *tout, const char *body, const char *dst, const char *epi,
 		   const char *ta, const char *tb, const char *tx, const char *act,
-		   const char *empty)
+		   const char *empty, int mc)
 {
 	/* act: a gate-up tile's unary op on A Wg (the engine's BN is 128: 64
 	 * columns of each weight), NULL for any other tile; empty: the body
@@ -454,7 +456,7 @@ static void wg_run(cg_em *E, const char *in, const ir_mm_plan *mp, const char *t
 			  "%sauto empty = [&](int j) {\n%s%s};\n", in, in, empty, in);
 	sb_printf(E->o,
 		  "%sif (!mkd_wgmma_tile<%s, %s, %d, %d, 64, %d%s>::run(loads(i), mkd_wg_key(i, 0), ",
-		  in, tin, tout, mp->bm, act ? 128 : mp->bn, mp->wg_stages, wg_targs(mp, act != NULL));
+		  in, tin, tout, mp->bm, act ? 128 : mp->bn, mp->wg_stages, wg_targs(mp, act != NULL, mc));
 	if (mp->carry)
 		sb_printf(E->o,
 			  "[&](mkd_wg_loads &n) -> i64 {\n"
@@ -533,7 +535,7 @@ static void stage_matmul_split(cg_em *E, const ir_op *op, char *what, size_t nw)
 			       "\t\t\treturn mkd_wg_loads{tm, tm + 1, (int)(ja.lo[1] - mkd_base<MK_GPUS>(A, 1, rank)),\n"
 			       "\t\t\t\t(int)(ja.lo[2] - mkd_base<MK_GPUS>(A, 2, rank)), (int)(jb.lo[1] - mkd_base<MK_GPUS>(B, 1, rank)),\n"
 			       "\t\t\t\t(int)(jb.lo[2] - mkd_base<MK_GPUS>(B, 2, rank)), (int)((ja.hi[2] - ja.lo[2] + 63) / 64)};\n",
-			       "c, W.st[1]", "mkd_epi_none()", A->name, B->name, NULL, NULL, NULL);
+			       "c, W.st[1]", "mkd_epi_none()", A->name, B->name, NULL, NULL, NULL, 1);
 			sb_puts(E->o, "#else\n");
 		}
 		else if (mp.wgmma)
@@ -627,8 +629,10 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 	const char *R = walk ? "r0" : "lo[1]", *N = walk ? "n0" : "lo[2]";
 	/* a pool's tiles in pairs on 2-CTA clusters (plan.c mm_cluster) */
 	const int mc = cg_op_cluster(E, op);
-	if (mc > 1 && (walk || !mp.wgmma || mp.carry || mp.late || op->gate)) {
-		cg_fail(E, "a paired matmul's tile walks, carries or waits per operand", op->stage);
+	if (mc > 1 && (!mp.wgmma || mp.late || op->gate || mp.tiles_m > 1 ||
+		       (op->plan.pool && (walk || mp.carry)))) {
+		cg_fail(E, "a paired matmul's tiles walk rows or wait per operand, or a pool's carry",
+			op->stage);
 		return;
 	}
 	/* inlined into the kernel: the engine's wgmma chain and setmaxnreg need it */
@@ -742,7 +746,7 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 			  "\t\treturn false;\n"
 			  "#else\n",
 			  mp.bm, mp.bn - 1, mp.bn, mp.bn, cg_ctype(A->dtype), cg_ctype(C->dtype), mp.bm,
-			  mp.bn, mp.wg_stages, wg_targs(&mp, 0),
+			  mp.bn, mp.wg_stages, wg_targs(&mp, 0, mc),
 			  /* a pool's next task is taken when this one ends (sched.c) */
 			  !ir_next_known(op)
 				  ? "\t\t\treturn -1;  // a pool's next task is taken at its end\n"
@@ -767,7 +771,7 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 			  mp.tmap);
 		wg_run(E, "\t", &mp, cg_ctype(A->dtype), cg_ctype(C->dtype), lb, "c, C.st[1]", epi,
 		       A->name, B->name, op->epi2 ? p->tensors[op->in[2]].name : NULL,
-		       op->gate ? act : NULL, rt >= 0 ? em : NULL);
+		       op->gate ? act : NULL, rt >= 0 ? em : NULL, mc);
 		sb_puts(E->o, "#else\n");
 	}
 	else if (mp.wgmma && mc > 1)  /* (mm_cluster: a bucket's, one tile a task) */
@@ -800,7 +804,7 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 			  "#else\n",
 			  mp.tmap, R, B->ndim == 3 ? "(lo[0] - mkd_base<MK_GPUS>(B, 0, rank))" : "0",
 			  N, cg_ctype(A->dtype), cg_ctype(C->dtype), mp.bm, mp.bn, mp.wg_stages,
-			  wg_targs(&mp, 0), epi, rt >= 0 ? ", (int)(filled - " : "",
+			  wg_targs(&mp, 0, mc), epi, rt >= 0 ? ", (int)(filled - " : "",
 			  rt >= 0 ? R : "", rt >= 0 ? ")" : "");
 	sb_printf(E->o,
 		  "\tconst %s *a = (const %s *)mkd_at<MK_GPUS>(p, T_%s, A, rank, lo[0], %s, k0);\n"

@@ -46,10 +46,8 @@ int cg_stage_find(const cg_em *E, int op, cg_stage_kind k)
 
 int cg_op_cluster(const cg_em *E, const ir_op *op)
 {
-	return E->s->cluster > 1 && op->kind == OP_MATMUL && op->plan.pool &&
-			       op->plan.mm.cluster > 1
-		       ? E->s->cluster
-		       : 1;
+	return E->s->cluster > 1 && op->kind == OP_MATMUL && op->plan.mm.cluster > 1 ? E->s->cluster
+										     : 1;
 }
 
 int cg_stage_tensor(const cg_em *E, int op, cg_stage_kind k)

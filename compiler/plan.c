@@ -102,23 +102,33 @@ static int mm_pooled(const planner *P, const ir_op *op)
 	       bucket_dispatch(P->p, op->in[0]) >= 0;
 }
 
-/* Whether a pool's matmul op pairs its tiles on 2-CTA clusters
- * (ir_mm_plan.cluster): the row tiles 2j and 2j + 1 of one expert's weight
- * slab run side by side, and each CTA loads half of B for both (wgmma.cuh,
- * clusters).  A tile reads 48 KB a k-block at 128 x 256, 32 KB so; the
- * expert tiles are bound by those reads, not by their wgmmas (a tile of
- * 16-63 rows takes as long as a full one: docs/perf-notes.md,
- * twenty-fifth session).  Needs whole 128 x 256 or 128 x 128 tiles of one
- * a task (a pool's: the pool hands out pairs), an even number of row tiles
- * a bucket and of CTAs.  MK_CLUSTER=2 asks for it, MK_CLUSTER=1 keeps
- * every CTA alone. */
+/* Whether matmul op pairs its tiles on 2-CTA clusters (ir_mm_plan.cluster):
+ * two row tiles of the same columns and k-blocks run side by side, and each
+ * CTA loads half of B for both (wgmma.cuh, clusters).  A 128 x 256 tile
+ * reads 48 KB a k-block, 32 KB so, and alone it is bound by those reads
+ * (the engine ran 1.05-1.53x faster in pairs: docs/gemm.md, clusters).
+ * Whole 128-row tiles of 128 or 256 columns on the Hopper engine, no
+ * split-K, an even number of CTAs, and
+ *   - a pool's (the MoE's expert GEMMs): one tile a task, an even number
+ *     of row tiles a bucket; the pool hands out pairs (the row tiles 2j
+ *     and 2j + 1 of one expert's slab, side by side in its order);
+ *   - else the kernel's only op, on the program's inputs, one row of tiles
+ *     a task: its tasks wait for nothing, so the CTAs of a cluster, given
+ *     the pairs at the same places in their lists (sched.c static_pairs),
+ *     go on from task to task together.
+ * MK_CLUSTER=2 asks for it, MK_CLUSTER=1 keeps every CTA alone. */
 static int mm_cluster(const planner *P, const ir_op *op)
 {
+	const ir_prog *p = P->p;
 	const ir_mm_plan *m = &op->plan.mm;
-	const ir_tensor *A = &P->p->tensors[op->in[0]];
-	return P->o->cluster == 2 && op->plan.pool && m->wgmma && !m->wg_cols && !op->gate &&
-	       m->bm == 128 && m->bn >= 128 && m->tiles_m * m->tiles_n == 1 && m->ksplit <= 1 &&
-	       A->ndim == 3 && A->local[1] % (2 * m->bm) == 0 && P->ctas % 2 == 0;
+	const ir_tensor *A = &p->tensors[op->in[0]], *B = &p->tensors[op->in[1]];
+	if (P->o->cluster != 2 || !m->wgmma || m->wg_cols || op->gate || m->bm != 128 ||
+	    m->bn < 128 || m->ksplit > 1 || P->ctas % 2)
+		return 0;
+	if (op->plan.pool)
+		return m->tiles_m * m->tiles_n == 1 && A->ndim == 3 && A->local[1] % (2 * m->bm) == 0;
+	return p->nops == 1 && m->tiles_m == 1 && m->bucket < 0 && !m->late && A->producer < 0 &&
+	       B->producer < 0;
 }
 
 /* The most tasks matmul op may make: its hint's, else IR_MM_POOL_TASKS for
@@ -589,12 +599,12 @@ static void plan_matmul(planner *P, ir_op *op, int wide)
 	 * and tiles that share a weight slab ran apart; docs/perf-notes.md,
 	 * twenty-fifth session) */
 	op->plan.pool = mm_pooled(P, op);
-	m->cluster = mm_cluster(P, op) ? 2 : 1;
 	const int one = m->wgmma && m->tiles_m * m->tiles_n == 1 && m->bucket < 0;
 	m->carry = m->wgmma && !P->o->no_carry && (m->bucket < 0 || !p->ops[m->bucket].rroute1) &&
 		   (ir_next_known(op) || m->tiles_m * m->tiles_n > 1);
 	m->late = one && !P->o->no_late && !op->gate &&
 		  (P->o->all_late || mm_delivered(P->p, op));
+	m->cluster = mm_cluster(P, op) ? 2 : 1;
 	/* every tile inside C (its sides multiples of the tile's) and no
 	 * epilogue op: the engine stores without testing bounds, ~2
 	 * instructions a pair of values where the tests take ~12

@@ -732,7 +732,6 @@ static void build_pools(sched *S, const compile_opts *opt)
 	ir_sched *s = S->s;
 	const ir_prog *p = S->p;
 	int np = 0, nt = 0;
-	s->cluster = 1;
 	for (int i = 0; i < s->ntasks; i++)
 		nt += p->ops[s->tasks[i].op].plan.pool;
 	for (int o = 0; o < p->nops; o++)
@@ -1111,6 +1110,92 @@ static double list_order(sched *S, int how)
  * one the cost model predicts shorter by at least 1% (ORDER_READY when
  * they are within it: the schedules stay where they were), then the tasks
  * in (cta, order) and the floor. */
+/* Pairs: tasks of one column block and batch, row tile after row tile
+ * (the box each writes). */
+static int pair_key(const void *a, const void *b, void *arg)
+{
+	const ir_sched *s = arg;
+	const ir_task *x = &s->tasks[*(const int *)a], *y = &s->tasks[*(const int *)b];
+	const int nd = s->prog->tensors[x->write.tensor].ndim;
+	static const int dims[2][3] = {{1, 0, -1}, {0, 2, 1}};  /* 2-D: cols, rows; 3-D: batch, cols, rows */
+	for (int k = 0; k < nd; k++) {
+		const int d = dims[nd == 3][k];
+		if (x->write.lo[d] != y->write.lo[d])
+			return x->write.lo[d] < y->write.lo[d] ? -1 : 1;
+	}
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+/* A matmul whose tiles go in pairs on 2-CTA clusters outside a pool
+ * (plan.c mm_cluster: the kernel's only op, on the program's inputs, one
+ * row of tiles a task): its tasks in pairs of the same columns (and
+ * batch), the row tiles 2j and 2j + 1, pair k on cluster k % (ctas / 2)
+ * at the same place in both CTAs' lists, in the order of the pairs'
+ * first tasks (the plan's: tiles that share panels together).  So each
+ * CTA's next task is the other's next task's pair: the engine's ring goes
+ * on into it in both or in neither (no task waits for anything).  The
+ * list schedule placed them the same way, a CTA at a time; returns the
+ * new end (us), or -1 where the tasks do not pair (then every CTA runs
+ * alone: ir_sched.cluster stays 1). */
+static double static_pairs(sched *S)
+{
+	ir_sched *s = S->s;
+	const ir_prog *p = S->p;
+	const int n = s->ntasks;
+	int op = -1;
+	for (int o = 0; o < p->nops; o++)
+		if (p->ops[o].kind == OP_MATMUL && !p->ops[o].plan.pool && p->ops[o].plan.mm.cluster > 1)
+			op = o;
+	if (op < 0 || n % 2 || s->ctas % 2 || s->nroles != 1 || s->roles[0].first_cta != 0 ||
+	    s->roles[0].ctas != s->ctas)
+		return -1;
+	const int rd = s->prog->tensors[p->ops[op].out].ndim == 3;  /* the row dimension */
+	int *v = arena_alloc(S->a, (size_t)n * sizeof(int));
+	int *first = arena_alloc(S->a, (size_t)n / 2 * sizeof(int));
+	double *cta_free = arena_alloc(S->a, (size_t)s->ctas * sizeof(double));
+	if (!v || !first || !cta_free) {
+		S->err = 1;
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		if (s->tasks[i].op != op || S->ndeps[i])
+			return -1;
+		v[i] = i;
+	}
+	qsort_r(v, (size_t)n, sizeof(int), pair_key, s);
+	for (int k = 0; k < n; k += 2) {
+		const ir_region *a = &s->tasks[v[k]].write, *b = &s->tasks[v[k + 1]].write;
+		for (int d = 0; d <= rd + 1; d++)
+			if (d != rd && (a->lo[d] != b->lo[d] || a->hi[d] != b->hi[d]))
+				return -1;  /* not the same columns (or batch) */
+		if (a->hi[rd] != b->lo[rd])
+			return -1;
+		first[k / 2] = k;
+	}
+	/* the pairs in the order of their first tasks' ids (the plan's order) */
+	for (int k = 1; k < n / 2; k++)  /* insertion sort: ids nearly in order */
+		for (int j = k; j > 0 && v[first[j - 1]] > v[first[j]]; j--) {
+			const int t = first[j];
+			first[j] = first[j - 1];
+			first[j - 1] = t;
+		}
+	for (int c = 0; c < s->ctas; c++)
+		cta_free[c] = 0;
+	double end = 0;
+	const int nc = s->ctas / 2;
+	for (int q = 0; q < n / 2; q++)
+		for (int h = 0; h < 2; h++) {
+			ir_task *t = &s->tasks[v[first[q] + h]];
+			t->cta = 2 * (q % nc) + h;
+			t->order = q / nc;
+			t->t0 = cta_free[t->cta];
+			t->t1 = t->t0 + t->cost_us;
+			cta_free[t->cta] = t->t1;
+			end = end > t->t1 ? end : t->t1;
+		}
+	return end;
+}
+
 static void list_schedule(sched *S, const compile_opts *o)
 {
 	ir_sched *s = S->s;
@@ -1131,6 +1216,13 @@ static void list_schedule(sched *S, const compile_opts *o)
 	if (end < 0)
 		return;
 	s->order_wave = how == ORDER_WAVE;
+	/* a matmul's tiles in pairs on 2-CTA clusters (a pool's: build_pools) */
+	s->cluster = 1;
+	const double paired = static_pairs(S);
+	if (paired >= 0) {
+		s->cluster = 2;
+		end = paired;
+	}
 	s->predicted_us = end + s->dev.run_us;
 
 	/* tasks in (cta, order); ids follow.  Sort indices, then move each

@@ -274,6 +274,21 @@ gemm_walk=$(mktemp -d)/gemm_walk.mk
 sed -e 's/^  C = matmul(A, B)$/  C = matmul(A, B)  tasks 3/' -e 's/pipeline gemm/pipeline gemm_walk/' \
 	samples/gemm.mk >"$gemm_walk"
 check "gemm.walk" "$MKRUN" "$gemm_walk" -D M=1000 -D N=520 -D K=256 --iters 3 --quiet
+# the matmul's tiles in pairs on 2-CTA clusters (MK_CLUSTER=2, sched.c
+# static_pairs: the ring carried into the next pair): ragged rows (the
+# last tile of 104), columns of 128 and of 64 past 256, waves of pairs,
+# tasks that walk columns, 2 virtual ranks (66 CTAs each), f32 output
+check "gemm.MK_CLUSTER=2.ragged" env MK_CLUSTER=2 "$MKRUN" samples/gemm.mk -D M=1000 -D N=520 \
+	-D K=264 --iters 3 --quiet
+check "gemm.MK_CLUSTER=2.waves" env MK_CLUSTER=2 "$MKRUN" samples/gemm.mk -D M=4096 -D N=4096 \
+	-D K=1024 --iters 3 --quiet
+gemm_walk16=$(mktemp -d)/gemm_walk16.mk
+sed -e 's/^  C = matmul(A, B)$/  C = matmul(A, B)  tasks 16/' -e 's/pipeline gemm/pipeline gemm_walk16/' \
+	samples/gemm.mk >"$gemm_walk16"
+check "gemm.MK_CLUSTER=2.walk" env MK_CLUSTER=2 "$MKRUN" "$gemm_walk16" -D M=1024 -D N=1024 -D K=256 \
+	--iters 3 --quiet
+check "gemm.MK_CLUSTER=2.r2" env MK_CLUSTER=2 "$MKRUN" samples/gemm.mk --ranks 2 -D M=2048 \
+	-D N=1024 -D K=512 --iters 3 --quiet
 check "ag_gemm.ragged" "$MKRUN" samples/ag_gemm.mk --ranks 2 -D M=1000 -D N=264 -D K=264 --quiet
 # the decode plans (split-K matmuls, split-KV attention) as the cost model
 # chooses them, at ragged token counts and 1, 2, 8 virtual ranks
