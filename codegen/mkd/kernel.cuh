@@ -135,7 +135,11 @@ static __device__ __forceinline__ int mkd_pool_take(const mkd_params &p, int ran
 	// the ticket, the others read it from its shared memory; a run takes
 	// (n + ctas) / mc tickets.  Both CTAs hold the pool (sched.c), so the
 	// first cluster barrier waits for one that is still on its tasks
-	// before the pool.
+	// before the pool.  A run that aborts (a wait timed out) is not
+	// handled here: a CTA that leaves while its cluster's other goes on
+	// into a ticket or a pair's tile ends the kernel in a trap or a launch
+	// failure, not the stall report (MK_CLUSTER=2 is an A/B switch;
+	// docs/gemm.md, clusters).
 	if (MK_POOL_MC[k] > 1) {
 		const int mc = MK_POOL_MC[k];
 		const u32 c = mkd_cluster_rank();

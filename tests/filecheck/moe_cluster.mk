@@ -1,4 +1,5 @@
-# MK_CLUSTER=2 (A/B): a pool's bucket tiles go in pairs to the two CTAs of
+# MK_CLUSTER=2 (A/B) on moe_pool.mk's layer (F = 512: two column tiles, two
+# row tiles a bucket): a pool's bucket tiles go in pairs to the two CTAs of
 # a 2-CTA cluster, the row tiles 2j and 2j + 1 of one weight slab, and each
 # CTA loads half of B for both (TMA multicast: mkd/wgmma.cuh, clusters).
 #   PLAN    the plan says so for both expert matmuls
@@ -10,15 +11,15 @@
 #   ODD     none where a bucket holds an odd number of row tiles (C = 192:
 #           two tiles, the second of 64 rows; the pairs would not align)
 #
-# RUN: env MK_CLUSTER=2 %mkc --emit=plan %s | FileCheck %s --check-prefix=PLAN
-# RUN: env MK_CLUSTER=2 %mkc --emit=schedule %s | FileCheck %s --check-prefix=SM
-# RUN: env MK_CLUSTER=2 %mkc --emit=cu %s | FileCheck %s --check-prefix=CU
-# RUN: env MK_CLUSTER=2 %mkc --emit=ptx %s -o %t.ptx
+# RUN: env MK_CLUSTER=2 %mkc -D F=512 --emit=plan tests/filecheck/moe_pool.mk | FileCheck %s --check-prefix=PLAN
+# RUN: env MK_CLUSTER=2 %mkc -D F=512 --emit=schedule tests/filecheck/moe_pool.mk | FileCheck %s --check-prefix=SM
+# RUN: env MK_CLUSTER=2 %mkc -D F=512 --emit=cu tests/filecheck/moe_pool.mk | FileCheck %s --check-prefix=CU
+# RUN: env MK_CLUSTER=2 %mkc -D F=512 --emit=ptx tests/filecheck/moe_pool.mk -o %t.ptx
 # RUN: FileCheck %s --check-prefix=PTX < %t.ptx
-# RUN: %mkc --emit=cu %s | FileCheck %s --check-prefix=DEF
-# RUN: env MK_CLUSTER=2 %mkc -D T=384 --emit=cu %s | FileCheck %s --check-prefix=DEF
-# RUN: env MK_CLUSTER=2 %mkc -D T=384 --emit=plan %s | FileCheck %s --check-prefix=ODD
-# RUN: env MK_CLUSTER=2 %mkc --emit=json %s -o %t.json
+# RUN: %mkc -D F=512 --emit=cu tests/filecheck/moe_pool.mk | FileCheck %s --check-prefix=DEF
+# RUN: env MK_CLUSTER=2 %mkc -D F=512 -D T=384 --emit=cu tests/filecheck/moe_pool.mk | FileCheck %s --check-prefix=DEF
+# RUN: env MK_CLUSTER=2 %mkc -D F=512 -D T=384 --emit=plan tests/filecheck/moe_pool.mk | FileCheck %s --check-prefix=ODD
+# RUN: env MK_CLUSTER=2 %mkc -D F=512 --emit=json tests/filecheck/moe_pool.mk -o %t.json
 # RUN: python3 tests/tools/check_schedule.py -q %t.json
 #
 # PLAN: He matmul {{.*}}tasks taken at run time (a pool), in pairs on 2-CTA clusters that share B's loads (sm_90a)
@@ -38,21 +39,3 @@
 # DEF-NOT: MK_CLUSTER
 # DEF-NOT: MKD_CLUSTER>
 # ODD-NOT: in pairs on
-pipeline moe_cluster {
-  mesh  1 x 1
-  param T = 512, H = 256, F = 512, E = 8, topk = 2
-  param C = 2 * T * topk / E
-
-  in  X    : bf16[T, H] split(0)
-  in  idx  : i32[T, topk] split(0)
-  in  gate : f32[T, topk] split(0)
-  in  W1   : bf16[E, H, F] split(0)
-  in  W2   : bf16[E, F, H] split(0)
-  out Y    : bf16[T, H] split(0)
-
-  Xe = dispatch(X, idx, E, C)
-  He = matmul(Xe, W1)
-  Ae = silu(He)
-  Ye = matmul(Ae, W2)
-  Y  = combine(Ye, idx, gate)
-}
