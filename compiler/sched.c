@@ -890,10 +890,9 @@ static double late_rest_us(const ir_sched *s, const ir_task *t)
  * is followed by that CTA, and the last entry goes to a cluster that
  * holds the pool already.  left[o]: its tasks still to place; open[o]:
  * the CTA waiting for its other (-1: none); held[c]: CTA c holds it. */
-static int pair_place(const ir_sched *s, int o, int first, int nc, const double *cta_free,
-		      int best, int *left, int *open, char *held)
+static int pair_place(int o, int first, int nc, const double *cta_free, int best, int *left,
+		      int *open, char *held)
 {
-	(void)s;
 	int c = best;
 	if (open[o] >= 0) {
 		c = open[o] ^ 1;
@@ -946,7 +945,7 @@ static double list_order(sched *S, int how)
 	/* a pool whose tiles go in pairs (plan.c mm_cluster): the CTAs
 	 * holding it come in clusters (2k, 2k + 1), see pair_place; by op,
 	 * its tasks not placed yet and the holder whose other CTA holds none
-	 * yet (-1), and by CTA the ops whose pools it holds (a bit an op) */
+	 * yet (-1), and by op and CTA whether the CTA holds its pool */
 	int *pair_left = arena_alloc(S->a, (size_t)(p->nops + 1) * 2 * sizeof(int));
 	char *holds = arena_alloc(S->a, (size_t)s->ctas * (size_t)(p->nops + 1));
 	heap h = {arena_alloc(S->a, (size_t)n * sizeof(int)), avail, 0, S->phase};
@@ -1052,7 +1051,7 @@ static double list_order(sched *S, int how)
 				best = c;
 		const ir_op *top = &p->ops[t->op];
 		if (top->plan.pool && top->plan.mm.cluster > 1)
-			best = pair_place(s, t->op, ro->first_cta, nc, cta_free, best, pair_left, pair_open,
+			best = pair_place(t->op, ro->first_cta, nc, cta_free, best, pair_left, pair_open,
 					  holds + (size_t)t->op * (size_t)s->ctas);
 		t->role = ri;
 		t->cta = best;
@@ -1106,10 +1105,6 @@ static double list_order(sched *S, int how)
 	return end;
 }
 
-/* The list schedule in the order asked for (MK_SCHED_ORDER), else in the
- * one the cost model predicts shorter by at least 1% (ORDER_READY when
- * they are within it: the schedules stay where they were), then the tasks
- * in (cta, order) and the floor. */
 /* Pairs: tasks of one column block and batch, row tile after row tile
  * (the box each writes). */
 static int pair_key(const void *a, const void *b, void *arg)
@@ -1196,6 +1191,11 @@ static double static_pairs(sched *S)
 	return end;
 }
 
+/* The list schedule in the order asked for (MK_SCHED_ORDER), else in the
+ * one the cost model predicts shorter by at least 1% (ORDER_READY when
+ * they are within it: the schedules stay where they were), a matmul's
+ * pairs on clusters (static_pairs), then the tasks in (cta, order) and
+ * the floor. */
 static void list_schedule(sched *S, const compile_opts *o)
 {
 	ir_sched *s = S->s;
