@@ -11,13 +11,18 @@ operand, how far apart the tasks that read the same box of it started, in
 the plan and in the run (rank 0's tasks; tasks shorter than a quarter of
 their stage's 90th percentile, tiles that skipped their work, left out):
 tiles that share a weight slab read it from device memory once only when
-they run together (the MoE: docs/perf-notes.md, nineteenth session)."""
+they run together (the MoE: docs/perf-notes.md, nineteenth session).
+--over US adds, per stage, the tasks that ran longer than US: how many,
+their median, 10th and 90th percentiles, and the CTA time they took (the
+tiles that did their work, apart from those past a bucket's tokens: the
+MoE in pairs, docs/perf-notes.md, twenty-sixth session)."""
 import argparse, json, statistics
 
 ap = argparse.ArgumentParser()
 ap.add_argument("trace")
 ap.add_argument("--timeline", type=float, default=0, metavar="US")
 ap.add_argument("--schedule", metavar="S.json")
+ap.add_argument("--over", type=float, default=-1, metavar="US")
 args = ap.parse_args()
 
 try:
@@ -65,6 +70,14 @@ if gaps:
         if g:
             print("%-14s %6d %10.2f %10.2f %14.1f" % (st, len(g), statistics.median(g), q(g, 0.9),
                                                      sum(g) / ctas))
+if args.over >= 0:
+    print("tasks over %g us:" % args.over)
+    print("%-14s %6s %10s %10s %10s %12s" % ("stage", "tasks", "median", "p10", "p90", "CTA-us"))
+    for st in order:
+        d = [e["dur"] for e in stages[st] if e["dur"] > args.over]
+        if d:
+            print("%-14s %6d %10.2f %10.2f %10.2f %12.0f" % (st, len(d), statistics.median(d),
+                                                          q(d, 0.1), q(d, 0.9), sum(d)))
 if args.timeline > 0:
     w = args.timeline
     starts = []

@@ -26,6 +26,11 @@ echo "$out" | grep -q '^idle 5 CTA-us of 20 (25.0%; 2 CTAs ran tasks)$'
 echo "$out" | grep -Eq '^ +0\.0 +1\.0 +1\.0$'
 echo "$out" | grep -Eq '^ +5\.0 +1\.0 +0\.0$'
 if echo "$out" | grep -q '^gaps'; then exit 1; fi
+# --over 6: G's task (10 us) counts, U's (5 us) not
+out=$(python3 tools/trace-summary.py "$d/t.json" --over 6)
+echo "$out" | grep -q '^tasks over 6 us:$'
+echo "$out" | grep -Eq '^G +1 +10\.00 +10\.00 +10\.00 +10$'
+if echo "$out" | sed -n '/^tasks over/,$p' | grep -Eq '^U '; then exit 1; fi
 cat >"$d/s.json" <<'J'
 {"tasks": [
  {"id": 0, "rank": 0, "stage": "M", "predicted_us": [0.0, 10.0], "reads": [
