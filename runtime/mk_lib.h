@@ -132,4 +132,11 @@ mk_status mk_upload_table(mk_pipeline *p);
 mk_status mk_upload_table_on(mk_pipeline *p, CUstream s, int capturing);
 void mk_staging_free(mk_pipeline *p);
 
+/* mk_run.c: the launch of p's kernels on stream s -- every rank's CTAs, the
+ * schedule's clusters (p->cluster), cooperative where asked -- with its
+ * attributes in attr (cfg points at them); the launches and the check
+ * that the clusters all fit (mk_load.c) use the same. */
+void mk_launch_config(const mk_pipeline *p, int cooperative, CUstream s, CUlaunchConfig *cfg,
+		      CUlaunchAttribute attr[2]);
+
 #endif

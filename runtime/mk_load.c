@@ -320,20 +320,9 @@ static mk_status load(mk_ctx *c, int file, mk_pipeline *p, const mk_load_opts *o
 	 * Hopper engine's paired tiles); they must all be resident too */
 	p->cluster = p->s->cluster > 1 && !strcmp(arch, "sm_90a") ? p->s->cluster : 1;
 	if (p->cluster > 1) {
-		CUlaunchAttribute at;
-		memset(&at, 0, sizeof at);
-		at.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-		at.value.clusterDim.x = (unsigned)p->cluster;
-		at.value.clusterDim.y = at.value.clusterDim.z = 1;
+		CUlaunchAttribute at[2];
 		CUlaunchConfig cfg;
-		memset(&cfg, 0, sizeof cfg);
-		cfg.gridDimX = (unsigned)(p->s->ctas * ranks);
-		cfg.gridDimY = cfg.gridDimZ = 1;
-		cfg.blockDimX = (unsigned)p->s->threads;
-		cfg.blockDimY = cfg.blockDimZ = 1;
-		cfg.sharedMemBytes = (unsigned)p->s->smem;
-		cfg.attrs = &at;
-		cfg.numAttrs = 1;
+		mk_launch_config(p, 0, NULL, &cfg, at);
 		int nc = 0;
 		CU(c, cu->cuOccupancyMaxActiveClusters(&nc, p->fn, &cfg), "cuOccupancyMaxActiveClusters");
 		if (nc * p->cluster < all)

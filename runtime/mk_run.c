@@ -42,12 +42,11 @@ static CUresult launch(mk_pipeline *p, mkd_params *k)
 	return launch_fn(p, p->fn, k, 1, p->stream);
 }
 
-static CUresult launch_fn(mk_pipeline *p, CUfunction fn, mkd_params *k, int cooperative,
-			  CUstream s)
+void mk_launch_config(const mk_pipeline *p, int cooperative, CUstream s, CUlaunchConfig *cfg,
+		      CUlaunchAttribute attr[2])
 {
-	CUlaunchAttribute attr[2];
 	unsigned na = 0;
-	memset(attr, 0, sizeof attr);
+	memset(attr, 0, 2 * sizeof *attr);
 	if (cooperative) {
 		attr[na].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
 		attr[na++].value.cooperative = 1;
@@ -58,16 +57,23 @@ static CUresult launch_fn(mk_pipeline *p, CUfunction fn, mkd_params *k, int coop
 		attr[na].value.clusterDim.y = attr[na].value.clusterDim.z = 1;
 		na++;
 	}
+	memset(cfg, 0, sizeof *cfg);
+	cfg->gridDimX = (unsigned)(p->s->ctas * p->ranks);
+	cfg->gridDimY = cfg->gridDimZ = 1;
+	cfg->blockDimX = (unsigned)p->s->threads;
+	cfg->blockDimY = cfg->blockDimZ = 1;
+	cfg->sharedMemBytes = (unsigned)p->s->smem;
+	cfg->hStream = s;
+	cfg->attrs = attr;
+	cfg->numAttrs = na;
+}
+
+static CUresult launch_fn(mk_pipeline *p, CUfunction fn, mkd_params *k, int cooperative,
+			  CUstream s)
+{
+	CUlaunchAttribute attr[2];
 	CUlaunchConfig cfg;
-	memset(&cfg, 0, sizeof cfg);
-	cfg.gridDimX = (unsigned)(p->s->ctas * p->ranks);
-	cfg.gridDimY = cfg.gridDimZ = 1;
-	cfg.blockDimX = (unsigned)p->s->threads;
-	cfg.blockDimY = cfg.blockDimZ = 1;
-	cfg.sharedMemBytes = (unsigned)p->s->smem;
-	cfg.hStream = s;
-	cfg.attrs = attr;
-	cfg.numAttrs = na;
+	mk_launch_config(p, cooperative, s, &cfg, attr);
 	void *args[] = {k};
 	return p->c->cu->cuLaunchKernelEx(&cfg, fn, args, NULL);
 }
