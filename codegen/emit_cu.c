@@ -119,8 +119,8 @@ static void header(cg_em *E, int sys)
 		  p->nodes, p->gpus, p->world, s->ctas, s->threads, s->ntasks, s->nflags, s->smem,
 		  p->ntmaps, sys, E->rl.tasks > 0, E->per_stage);
 	if (s->cluster > 1)
-		sb_printf(o, "// clusters of %d CTAs (sm_90a): a pool's tiles in pairs, whose B they load\n"
-			  "// together (mkd/wgmma.cuh, clusters); the runtime launches them so\n"
+		sb_printf(o, "// clusters of %d CTAs (sm_90a): a matmul's tiles in pairs, whose B they\n"
+			  "// load together (mkd/wgmma.cuh, clusters); the runtime launches them so\n"
 			  "#define MK_CLUSTER %d\n\n", s->cluster, s->cluster);
 	if (s->npools)
 		sb_printf(o, "// pools: ops whose tasks the CTAs holding them take at run time, in\n"
