@@ -1146,9 +1146,9 @@ static double static_pairs(sched *S)
 		return -1;
 	const int rd = s->prog->tensors[p->ops[op].out].ndim == 3;  /* the row dimension */
 	int *v = arena_alloc(S->a, (size_t)n * sizeof(int));
-	int *first = arena_alloc(S->a, (size_t)n / 2 * sizeof(int));
+	int *pos = arena_alloc(S->a, (size_t)n * sizeof(int));  /* task -> its place in v */
 	double *cta_free = arena_alloc(S->a, (size_t)s->ctas * sizeof(double));
-	if (!v || !first || !cta_free) {
+	if (!v || !pos || !cta_free) {
 		S->err = 1;
 		return -1;
 	}
@@ -1165,22 +1165,19 @@ static double static_pairs(sched *S)
 				return -1;  /* not the same columns (or batch) */
 		if (a->hi[rd] != b->lo[rd])
 			return -1;
-		first[k / 2] = k;
+		pos[v[k]] = k;
+		pos[v[k + 1]] = k + 1;
 	}
-	/* the pairs in the order of their first tasks' ids (the plan's order) */
-	for (int k = 1; k < n / 2; k++)  /* insertion sort: ids nearly in order */
-		for (int j = k; j > 0 && v[first[j - 1]] > v[first[j]]; j--) {
-			const int t = first[j];
-			first[j] = first[j - 1];
-			first[j - 1] = t;
-		}
 	for (int c = 0; c < s->ctas; c++)
 		cta_free[c] = 0;
 	double end = 0;
 	const int nc = s->ctas / 2;
-	for (int q = 0; q < n / 2; q++)
+	/* the pairs in the order of their first tasks' ids (the plan's order) */
+	for (int i = 0, q = 0; i < n; i++) {
+		if (pos[i] % 2)
+			continue;
 		for (int h = 0; h < 2; h++) {
-			ir_task *t = &s->tasks[v[first[q] + h]];
+			ir_task *t = &s->tasks[v[pos[i] + h]];
 			t->cta = 2 * (q % nc) + h;
 			t->order = q / nc;
 			t->t0 = cta_free[t->cta];
@@ -1188,6 +1185,8 @@ static double static_pairs(sched *S)
 			cta_free[t->cta] = t->t1;
 			end = end > t->t1 ? end : t->t1;
 		}
+		q++;
+	}
 	return end;
 }
 

@@ -237,13 +237,21 @@ static CUresult try_launch(int v, const gemm *g)
 	long long ldc = g->ldc;
 	CUdeviceptr C = g->C;
 	void *args[] = {ta, tb, &C, &M, &N, &K, &ldc};
+	/* clusters for the _mc2 variants only: the others launch as before
+	 * (no cluster attribute), as the megakernel does without pairs */
 	CUlaunchAttribute attr[2];
+	unsigned na = 0;
 	memset(attr, 0, sizeof attr);
-	attr[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-	attr[0].value.clusterDim.x = (unsigned)VARIANTS[v].mc;
-	attr[0].value.clusterDim.y = attr[0].value.clusterDim.z = 1;
-	attr[1].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
-	attr[1].value.cooperative = 1;
+	if (VARIANTS[v].mc > 1) {
+		attr[na].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+		attr[na].value.clusterDim.x = (unsigned)VARIANTS[v].mc;
+		attr[na].value.clusterDim.y = attr[na].value.clusterDim.z = 1;
+		na++;
+	}
+	if (coop_launch) {
+		attr[na].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+		attr[na++].value.cooperative = 1;
+	}
 	CUlaunchConfig cfg;
 	memset(&cfg, 0, sizeof cfg);
 	cfg.gridDimX = (unsigned)(sms / VARIANTS[v].mc * VARIANTS[v].mc);
@@ -252,7 +260,7 @@ static CUresult try_launch(int v, const gemm *g)
 	cfg.blockDimY = cfg.blockDimZ = 1;
 	cfg.sharedMemBytes = (unsigned)kerns[v].smem;
 	cfg.attrs = attr;
-	cfg.numAttrs = coop_launch ? 2 : 1;
+	cfg.numAttrs = na;
 	return cu->cuLaunchKernelEx(&cfg, kerns[v].f, args, NULL);
 }
 
