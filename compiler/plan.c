@@ -59,11 +59,16 @@ static int64_t wg_smem(int64_t a_rows, int64_t bn, int stages)
 /* A gate-up tile (op->gate): the engine's BN is 128, a 64-column box of
  * each weight, and 16 KB past the ring carry the gate's activations from
  * one consumer warpgroup to the other (128 threads x 32 fp32,
- * mkd_wgmma_tile::GATE_BYTES) */
-enum { MM_GATE_BYTES = 128 * 32 * 4 };
+ * mkd_wgmma_tile::GATE_BYTES).  Tiles of 128 rows stage their epilogue
+ * past the ring: per consumer warpgroup 64 rows of 128 bytes of C, padded
+ * to 144 bytes, 160 for fp32 (split-K partials; mkd_wgmma_tile::EPI_BYTES):
+ * the larger is counted whatever C's type. */
+enum { MM_GATE_BYTES = 128 * 32 * 4, MM_EPI_BYTES = 2 * 64 * 160 };
 static int64_t wg_bytes(const ir_op *op, int64_t a_rows, int64_t bn, int stages)
 {
-	return op->gate ? wg_smem(64, 128, stages) + MM_GATE_BYTES : wg_smem(a_rows, bn, stages);
+	if (op->gate)
+		return wg_smem(64, 128, stages) + MM_GATE_BYTES;
+	return wg_smem(a_rows, bn, stages) + (a_rows == 64 ? 0 : MM_EPI_BYTES);
 }
 
 /* Whether the Hopper engine can take op: 16-bit operands, 16-byte rows for

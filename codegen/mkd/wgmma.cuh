@@ -175,6 +175,7 @@ struct mkd_wg_waited {
 #define MKD_WG_BAR_ID 1        /* named barriers 1..3: one per warpgroup */
 #define MKD_WG_BAR_EPI 4       /* 4: the consumers wait for the first one's x() */
 #define MKD_WG_BAR_GATE 5      /* 5: the up warpgroup waits for the gate's values */
+#define MKD_WG_BAR_STG 6       /* 6, 7: a consumer warpgroup's epilogue staging */
 
 /* The ring between two calls: the first `pre` loads of tile `key`
  * (mkd_wg_key) are in it as loads pos.. of the live barriers; key -1:
@@ -325,6 +326,12 @@ template <> struct mkd_wg_store2<float> {
 	}
 };
 
+/* two values as one 4-byte pair of the 16-bit output type */
+template <typename TC> MKD_INLINE u32 mkd_wg_pack(float a, float b);
+template <> MKD_INLINE u32 mkd_wg_pack<mkd_bf16>(float a, float b) { return mkd_pack_bf16x2(a, b); }
+template <> MKD_INLINE u32 mkd_wg_pack<mkd_f16>(float a, float b) { return mkd_pack_f16x2(a, b); }
+template <> MKD_INLINE u32 mkd_wg_pack<float>(float, float) { return 0; }  /* (8-byte pairs) */
+
 /* named barrier over one warpgroup's 128 threads */
 template <int ID> MKD_INLINE void mkd_wg_bar()
 {
@@ -349,9 +356,15 @@ struct mkd_wgmma_tile {
 		ACC = BN / 2,                       /* fp32 accumulators per consumer thread */
 		/* GATE: the gate warpgroup's act(A Wg), 32 a thread, for the other */
 		GATE_BYTES = GATE ? 128 * (ACC / 2) * 4 : 0,
+		/* the epilogue's staging (store): per consumer warpgroup 64 rows
+		 * of 128 bytes of C, each row padded so that the fragment's
+		 * writes hit 32 banks (36 words a row for 4-byte pairs, 40 for
+		 * 8-byte ones); none where the tile has 64 rows at most */
+		EPI_ROW = sizeof(TC) == 4 ? 160 : 144,
+		EPI_BYTES = COLS || GATE ? 0 : 2 * 64 * EPI_ROW,
 		/* 1024 of slack to align the ring, then full[] and empty[], then
-		 * the gate's values */
-		SMEM = 1024 + RING + 2 * STAGES * 8 + GATE_BYTES,
+		 * the gate's values or the epilogue's staging */
+		SMEM = 1024 + RING + 2 * STAGES * 8 + GATE_BYTES + EPI_BYTES,
 		TRADE_REGS = (BN > 128) && !COLS && MKD_WG_TRADE,
 		/* MC > 1: B's boxes this CTA loads for the whole cluster; an
 		 * empty barrier waits for the consumer warps of every CTA */
@@ -371,6 +384,13 @@ struct mkd_wgmma_tile {
 		      "a cluster shares B's boxes: whole 128-row tiles, BN >= 128");
 
 	static MKD_INLINE u32 full_bar(u32 bars, int s) { return bars + 8 * s; }
+	/* this consumer warpgroup's epilogue staging (store), 0: none */
+	static MKD_INLINE u32 stage_at(u32 bars)
+	{
+		return EPI_BYTES ? bars + 16 * STAGES + GATE_BYTES +
+					   ((threadIdx.x >> 7) - 1) * (EPI_BYTES / 2)
+				 : 0;
+	}
 	static MKD_INLINE u32 empty_bar(u32 bars, int s) { return bars + 8 * (STAGES + s); }
 
 	/* one thread: stage s for its next load of tile l, of round parity ph:
@@ -471,6 +491,146 @@ struct mkd_wgmma_tile {
 		return kt0 > early ? kt0 : early;
 	}
 
+	/* store() through shared memory: a warpgroup's 64 rows go out in chunks
+	 * of 128 bytes a row (64 bf16 or f16 columns, 32 fp32).  Each thread
+	 * writes its fragment's pairs of a chunk into the staging rows at stg
+	 * (EPI_ROW bytes apart: conflict-free), then each reads 16-byte pieces
+	 * back along the rows and stores them to C, eight threads a 128-byte
+	 * row: a warp's store covers four whole rows, where the fragment's own
+	 * stores cover eight rows 16 bytes each (twice the sectors, eight
+	 * times the requests; on an H200 the 128 x 256 tile's epilogue took
+	 * ~5.7 us of ~50 so, docs/gemm.md).  Where C or its rows are not
+	 * 16-byte aligned the pieces go out element by element.  Named
+	 * barrier MKD_WG_BAR_STG + warpgroup between the writes and the
+	 * reads, and before the next chunk's writes. */
+	template <int CN, bool RAW, typename Epi>
+	static MKD_INLINE void staged(const float *d, TC *C, i64 ldc, int M, int N, int r_off,
+				      int c_off, Epi &epi, u32 stg)
+	{
+		enum { E = 16 / sizeof(TC), CH = 128 / sizeof(TC), NCH = CN > CH ? CN / CH : 1,
+		       JS = (CN < CH ? CN : CH) / 8 };
+		const int t = threadIdx.x & 127, lane = threadIdx.x & 31;
+		/* the warpgroup's own barrier, by an immediate id (a register id
+		 * makes ptxas count all 16 barriers used) */
+		auto sync = [] {
+			if (threadIdx.x < 256)
+				mkd_wg_bar<MKD_WG_BAR_STG>();
+			else
+				mkd_wg_bar<MKD_WG_BAR_STG + 1>();
+		};
+		const int r0 = (t >> 5) * 16 + (lane >> 2), q = lane & 3;
+		const int er = r_off + r0, left = N - 2 * q;
+		/* 16-byte stores where C's rows allow them, else one by one */
+		const bool al = ((((u64)(size_t)C) | (u64)(ldc * (i64)sizeof(TC))) & 15) == 0;
+		auto fin = [&](float v, int r, int c) { return RAW ? v : epi(v, r, c); };
+		const u32 w0 = stg + r0 * EPI_ROW + q * 2 * sizeof(TC), w1 = w0 + 8 * EPI_ROW;
+#pragma unroll
+		for (int ch = 0; ch < NCH; ch++) {
+			if (ch > 0)  /* the last chunk's reads are done */
+				sync();
+#pragma unroll
+			for (int jj = 0; jj < JS; jj++) {
+				const int j = ch * JS + jj, ec = c_off + 8 * j + 2 * q;
+				/* columns past N are not stored (below); the test also
+				 * keeps ptxas from computing many pairs' epilogues at
+				 * once (tp_mlp's gelu spilled without it) */
+				if (!FULL && 8 * j >= left)
+					continue;
+				const float a0 = fin(d[4 * j], er, ec), a1 = fin(d[4 * j + 1], er, ec + 1);
+				const float b0 = fin(d[4 * j + 2], er + 8, ec);
+				const float b1 = fin(d[4 * j + 3], er + 8, ec + 1);
+				const u32 o = jj * 8 * sizeof(TC);
+				if constexpr (sizeof(TC) == 4) {
+					asm volatile("st.shared.v2.f32 [%0], {%1, %2};" :: "r"(w0 + o), "f"(a0), "f"(a1) : "memory");
+					asm volatile("st.shared.v2.f32 [%0], {%1, %2};" :: "r"(w1 + o), "f"(b0), "f"(b1) : "memory");
+				} else {
+					asm volatile("st.shared.u32 [%0], %1;" :: "r"(w0 + o), "r"(mkd_wg_pack<TC>(a0, a1)) : "memory");
+					asm volatile("st.shared.u32 [%0], %1;" :: "r"(w1 + o), "r"(mkd_wg_pack<TC>(b0, b1)) : "memory");
+				}
+			}
+			sync();
+			/* 64 rows x (JS * 8 / E) pieces of 16 bytes, row by row */
+			enum { PR = JS * 8 / E, PIECES = 64 * PR };
+#pragma unroll 1
+			for (int i = t; i < PIECES; i += 128) {
+				const int r = i / PR, pc = i % PR, c = ch * CH + pc * E;
+				uint4 v;
+				asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+					     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+					     : "r"(stg + r * EPI_ROW + pc * 16) : "memory");
+				TC *p = C + (i64)r * ldc + c;
+				if ((FULL || (r < M && c + E <= N)) && al) {
+					asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};"
+						     :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+				} else if (r < M && c < N) {  /* the row's last columns, or C unaligned */
+					const u32 w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+					for (int x = 0; x < E; x++) {
+						if (c + x >= N)
+							break;
+						if constexpr (sizeof(TC) == 4)
+							*(u32 *)(p + x) = w[x];
+						else
+							*(unsigned short *)(p + x) =
+								(unsigned short)(w[x / 2] >> (16 * (x % 2)));
+					}
+				}
+			}
+		}
+	}
+
+	/* A warpgroup's m64nCNk16 accumulators d to C (the slab's first element,
+	 * ldc elements a row) clipped to M x N, each value through epi(v, r, c)
+	 * with its row and column in the tile (the slab at r_off, c_off) unless
+	 * RAW (the values are final: a gate-up tile's).  Accumulator j*4 + {0,1}:
+	 * row r0, columns 8j + 2q + {0,1}; j*4 + {2,3}: row r0 + 8 (the
+	 * m64nNk16 D fragment). */
+	template <int CN, bool RAW, typename Epi>
+	static MKD_INLINE void store(const float *d, TC *C, i64 ldc, int M, int N, int r_off,
+				     int c_off, Epi &epi, u32 stg = 0)
+	{
+		const int t = threadIdx.x & 127, lane = threadIdx.x & 31;
+		if constexpr (EPI_BYTES > 0) {
+			staged<CN, RAW>(d, C, ldc, M, N, r_off, c_off, epi, stg);
+			return;
+		}
+		const int r0 = (t >> 5) * 16 + (lane >> 2), c0 = (lane & 3) * 2;
+		TC *p0 = C + (i64)r0 * ldc + c0, *p1 = p0 + 8 * ldc;
+		const bool ok0 = r0 < M, ok1 = r0 + 8 < M;
+		/* columns compared as 8j against what is left of the row from c0:
+		 * with c0 + 8j compared, the compiler kept every c0 + 8j (+ 1) in
+		 * a register of its own through the whole kernel */
+		const int er = r_off + r0, ec = c_off + c0, left = N - c0;
+		auto fin = [&](float v, int r, int c) { return RAW ? v : epi(v, r, c); };
+		if constexpr (FULL) {  /* the plan's: every tile inside C, no bound to test */
+#pragma unroll
+			for (int j = 0; j < CN / 8; j++) {
+				mkd_wg_store2<TC>::st(p0 + 8 * j, fin(d[4 * j], er, ec + 8 * j),
+						      fin(d[4 * j + 1], er, ec + 8 * j + 1), true);
+				mkd_wg_store2<TC>::st(p1 + 8 * j, fin(d[4 * j + 2], er + 8, ec + 8 * j),
+						      fin(d[4 * j + 3], er + 8, ec + 8 * j + 1), true);
+			}
+		} else {
+#pragma unroll
+			for (int j = 0; j < CN / 8; j++) {
+				if (8 * j < left) {
+					const bool two = 8 * j + 1 < left;
+					if (ok0)
+						mkd_wg_store2<TC>::st(p0 + 8 * j, fin(d[4 * j], er, ec + 8 * j),
+								      two ? fin(d[4 * j + 1], er, ec + 8 * j + 1)
+									  : 0.f,
+								      two);
+					if (ok1)
+						mkd_wg_store2<TC>::st(p1 + 8 * j,
+								      fin(d[4 * j + 2], er + 8, ec + 8 * j),
+								      two ? fin(d[4 * j + 3], er + 8, ec + 8 * j + 1)
+									  : 0.f,
+								      two);
+				}
+			}
+		}
+	}
+
 	/* One consumer warpgroup: a CN-column slab of the tile's accumulators,
 	 * wgmma m64nCNk16 over rows 64*arow.. of A and B boxes box0.. of each
 	 * stage; results go to C (the slab's first element) clipped to M x N.
@@ -561,44 +721,8 @@ struct mkd_wgmma_tile {
 			for (int i = 0; i < CACC; i++)
 				d[i] = epi(d[i], 0, 0) * gs[i * 128 + t];
 		}
-		/* accumulator j*4 + {0,1}: row r0, columns 8j + 2q + {0,1};
-		 * j*4 + {2,3}: row r0 + 8 (the m64nNk16 D fragment) */
-		const int r0 = (t >> 5) * 16 + (lane >> 2), c0 = (lane & 3) * 2;
-		TC *p0 = C + (i64)r0 * ldc + c0, *p1 = p0 + 8 * ldc;
-		const bool ok0 = r0 < M, ok1 = r0 + 8 < M;
-		/* columns compared as 8j against what is left of the row from c0:
-		 * with c0 + 8j compared, the compiler kept every c0 + 8j (+ 1) in
-		 * a register of its own through the whole kernel */
-		const int er = r_off + r0, ec = c_off + c0, left = N - c0;
 		/* GATE: the values are final (the gate's epilogue is only a unary op) */
-		auto fin = [&](float v, int r, int c) { return GATE ? v : epi(v, r, c); };
-		if constexpr (FULL) {  /* the plan's: every tile inside C, no bound to test */
-#pragma unroll
-			for (int j = 0; j < CN / 8; j++) {
-				mkd_wg_store2<TC>::st(p0 + 8 * j, fin(d[4 * j], er, ec + 8 * j),
-						      fin(d[4 * j + 1], er, ec + 8 * j + 1), true);
-				mkd_wg_store2<TC>::st(p1 + 8 * j, fin(d[4 * j + 2], er + 8, ec + 8 * j),
-						      fin(d[4 * j + 3], er + 8, ec + 8 * j + 1), true);
-			}
-		} else {
-#pragma unroll
-			for (int j = 0; j < CN / 8; j++) {
-				if (8 * j < left) {
-					const bool two = 8 * j + 1 < left;
-					if (ok0)
-						mkd_wg_store2<TC>::st(p0 + 8 * j, fin(d[4 * j], er, ec + 8 * j),
-								      two ? fin(d[4 * j + 1], er, ec + 8 * j + 1)
-									  : 0.f,
-								      two);
-					if (ok1)
-						mkd_wg_store2<TC>::st(p1 + 8 * j,
-								      fin(d[4 * j + 2], er + 8, ec + 8 * j),
-								      two ? fin(d[4 * j + 3], er + 8, ec + 8 * j + 1)
-									  : 0.f,
-								      two);
-				}
-			}
-		}
+		store<CN, GATE>(d, C, ldc, M, N, r_off, c_off, epi, stage_at(bars));
 	}
 
 	/* Consumer warpgroup w (0, 1).  COLS (the plan's wg_cols: no tile has
@@ -758,6 +882,193 @@ struct mkd_wgmma_tile {
 		const mkd_wg_loads l = {ta, tb, a_row, a_col, b_row, b_col, K > 0 ? (K + BK - 1) / BK : 0,
 					nullptr, live};
 		run(l, -1, mkd_wg_last(), mkd_wg_waited(), C, ldc, M, N, smem, epi);
+	}
+};
+
+/* ---- ping-pong: a warpgroup a tile ------------------------------------------ */
+
+/* One tile of a walk: its loads, and its result: C (the tile's first
+ * element, ldc elements a row) clipped to M rows and N columns. */
+template <typename TC> struct mkd_wg_out {
+	mkd_wg_loads l;
+	TC *C;
+	i64 ldc;
+	int M, N;
+};
+
+/* The tiles of a walk (a CTA's tiles of one matmul, in order) computed by the
+ * two consumer warpgroups in turn: WG1 takes tiles 0, 2, 4, .., WG2 tiles 1,
+ * 3, 5, .., each a whole 128 x BN tile (two m64nBNk16 a K slice, rows 0..63
+ * and 64..127: BN accumulators a thread), so that one warpgroup stores its
+ * tile while the other multiplies the next; the cooperative tile above
+ * idles the tensor cores through its epilogue.  The producer loads the
+ * tiles' k-blocks into one ring in walk order; a stage holds a k-block of
+ * one tile, read by one warpgroup, so empty[s] counts that warpgroup's 4
+ * warps.  A warpgroup waits for the stages of its tile only once the other
+ * has waited for the last stage of the tile before (ord[w], below): a
+ * phase parity names one of two phases, so no barrier may be waited on
+ * more than a round ahead of the last wait that saw it complete.  tile(j)
+ * describes tile j < n (mkd_wg_out), the same at every call.  All THREADS
+ * threads call run; nothing is carried in or out: the barriers are
+ * initialised and invalidated here, and the ring's bytes are free again
+ * when it returns. */
+template <typename T, typename TC, int BN, int STAGES, bool FULL = false>
+struct mkd_wgmma_pp {
+	typedef mkd_wgmma_tile<T, TC, 128, BN, 64, STAGES, false, false, FULL> base;
+	enum {
+		A_BYTES = base::A_BYTES, B_BOX = base::B_BOX, STAGE_BYTES = base::STAGE_BYTES,
+		RING = base::RING,
+		SMEM = base::SMEM + 16,          /* and ord[2] past the ring's barriers */
+		ACC = BN / 2,                    /* fp32 a thread for each half of the rows */
+		TRADE = BN > 64 && MKD_WG_TRADE  /* 2 x 64 accumulators: setmaxnreg */
+	};
+	static_assert(BN == 64 || BN == 128, "a warpgroup's tile: 128 x 64 or 128 x 128");
+
+	/* ord[w] (count 1): warpgroup w may wait for its next tile's stages;
+	 * the other warpgroup arrives once it has waited for the last stage of
+	 * the tile before */
+	static MKD_INLINE u32 ord_bar(u32 bars, int w)
+	{
+		return bars + 16 * STAGES + base::EPI_BYTES + 8 * w;
+	}
+
+	/* consumer warpgroup w (0, 1): tiles w, w + 2, .. of the walk */
+	template <typename Tile, typename Epi>
+	static MKD_INLINE void consume(int w, int n, const Tile &tile, u32 ring, u32 bars, Epi &epi)
+	{
+		const int lane = threadIdx.x & 31;
+		u32 turn = 0;  /* waits on ord[w] so far */
+		const u64 da = mkd_wg_desc(ring, 16, 1024);
+		const u64 db = mkd_wg_desc(ring + A_BYTES, B_BOX, 1024);
+		u32 pos = 0;
+		for (int j = 0; j < n; j++) {
+			const mkd_wg_out<TC> o = tile(j);
+			if ((j & 1) != w) {
+				pos += o.l.nk;
+				continue;
+			}
+			if (j > 0) {
+				mkd_mbar_wait(ord_bar(bars, w), turn & 1, MKD_WG_TIMEOUT_NS);
+				turn++;
+			}
+			float d0[ACC], d1[ACC];
+#pragma unroll
+			for (int i = 0; i < ACC; i++)
+				d0[i] = d1[i] = 0.f;
+			u32 s = pos % STAGES, ph = (pos / STAGES) & 1, prev = 0;
+			for (int kt = 0; kt < o.l.nk; kt++) {
+				mkd_mbar_wait(base::full_bar(bars, s), ph, MKD_WG_TIMEOUT_NS);
+				const u64 off = (u64)((s * STAGE_BYTES) >> 4);
+#pragma unroll
+				for (int i = 0; i < ACC; i++) {
+					mkd_wg_pin(d0[i]);
+					mkd_wg_pin(d1[i]);
+				}
+				mkd_wg_fence();
+#pragma unroll
+				for (int k = 0; k < 4; k++) {  /* A's rows 64..: 8192 bytes on, 512 in the field */
+					mkd_wg_op<BN, T>::mma(d0, da + off + 2 * k, db + off + 128 * k);
+					mkd_wg_op<BN, T>::mma(d1, da + off + 512 + 2 * k, db + off + 128 * k);
+				}
+				mkd_wg_commit();
+#pragma unroll
+				for (int i = 0; i < ACC; i++) {
+					mkd_wg_pin(d0[i]);
+					mkd_wg_pin(d1[i]);
+				}
+				if (kt > 0) {  /* group kt-1 retired: its stage is free */
+					mkd_wg_wait<1>();
+					if (lane == 0)
+						base::release(bars, prev);
+				}
+				prev = s;
+				if (++s == STAGES) {
+					s = 0;
+					ph ^= 1;
+				}
+			}
+			if (j + 1 < n && threadIdx.x % 128 == 0)  /* every stage of tile j landed */
+				mkd_mbar_arrive(ord_bar(bars, w ^ 1));
+			mkd_wg_wait<0>();
+#pragma unroll
+			for (int i = 0; i < ACC; i++) {
+				mkd_wg_pin(d0[i]);
+				mkd_wg_pin(d1[i]);
+			}
+			if (o.l.nk > 0 && lane == 0)
+				base::release(bars, prev);
+			pos += o.l.nk;
+			base::template store<BN, false>(d0, o.C, o.ldc, o.M, o.N, 0, 0, epi,
+							base::stage_at(bars));
+			base::template store<BN, false>(d1, o.C + 64 * o.ldc, o.ldc, o.M - 64, o.N, 64, 0,
+							epi, base::stage_at(bars));
+		}
+	}
+
+	template <typename Tile, typename Epi>
+	static __device__ void run(int n, Tile tile, char *smem, Epi epi)
+	{
+		const u32 ring = (mkd_smem_addr(smem) + 1023) & ~1023u;
+		const u32 bars = ring + RING;
+		const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x >> 7), 0);
+		asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+		if (threadIdx.x == 0) {
+#pragma unroll
+			for (int s = 0; s < STAGES; s++) {
+				mkd_mbar_init(base::full_bar(bars, s), 1);
+				mkd_mbar_init(base::empty_bar(bars, s), 4);
+			}
+			mkd_mbar_init(ord_bar(bars, 0), 1);
+			mkd_mbar_init(ord_bar(bars, 1), 1);
+			asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+		}
+		__syncthreads();
+		if (wg == 0) {
+			if (threadIdx.x == 0 && n > 0) {
+				const mkd_wg_out<TC> o = tile(0);
+				mkd_tma_prefetch_desc(o.l.ta);
+				mkd_tma_prefetch_desc(o.l.tb);
+				asm volatile("fence.proxy.async.global;" ::: "memory");
+			}
+			__syncwarp();
+			if (TRADE)
+				asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(MKD_WG_REGS_PRODUCER));
+			if (threadIdx.x == 0) {
+				u32 pos = 0;
+				for (int j = 0; j < n; j++) {
+					const mkd_wg_out<TC> o = tile(j);
+					base::produce(o.l, 0, o.l.nk, pos, ring, bars);
+					pos += o.l.nk;
+				}
+			}
+			__syncwarp();
+			if (TRADE) {
+				mkd_wg_bar<MKD_WG_BAR_ID>();
+				asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(MKD_WG_REGS));
+			}
+		} else {
+			if (TRADE)
+				asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(MKD_WG_REGS_CONSUMER));
+			consume(wg - 1, n, tile, ring, bars, epi);
+			if (TRADE) {
+				if (wg == 1)
+					mkd_wg_bar<MKD_WG_BAR_ID + 1>();
+				else
+					mkd_wg_bar<MKD_WG_BAR_ID + 2>();
+				asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(MKD_WG_REGS));
+			}
+		}
+		__syncthreads();  /* every load consumed, every wgmma retired */
+		if (threadIdx.x == 0) {
+#pragma unroll
+			for (int s = 0; s < STAGES; s++) {
+				mkd_mbar_inval(base::full_bar(bars, s));
+				mkd_mbar_inval(base::empty_bar(bars, s));
+			}
+			mkd_mbar_inval(ord_bar(bars, 0));
+			mkd_mbar_inval(ord_bar(bars, 1));
+		}
+		__syncthreads();
 	}
 };
 
