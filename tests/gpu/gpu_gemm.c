@@ -62,10 +62,25 @@ static const char SRC_HEAD[] =
 	"\t\tp[i] = f16 ? mkd_f32_f16(mkt_val(i, seed)) : mkd_f32_bf16(mkt_val(i, seed));\n"
 	"}\n"
 	"\n"
+	"// tile t of the grouped order (bands of G tile rows of MC row tiles, column\n"
+	"// by column in a band): its first row for cluster rank q, its first column\n"
+	"static __device__ __forceinline__ void mkt_at(int t, int tm, int tn, int G, int MC, int q, int BN,\n"
+	"\t\t\t\t\t      int &m0, int &n0)\n"
+	"{\n"
+	"\tconst int band = t / (G * tn), first = band * G;\n"
+	"\tconst int rows = tm - first < G ? tm - first : G;\n"
+	"\tconst int r = t - band * G * tn;\n"
+	"\tm0 = ((first + r % rows) * MC + q) * 128;\n"
+	"\tn0 = (r / rows) * BN;\n"
+	"}\n"
+	"\n"
 	"// persistent: cluster c (MC CTAs along x) takes tiles c, c + clusters, ...\n"
 	"// in grouped order; a tile is MC row tiles of the same columns, the CTA\n"
-	"// of cluster rank q the q-th (MC 2: B multicast, mkd/wgmma.cuh)\n"
-	"template <typename T, typename TC, int BN, int STAGES, int MC>\n"
+	"// of cluster rank q the q-th (MC 2: B multicast, mkd/wgmma.cuh).  KIND 0:\n"
+	"// a call a tile, the ring filled afresh; 1: the ring carried from tile to\n"
+	"// tile (the megakernel's way); 2: ping-pong, the CTA's tiles one walk\n"
+	"// (mkd_wgmma_pp)\n"
+	"template <typename T, typename TC, int BN, int STAGES, int MC, int KIND>\n"
 	"static __device__ __forceinline__ void mkt_gemm(const mkd_tmap *ta, const mkd_tmap *tb,\n"
 	"\t\t\t\t\t\tTC *C, int M, int N, int K, long long ldc)\n"
 	"{\n"
@@ -74,25 +89,50 @@ static const char SRC_HEAD[] =
 	"\tconst int tm = ((M + 127) / 128 + MC - 1) / MC, tn = (N + BN - 1) / BN, total = tm * tn;\n"
 	"\tconst int G = 16 / MC;  // tile rows (of MC row tiles) per band\n"
 	"\tconst int q = (int)(blockIdx.x % MC), c = (int)(blockIdx.x / MC), nc = (int)(gridDim.x / MC);\n"
+	"\tconst int nk = (K + 63) / 64;\n"
+	"\tif constexpr (KIND == 2) {\n"
+	"\t\tconst int n = c < total ? (total - c + nc - 1) / nc : 0;\n"
+	"\t\tmkd_wgmma_pp<T, TC, BN, STAGES>::run(n, [&](int j) {\n"
+	"\t\t\tint m0, n0;\n"
+	"\t\t\tmkt_at(c + j * nc, tm, tn, G, MC, q, BN, m0, n0);\n"
+	"\t\t\treturn mkd_wg_out<TC>{{ta, tb, m0, 0, 0, n0, nk, nullptr, 0},\n"
+	"\t\t\t\t\t       C + (long long)m0 * ldc + n0, ldc, M - m0, N - n0};\n"
+	"\t\t}, smem, mkd_epi_none());\n"
+	"\t\treturn;\n"
+	"\t}\n"
+	"\tif (threadIdx.x == 0)\n"
+	"\t\tmkd_wg_ring_reset();\n"
 	"\tfor (int t = c; t < total; t += nc) {\n"
-	"\t\tconst int band = t / (G * tn), first = band * G;\n"
-	"\t\tconst int rows = tm - first < G ? tm - first : G;\n"
-	"\t\tconst int r = t - band * G * tn;\n"
-	"\t\tconst int m0 = ((first + r % rows) * MC + q) * 128, n0 = (r / rows) * BN;\n"
+	"\t\tint m0, n0;\n"
+	"\t\tmkt_at(t, tm, tn, G, MC, q, BN, m0, n0);\n"
+	"\t\tif constexpr (KIND == 1) {\n"
+	"\t\t\tconst mkd_wg_loads l = {ta, tb, m0, 0, 0, n0, nk, nullptr, 0};\n"
+	"\t\t\ttile::run(l, mkd_wg_key(t, 0), [&](mkd_wg_loads &nl) -> long long {\n"
+	"\t\t\t\tint m1, n1;\n"
+	"\t\t\t\tif (t + nc >= total)\n"
+	"\t\t\t\t\treturn -1;\n"
+	"\t\t\t\tmkt_at(t + nc, tm, tn, G, MC, q, BN, m1, n1);\n"
+	"\t\t\t\tnl = mkd_wg_loads{ta, tb, m1, 0, 0, n1, nk, nullptr, 0};\n"
+	"\t\t\t\treturn mkd_wg_key(t + nc, 0);\n"
+	"\t\t\t}, mkd_wg_waited(), C + (long long)m0 * ldc + n0, ldc, M - m0, N - n0, smem,\n"
+	"\t\t\t\t  mkd_epi_none());\n"
+	"\t\t\tcontinue;\n"
+	"\t\t}\n"
 	"\t\t// past M: no rows, this CTA only loads its part of B (live -1)\n"
 	"\t\ttile::run(ta, m0, 0, tb, 0, n0, K, C + (long long)m0 * ldc + n0, ldc, M - m0, N - n0,\n"
 	"\t\t\t  smem, mkd_epi_none(), m0 < M ? 0 : -1);\n"
 	"\t}\n"
 	"}\n"
 	"\n"
-	"#define MKT_GEMM(name, T, TC, BN, S, MC)                                               \\\n"
+	"#define MKT_GEMM(name, T, TC, BN, S, MC, KIND)                                         \\\n"
 	"\textern \"C\" __constant__ int name##_smem =                                         \\\n"
-	"\t\tmkd_wgmma_tile<T, TC, 128, BN, 64, S, false, false, false, MC>::SMEM;         \\\n"
+	"\t\tmkd_wgmma_tile<T, TC, 128, BN, 64, S, false, false, false, MC>::SMEM +        \\\n"
+	"\t\t(KIND == 2 ? 16 : 0);  /* ping-pong: its ord[] barriers */                  \\\n"
 	"\textern \"C\" __global__ void __launch_bounds__(384, 1)                             \\\n"
 	"\tname(const __grid_constant__ mkd_tmap ta, const __grid_constant__ mkd_tmap tb, TC *C, \\\n"
 	"\t     int M, int N, int K, long long ldc)                                         \\\n"
 	"\t{                                                                                \\\n"
-	"\t\tmkt_gemm<T, TC, BN, S, MC>(&ta, &tb, C, M, N, K, ldc);                   \\\n"
+	"\t\tmkt_gemm<T, TC, BN, S, MC, KIND>(&ta, &tb, C, M, N, K, ldc);             \\\n"
 	"\t}\n";
 
 /* The mma.cuh engine (every arch but sm_90a) must still build from the
@@ -110,22 +150,26 @@ static const char SRC_FALLBACK[] =
 	"#error \"wgmma engine visible outside sm_90a\"\n"
 	"#endif\n";
 
-/* mc: CTAs a cluster (2: B multicast to both, mkd/wgmma.cuh) */
+/* mc: CTAs a cluster (2: B multicast to both, mkd/wgmma.cuh); kind: 0 a
+ * call a tile, 1 the ring carried between tiles, 2 ping-pong (mkt_gemm) */
 typedef struct variant {
 	const char *name;
-	int in_f16, out_f32, bn, stages, mc;
+	int in_f16, out_f32, bn, stages, mc, kind;
 } variant;
 
-enum { V_128, V_256, V_256_MC2 };  /* the ones timed */
+enum { V_128, V_256, V_256_MC2, V_256_CARRY, V_PP };  /* the ones timed */
 static const variant VARIANTS[] = {
-	{"gemm_bf16_bf16_128", 0, 0, 128, 6, 1},
-	{"gemm_bf16_bf16_256", 0, 0, 256, 4, 1},
-	{"gemm_bf16_bf16_256_mc2", 0, 0, 256, 4, 2},
-	{"gemm_bf16_f32_128", 0, 1, 128, 6, 1},
-	{"gemm_bf16_f32_256", 0, 1, 256, 4, 1},
-	{"gemm_f16_f32_128", 1, 1, 128, 6, 1},
-	{"gemm_f16_bf16_256", 1, 0, 256, 4, 1},
-	{"gemm_bf16_f32_128_mc2", 0, 1, 128, 6, 2},
+	{"gemm_bf16_bf16_128", 0, 0, 128, 6, 1, 0},
+	{"gemm_bf16_bf16_256", 0, 0, 256, 4, 1, 0},
+	{"gemm_bf16_bf16_256_mc2", 0, 0, 256, 4, 2, 0},
+	{"gemm_bf16_bf16_256_carry", 0, 0, 256, 4, 1, 1},
+	{"gemm_bf16_bf16_pp128", 0, 0, 128, 6, 1, 2},
+	{"gemm_bf16_f32_128", 0, 1, 128, 6, 1, 0},
+	{"gemm_bf16_f32_256", 0, 1, 256, 4, 1, 0},
+	{"gemm_f16_f32_128", 1, 1, 128, 6, 1, 0},
+	{"gemm_f16_bf16_256", 1, 0, 256, 4, 1, 0},
+	{"gemm_bf16_f32_128_mc2", 0, 1, 128, 6, 2, 0},
+	{"gemm_f16_f32_pp128", 1, 1, 128, 6, 1, 2},
 };
 #define NVAR ((int)(sizeof VARIANTS / sizeof VARIANTS[0]))
 
@@ -138,9 +182,9 @@ static char *kernel_source(void)
 	size_t len = (size_t)snprintf(s, n, "%s\n", SRC_HEAD);
 	for (int i = 0; i < NVAR; i++) {
 		const variant *v = &VARIANTS[i];
-		len += (size_t)snprintf(s + len, n - len, "MKT_GEMM(%s, %s, %s, %d, %d, %d)\n", v->name,
+		len += (size_t)snprintf(s + len, n - len, "MKT_GEMM(%s, %s, %s, %d, %d, %d, %d)\n", v->name,
 					v->in_f16 ? "mkd_f16" : "mkd_bf16",
-					v->out_f32 ? "float" : "mkd_bf16", v->bn, v->stages, v->mc);
+					v->out_f32 ? "float" : "mkd_bf16", v->bn, v->stages, v->mc, v->kind);
 	}
 	return s;
 }
@@ -592,7 +636,7 @@ int main(int argc, char **argv)
 		CK(cu->cuFuncGetAttribute(&kerns[v].regs, CU_FUNC_ATTRIBUTE_NUM_REGS, kerns[v].f));
 		/* setmaxnreg trades 40 + 2 x 232 = 3 x 168 per thread: the kernel
 		 * must start with exactly 168 */
-		int ok = VARIANTS[v].bn <= 128 || kerns[v].regs == 168;
+		int ok = (VARIANTS[v].bn <= 128 && VARIANTS[v].kind != 2) || kerns[v].regs == 168;
 		printf("%-4s %-18s %d registers, %d bytes smem, %d CTAs x 384\n", ok ? "ok" : "FAIL",
 		       VARIANTS[v].name, kerns[v].regs, kerns[v].smem, sms);
 		if (!ok) {  /* setmaxnreg.inc would wait forever */
@@ -651,8 +695,8 @@ int main(int argc, char **argv)
 	CK(cu->cuMemAlloc(&B, (size_t)maxb * 2));
 	CK(cu->cuMemAlloc(&C, (size_t)maxc * 2));
 	CK(cu->cuMemAlloc(&C2, (size_t)maxc * 2));
-	printf("\n%-22s %12s %12s %12s %12s %7s\n", "M x N x K (bf16)", "ours 128x128",
-	       "ours 128x256", "256, 2 CTAs", "cuBLAS", "ratio");
+	printf("\n%-22s %9s %9s %9s %9s %9s %9s %7s\n", "M x N x K (bf16)", "128x128",
+	       "128x256", "256 pairs", "256 carry", "ping-pong", "cuBLAS", "ratio");
 	for (int i = 0; i < 7; i++) {
 		const long long *s = shapes[i];
 		gemm g = {A, B, C, s[0], s[1], s[2], s[1]}, gb = g;
@@ -661,9 +705,10 @@ int main(int argc, char **argv)
 		fill(A, s[0] * s[2], SEED_A, 0);
 		fill(B, s[2] * s[1], SEED_B, 0);
 		double flop = 2.0 * (double)s[0] * (double)s[1] * (double)s[2];
-		static const int timed[] = {V_128, V_256, V_256_MC2};
-		double tf[3], tb = 0, best = 0;
-		for (int j = 0; j < 3; j++) {
+		static const int timed[] = {V_128, V_256, V_256_MC2, V_256_CARRY, V_PP};
+		enum { NT = sizeof timed / sizeof timed[0] };
+		double tf[NT], tb = 0, best = 0;
+		for (int j = 0; j < NT; j++) {
 			int v = timed[j];
 			CK(cu->cuMemsetD8(C, 0xff, (size_t)(s[0] * s[1] * 2)));
 			launch(v, &g);
@@ -680,10 +725,10 @@ int main(int argc, char **argv)
 		}
 		char shape[48];
 		snprintf(shape, sizeof shape, "%lldx%lldx%lld", s[0], s[1], s[2]);
-		for (int j = 0; j < 3; j++)
+		for (int j = 0; j < NT; j++)
 			best = tf[j] > best ? tf[j] : best;
-		printf("%-22s %12.1f %12.1f %12.1f %12.1f %7.3f   TFLOP/s\n", shape, tf[0], tf[1], tf[2],
-		       tb, tb > 0 ? best / tb : 0.0);
+		printf("%-22s %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %7.3f   TFLOP/s\n", shape, tf[0],
+		       tf[1], tf[2], tf[3], tf[4], tb, tb > 0 ? best / tb : 0.0);
 	}
 	CK(cu->cuMemFree(A));
 	CK(cu->cuMemFree(B));
