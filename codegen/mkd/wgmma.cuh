@@ -526,8 +526,7 @@ struct mkd_wgmma_tile {
 		const u32 w0 = stg + r0 * EPI_ROW + q * 2 * sizeof(TC), w1 = w0 + 8 * EPI_ROW;
 #pragma unroll
 		for (int ch = 0; ch < NCH; ch++) {
-			if (ch > 0)  /* the last chunk's reads are done */
-				sync();
+			sync();  /* the last chunk's reads are done (ping-pong stores twice a tile) */
 #pragma unroll
 			for (int jj = 0; jj < JS; jj++) {
 				const int j = ch * JS + jj, ec = c_off + 8 * j + 2 * q;
