@@ -423,6 +423,8 @@ typedef struct ir_prog {
 	int ntmaps;             /* TMA tensor maps of the wgmma matmuls */
 	int wg_trade;           /* the Hopper engine's 128 x 256 tiles trade
 	                           registers (setmaxnreg, mkd/wgmma.cuh) */
+	int wg_staged;          /* its 128-row tiles store through shared
+	                           memory (MKD_WG_STAGED, MK_WG_STAGED=1) */
 } ir_prog;
 
 /* What a matmul's epilogue applies (the ops the expansion fused into it),

@@ -82,6 +82,9 @@ typedef struct compile_opts {
 	                           few rows, else 8; MK_WG_STAGES=N) */
 	int no_trade;           /* the Hopper engine's wide tiles trade no
 	                           registers (MK_WG_TRADE=0) */
+	int wg_staged;          /* the Hopper engine's 128-row tiles store
+	                           through shared memory (MK_WG_STAGED=1, an
+	                           opt-in until measured on a GPU) */
 	int wg_bn128;           /* the Hopper engine's tiles 128 columns wide
 	                           where the plan would take 256 (MK_WG_BN=128) */
 	int attn_keys;          /* the Hopper attention tile's keys a stage

@@ -59,16 +59,16 @@ static int64_t wg_smem(int64_t a_rows, int64_t bn, int stages)
 /* A gate-up tile (op->gate): the engine's BN is 128, a 64-column box of
  * each weight, and 16 KB past the ring carry the gate's activations from
  * one consumer warpgroup to the other (128 threads x 32 fp32,
- * mkd_wgmma_tile::GATE_BYTES).  Tiles of 128 rows stage their epilogue
- * past the ring: per consumer warpgroup 64 rows of 128 bytes of C, padded
+ * mkd_wgmma_tile::GATE_BYTES).  With MK_WG_STAGED=1 (staged), tiles of
+ * 128 rows stage their epilogue past the ring: per consumer warpgroup 64 rows of 128 bytes of C, padded
  * to 144 bytes, 160 for fp32 (split-K partials; mkd_wgmma_tile::EPI_BYTES):
  * the larger is counted whatever C's type. */
 enum { MM_GATE_BYTES = 128 * 32 * 4, MM_EPI_BYTES = 2 * 64 * 160 };
-static int64_t wg_bytes(const ir_op *op, int64_t a_rows, int64_t bn, int stages)
+static int64_t wg_bytes(const ir_op *op, int64_t a_rows, int64_t bn, int stages, int staged)
 {
 	if (op->gate)
 		return wg_smem(64, 128, stages) + MM_GATE_BYTES;
-	return wg_smem(a_rows, bn, stages) + (a_rows == 64 ? 0 : MM_EPI_BYTES);
+	return wg_smem(a_rows, bn, stages) + (a_rows == 64 || !staged ? 0 : MM_EPI_BYTES);
 }
 
 /* Whether the Hopper engine can take op: 16-bit operands, 16-byte rows for
@@ -559,20 +559,21 @@ static void plan_matmul(planner *P, ir_op *op, int wide)
 	m->wg_cols = m->wgmma && (m->bn >= 128 || op->gate) && m->bucket < 0 &&
 		     C->local[C->ndim - 2] <= 64;
 	const int64_t a_rows = m->wg_cols ? 64 : m->bm;
+	const int stg = P->o->wg_staged;  /* MK_WG_STAGED: the epilogue's staging */
 	m->wg_stages = 0;
 	if (m->wgmma) {
 		/* MK_WG_STAGES=N (A/B): N stages where they fit */
 		const int want = P->o->wg_stages >= 2 && P->o->wg_stages <= 12 ? P->o->wg_stages
 										   : m->wg_cols ? 12 : 8;
 		for (m->wg_stages = want;
-		     m->wg_stages > 2 && wg_bytes(op, a_rows, m->bn, m->wg_stages) > limit; m->wg_stages--)
+		     m->wg_stages > 2 && wg_bytes(op, a_rows, m->bn, m->wg_stages, stg) > limit; m->wg_stages--)
 			;
-		if (wg_bytes(op, a_rows, m->bn, m->wg_stages) > limit || (op->gate && !m->wg_cols))
+		if (wg_bytes(op, a_rows, m->bn, m->wg_stages, stg) > limit || (op->gate && !m->wg_cols))
 			m->wgmma = 0;
 	}
 	m->wg_cols = m->wg_cols && m->wgmma;
-	if (m->wgmma && wg_bytes(op, a_rows, m->bn, m->wg_stages) > smem)
-		smem = wg_bytes(op, a_rows, m->bn, m->wg_stages);
+	if (m->wgmma && wg_bytes(op, a_rows, m->bn, m->wg_stages, stg) > smem)
+		smem = wg_bytes(op, a_rows, m->bn, m->wg_stages, stg);
 	op->plan.smem = (int)smem;
 	op->plan.threads = m->wgmma ? 384 : 256;  /* producer + two consumer warpgroups */
 	m->tmap = -1;
@@ -1191,6 +1192,7 @@ int plan_run(ir_prog *p, const compile_opts *o, diags *d, arena *a)
 	for (int i = 0; i < p->nops; i++)
 		nwg += p->ops[i].kind == OP_MATMUL && p->ops[i].plan.mm.wgmma;
 	p->wg_trade = nwg <= 1 && !P.o->no_trade;
+	p->wg_staged = P.o->wg_staged;
 	for (int i = 0; i < p->nops; i++)
 		if (p->ops[i].plan.threads > p->threads)
 			p->threads = p->ops[i].plan.threads;

@@ -167,6 +167,9 @@ struct mkd_wg_waited {
 #ifndef MKD_WG_TRADE
 #define MKD_WG_TRADE 1         /* setmaxnreg for BN > 128; 0: all at 168 (154 used) */
 #endif
+#ifndef MKD_WG_STAGED
+#define MKD_WG_STAGED 0        /* 1: 128-row tiles store through shared memory (staged) */
+#endif
 #define MKD_WG_REGS_PRODUCER 40
 #define MKD_WG_REGS_CONSUMER 232
 #ifndef MKD_WG_TIMEOUT_NS
@@ -341,7 +344,7 @@ template <int ID> MKD_INLINE void mkd_wg_bar()
 /* ---- the tile engine ------------------------------------------------------- */
 
 template <typename T, typename TC, int BM, int BN, int BK, int STAGES, bool COLS = false,
-	  bool GATE = false, bool FULL = false, int MC = 1>
+	  bool GATE = false, bool FULL = false, int MC = 1, bool STG = MKD_WG_STAGED>
 struct mkd_wgmma_tile {
 	enum {
 		THREADS = 384,
@@ -359,9 +362,11 @@ struct mkd_wgmma_tile {
 		/* the epilogue's staging (store): per consumer warpgroup 64 rows
 		 * of 128 bytes of C, each row padded so that the fragment's
 		 * writes hit 32 banks (36 words a row for 4-byte pairs, 40 for
-		 * 8-byte ones); none where the tile has 64 rows at most */
+		 * 8-byte ones); none where the tile has 64 rows at most, or
+		 * without STG (MKD_WG_STAGED, the plan's MK_WG_STAGED=1: an
+		 * opt-in until a GPU has run it) */
 		EPI_ROW = sizeof(TC) == 4 ? 160 : 144,
-		EPI_BYTES = COLS || GATE ? 0 : 2 * 64 * EPI_ROW,
+		EPI_BYTES = COLS || GATE || !STG ? 0 : 2 * 64 * EPI_ROW,
 		/* 1024 of slack to align the ring, then full[] and empty[], then
 		 * the gate's values or the epilogue's staging */
 		SMEM = 1024 + RING + 2 * STAGES * 8 + GATE_BYTES + EPI_BYTES,
@@ -911,9 +916,10 @@ template <typename TC> struct mkd_wg_out {
  * threads call run; nothing is carried in or out: the barriers are
  * initialised and invalidated here, and the ring's bytes are free again
  * when it returns. */
-template <typename T, typename TC, int BN, int STAGES, bool FULL = false>
+template <typename T, typename TC, int BN, int STAGES, bool FULL = false,
+	  bool STG = MKD_WG_STAGED>
 struct mkd_wgmma_pp {
-	typedef mkd_wgmma_tile<T, TC, 128, BN, 64, STAGES, false, false, FULL> base;
+	typedef mkd_wgmma_tile<T, TC, 128, BN, 64, STAGES, false, false, FULL, 1, STG> base;
 	enum {
 		A_BYTES = base::A_BYTES, B_BOX = base::B_BOX, STAGE_BYTES = base::STAGE_BYTES,
 		RING = base::RING,

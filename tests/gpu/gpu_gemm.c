@@ -80,19 +80,19 @@ static const char SRC_HEAD[] =
 	"// a call a tile, the ring filled afresh; 1: the ring carried from tile to\n"
 	"// tile (the megakernel's way); 2: ping-pong, the CTA's tiles one walk\n"
 	"// (mkd_wgmma_pp)\n"
-	"template <typename T, typename TC, int BN, int STAGES, int MC, int KIND>\n"
+	"template <typename T, typename TC, int BN, int STAGES, int MC, int KIND, bool STG>\n"
 	"static __device__ __forceinline__ void mkt_gemm(const mkd_tmap *ta, const mkd_tmap *tb,\n"
 	"\t\t\t\t\t\tTC *C, int M, int N, int K, long long ldc)\n"
 	"{\n"
 	"\textern __shared__ __align__(1024) char smem[];\n"
-	"\ttypedef mkd_wgmma_tile<T, TC, 128, BN, 64, STAGES, false, false, false, MC> tile;\n"
+	"\ttypedef mkd_wgmma_tile<T, TC, 128, BN, 64, STAGES, false, false, false, MC, STG> tile;\n"
 	"\tconst int tm = ((M + 127) / 128 + MC - 1) / MC, tn = (N + BN - 1) / BN, total = tm * tn;\n"
 	"\tconst int G = 16 / MC;  // tile rows (of MC row tiles) per band\n"
 	"\tconst int q = (int)(blockIdx.x % MC), c = (int)(blockIdx.x / MC), nc = (int)(gridDim.x / MC);\n"
 	"\tconst int nk = (K + 63) / 64;\n"
 	"\tif constexpr (KIND == 2) {\n"
 	"\t\tconst int n = c < total ? (total - c + nc - 1) / nc : 0;\n"
-	"\t\tmkd_wgmma_pp<T, TC, BN, STAGES>::run(n, [&](int j) {\n"
+	"\t\tmkd_wgmma_pp<T, TC, BN, STAGES, false, STG>::run(n, [&](int j) {\n"
 	"\t\t\tint m0, n0;\n"
 	"\t\t\tmkt_at(c + j * nc, tm, tn, G, MC, q, BN, m0, n0);\n"
 	"\t\t\treturn mkd_wg_out<TC>{{ta, tb, m0, 0, 0, n0, nk, nullptr, 0},\n"
@@ -124,15 +124,15 @@ static const char SRC_HEAD[] =
 	"\t}\n"
 	"}\n"
 	"\n"
-	"#define MKT_GEMM(name, T, TC, BN, S, MC, KIND)                                         \\\n"
+	"#define MKT_GEMM(name, T, TC, BN, S, MC, KIND, STG)                                    \\\n"
 	"\textern \"C\" __constant__ int name##_smem =                                         \\\n"
-	"\t\tmkd_wgmma_tile<T, TC, 128, BN, 64, S, false, false, false, MC>::SMEM +        \\\n"
+	"\t\tmkd_wgmma_tile<T, TC, 128, BN, 64, S, false, false, false, MC, STG>::SMEM +   \\\n"
 	"\t\t(KIND == 2 ? 16 : 0);  /* ping-pong: its ord[] barriers */                  \\\n"
 	"\textern \"C\" __global__ void __launch_bounds__(384, 1)                             \\\n"
 	"\tname(const __grid_constant__ mkd_tmap ta, const __grid_constant__ mkd_tmap tb, TC *C, \\\n"
 	"\t     int M, int N, int K, long long ldc)                                         \\\n"
 	"\t{                                                                                \\\n"
-	"\t\tmkt_gemm<T, TC, BN, S, MC, KIND>(&ta, &tb, C, M, N, K, ldc);             \\\n"
+	"\t\tmkt_gemm<T, TC, BN, S, MC, KIND, STG>(&ta, &tb, C, M, N, K, ldc);        \\\n"
 	"\t}\n";
 
 /* The mma.cuh engine (every arch but sm_90a) must still build from the
@@ -151,25 +151,30 @@ static const char SRC_FALLBACK[] =
 	"#endif\n";
 
 /* mc: CTAs a cluster (2: B multicast to both, mkd/wgmma.cuh); kind: 0 a
- * call a tile, 1 the ring carried between tiles, 2 ping-pong (mkt_gemm) */
+ * call a tile, 1 the ring carried between tiles, 2 ping-pong (mkt_gemm);
+ * stg: the epilogue through shared memory (mkd_wgmma_tile::staged) */
 typedef struct variant {
 	const char *name;
-	int in_f16, out_f32, bn, stages, mc, kind;
+	int in_f16, out_f32, bn, stages, mc, kind, stg;
 } variant;
 
-enum { V_128, V_256, V_256_MC2, V_256_CARRY, V_PP };  /* the ones timed */
+/* the ones timed */
+enum { V_128, V_256, V_256_MC2, V_256_CARRY, V_256_STG, V_PP };
 static const variant VARIANTS[] = {
-	{"gemm_bf16_bf16_128", 0, 0, 128, 6, 1, 0},
-	{"gemm_bf16_bf16_256", 0, 0, 256, 4, 1, 0},
-	{"gemm_bf16_bf16_256_mc2", 0, 0, 256, 4, 2, 0},
-	{"gemm_bf16_bf16_256_carry", 0, 0, 256, 4, 1, 1},
-	{"gemm_bf16_bf16_pp128", 0, 0, 128, 6, 1, 2},
-	{"gemm_bf16_f32_128", 0, 1, 128, 6, 1, 0},
-	{"gemm_bf16_f32_256", 0, 1, 256, 4, 1, 0},
-	{"gemm_f16_f32_128", 1, 1, 128, 6, 1, 0},
-	{"gemm_f16_bf16_256", 1, 0, 256, 4, 1, 0},
-	{"gemm_bf16_f32_128_mc2", 0, 1, 128, 6, 2, 0},
-	{"gemm_f16_f32_pp128", 1, 1, 128, 6, 1, 2},
+	{"gemm_bf16_bf16_128", 0, 0, 128, 6, 1, 0, 0},
+	{"gemm_bf16_bf16_256", 0, 0, 256, 4, 1, 0, 0},
+	{"gemm_bf16_bf16_256_mc2", 0, 0, 256, 4, 2, 0, 0},
+	{"gemm_bf16_bf16_256_carry", 0, 0, 256, 4, 1, 1, 0},
+	{"gemm_bf16_bf16_256_stg", 0, 0, 256, 4, 1, 1, 1},
+	{"gemm_bf16_bf16_pp128", 0, 0, 128, 6, 1, 2, 1},
+	{"gemm_bf16_f32_128", 0, 1, 128, 6, 1, 0, 0},
+	{"gemm_bf16_f32_256", 0, 1, 256, 4, 1, 0, 0},
+	{"gemm_f16_f32_128", 1, 1, 128, 6, 1, 0, 0},
+	{"gemm_f16_bf16_256", 1, 0, 256, 4, 1, 0, 0},
+	{"gemm_bf16_f32_128_mc2", 0, 1, 128, 6, 2, 0, 0},
+	{"gemm_bf16_f32_256_stg", 0, 1, 256, 4, 1, 1, 1},
+	{"gemm_f16_f32_128_stg", 1, 1, 128, 6, 1, 0, 1},
+	{"gemm_f16_f32_pp128", 1, 1, 128, 6, 1, 2, 1},
 };
 #define NVAR ((int)(sizeof VARIANTS / sizeof VARIANTS[0]))
 
@@ -182,9 +187,10 @@ static char *kernel_source(void)
 	size_t len = (size_t)snprintf(s, n, "%s\n", SRC_HEAD);
 	for (int i = 0; i < NVAR; i++) {
 		const variant *v = &VARIANTS[i];
-		len += (size_t)snprintf(s + len, n - len, "MKT_GEMM(%s, %s, %s, %d, %d, %d, %d)\n", v->name,
+		len += (size_t)snprintf(s + len, n - len, "MKT_GEMM(%s, %s, %s, %d, %d, %d, %d, %s)\n", v->name,
 					v->in_f16 ? "mkd_f16" : "mkd_bf16",
-					v->out_f32 ? "float" : "mkd_bf16", v->bn, v->stages, v->mc, v->kind);
+					v->out_f32 ? "float" : "mkd_bf16", v->bn, v->stages, v->mc, v->kind,
+					v->stg ? "true" : "false");
 	}
 	return s;
 }
@@ -695,8 +701,8 @@ int main(int argc, char **argv)
 	CK(cu->cuMemAlloc(&B, (size_t)maxb * 2));
 	CK(cu->cuMemAlloc(&C, (size_t)maxc * 2));
 	CK(cu->cuMemAlloc(&C2, (size_t)maxc * 2));
-	printf("\n%-22s %9s %9s %9s %9s %9s %9s %7s\n", "M x N x K (bf16)", "128x128",
-	       "128x256", "256 pairs", "256 carry", "ping-pong", "cuBLAS", "ratio");
+	printf("\n%-18s %8s %8s %9s %9s %8s %9s %8s %6s\n", "M x N x K (bf16)", "128x128",
+	       "128x256", "256 pairs", "256 carry", "+staged", "ping-pong", "cuBLAS", "ratio");
 	for (int i = 0; i < 7; i++) {
 		const long long *s = shapes[i];
 		gemm g = {A, B, C, s[0], s[1], s[2], s[1]}, gb = g;
@@ -705,7 +711,7 @@ int main(int argc, char **argv)
 		fill(A, s[0] * s[2], SEED_A, 0);
 		fill(B, s[2] * s[1], SEED_B, 0);
 		double flop = 2.0 * (double)s[0] * (double)s[1] * (double)s[2];
-		static const int timed[] = {V_128, V_256, V_256_MC2, V_256_CARRY, V_PP};
+		static const int timed[] = {V_128, V_256, V_256_MC2, V_256_CARRY, V_256_STG, V_PP};
 		enum { NT = sizeof timed / sizeof timed[0] };
 		double tf[NT], tb = 0, best = 0;
 		for (int j = 0; j < NT; j++) {
@@ -727,8 +733,8 @@ int main(int argc, char **argv)
 		snprintf(shape, sizeof shape, "%lldx%lldx%lld", s[0], s[1], s[2]);
 		for (int j = 0; j < NT; j++)
 			best = tf[j] > best ? tf[j] : best;
-		printf("%-22s %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %7.3f   TFLOP/s\n", shape, tf[0],
-		       tf[1], tf[2], tf[3], tf[4], tb, tb > 0 ? best / tb : 0.0);
+		printf("%-18s %8.1f %8.1f %9.1f %9.1f %8.1f %9.1f %8.1f %6.3f  TFLOP/s\n", shape,
+		       tf[0], tf[1], tf[2], tf[3], tf[4], tf[5], tb, tb > 0 ? best / tb : 0.0);
 	}
 	CK(cu->cuMemFree(A));
 	CK(cu->cuMemFree(B));
