@@ -1,4 +1,4 @@
-# MK_WG_STAGED=1 (an opt-in until a GPU has run it): the Hopper engine's
+# samples/gemm.mk under MK_WG_STAGED=1 (an opt-in until a GPU has run it): the Hopper engine's
 # 128-row tiles write their epilogue into shared memory past the ring and
 # store it along C's rows, 16 bytes a thread (mkd_wgmma_tile::staged,
 # docs/gemm.md Epilogue).
@@ -13,14 +13,14 @@
 #          ranks too)
 #   DEF    none of it by default
 #
-# RUN: env MK_WG_STAGED=1 %mkc --emit=plan %s | FileCheck %s --check-prefix=PLAN
+# RUN: env MK_WG_STAGED=1 %mkc --emit=plan samples/gemm.mk | FileCheck %s --check-prefix=PLAN
 # RUN: env MK_WG_STAGED=1 %mkc --emit=plan tests/filecheck/flags_scope.mk | FileCheck %s --check-prefix=P128
-# RUN: env MK_WG_STAGED=1 %mkc --emit=cu %s | FileCheck %s --check-prefix=CU
+# RUN: env MK_WG_STAGED=1 %mkc --emit=cu samples/gemm.mk | FileCheck %s --check-prefix=CU
 # RUN: env MK_WG_STAGED=1 %mkc --emit=plan samples/decode_mlp.mk -D T=16 | FileCheck %s --check-prefix=DEC
-# RUN: env MK_WG_STAGED=1 %mkc --emit=cubin %s -o %t.cubin 2>&1 | FileCheck %s --check-prefix=CUBIN
+# RUN: env MK_WG_STAGED=1 %mkc --emit=cubin samples/gemm.mk -o %t.cubin 2>&1 | FileCheck %s --check-prefix=CUBIN
 # RUN: env MK_WG_STAGED=1 %mkc -D gpus=8 --emit=cubin samples/tp_mlp.mk -o %t.tp.cubin 2>&1 | FileCheck %s --check-prefix=CUBIN
-# RUN: %mkc --emit=plan %s | FileCheck %s --check-prefix=DEF
-# RUN: %mkc --emit=cu %s | FileCheck %s --check-prefix=DEFCU
+# RUN: %mkc --emit=plan samples/gemm.mk | FileCheck %s --check-prefix=DEF
+# RUN: %mkc --emit=cu samples/gemm.mk | FileCheck %s --check-prefix=DEFCU
 #
 # PLAN: C matmul tile 128 x 256 x 64, wgmma, 4-stage ring {{.*}}, the epilogue through shared memory; smem 218176
 # P128: matmul tile 128 x 128 x 64, wgmma, 6-stage ring {{.*}}, the epilogue through shared memory; smem 218208
@@ -32,13 +32,3 @@
 # DEF-NOT: through shared memory
 # DEF: C matmul tile 128 x 256 x 64, wgmma, 4-stage ring {{.*}}; smem 208896
 # DEFCU-NOT: MKD_WG_STAGED
-pipeline gemm_staged {
-  mesh  nodes x gpus
-  param M = 4096, N = 4096, K = 1024
-
-  in  A : bf16[M, K]
-  in  B : bf16[K, N]
-  out C : bf16[M, N]
-
-  C = matmul(A, B)
-}
