@@ -333,7 +333,6 @@ template <> struct mkd_wg_store2<float> {
 template <typename TC> MKD_INLINE u32 mkd_wg_pack(float a, float b);
 template <> MKD_INLINE u32 mkd_wg_pack<mkd_bf16>(float a, float b) { return mkd_pack_bf16x2(a, b); }
 template <> MKD_INLINE u32 mkd_wg_pack<mkd_f16>(float a, float b) { return mkd_pack_f16x2(a, b); }
-template <> MKD_INLINE u32 mkd_wg_pack<float>(float, float) { return 0; }  /* (8-byte pairs) */
 
 /* named barrier over one warpgroup's 128 threads */
 template <int ID> MKD_INLINE void mkd_wg_bar()
@@ -389,6 +388,48 @@ struct mkd_wgmma_tile {
 		      "a cluster shares B's boxes: whole 128-row tiles, BN >= 128");
 
 	static MKD_INLINE u32 full_bar(u32 bars, int s) { return bars + 8 * s; }
+	/* One thread: the ring's barriers live (empty[s] counting `empty`
+	 * arrivals), and dead again. */
+	static MKD_INLINE void init_bars(u32 bars, u32 empty)
+	{
+#pragma unroll
+		for (int s = 0; s < STAGES; s++) {
+			mkd_mbar_init(full_bar(bars, s), 1);
+			mkd_mbar_init(empty_bar(bars, s), empty);
+		}
+	}
+	static MKD_INLINE void inval_bars(u32 bars)
+	{
+#pragma unroll
+		for (int s = 0; s < STAGES; s++) {
+			mkd_mbar_inval(full_bar(bars, s));
+			mkd_mbar_inval(empty_bar(bars, s));
+		}
+	}
+	/* The warpgroups' register trade (setmaxnreg, warp-uniform wg): in,
+	 * the producer drops to MKD_WG_REGS_PRODUCER and the consumers rise to
+	 * MKD_WG_REGS_CONSUMER; out, after a barrier of its warpgroup (the
+	 * ISA's rule between two setmaxnreg), each goes back to MKD_WG_REGS. */
+	static MKD_INLINE void trade_in(int wg)
+	{
+		if (wg == 0)
+			asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(MKD_WG_REGS_PRODUCER));
+		else
+			asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(MKD_WG_REGS_CONSUMER));
+	}
+	static MKD_INLINE void trade_out(int wg)
+	{
+		if (wg == 0) {
+			mkd_wg_bar<MKD_WG_BAR_ID>();
+			asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(MKD_WG_REGS));
+			return;
+		}
+		if (wg == 1)
+			mkd_wg_bar<MKD_WG_BAR_ID + 1>();
+		else
+			mkd_wg_bar<MKD_WG_BAR_ID + 2>();
+		asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(MKD_WG_REGS));
+	}
 	/* this consumer warpgroup's epilogue staging (store), 0: none */
 	static MKD_INLINE u32 stage_at(u32 bars)
 	{
@@ -783,11 +824,7 @@ struct mkd_wgmma_tile {
 
 		asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 		if (threadIdx.x == 0 && !carried) {
-#pragma unroll
-			for (int s = 0; s < STAGES; s++) {
-				mkd_mbar_init(full_bar(bars, s), 1);
-				mkd_mbar_init(empty_bar(bars, s), EMPTY_COUNT);
-			}
+			init_bars(bars, EMPTY_COUNT);
 			asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 		}
 		/* the barriers are live; every thread has read mkd_wg_ring; MC > 1:
@@ -819,7 +856,7 @@ struct mkd_wgmma_tile {
 			}
 			__syncwarp();
 			if (TRADE_REGS)
-				asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(MKD_WG_REGS_PRODUCER));
+				trade_in(0);
 			if (threadIdx.x == 0) {
 				produce(l, from, l.nk, pos, ring, bars);
 				/* else the next tile once this one's loads are out:
@@ -839,24 +876,17 @@ struct mkd_wgmma_tile {
 				mkd_wg_ring.ok = ok;
 			}
 			__syncwarp();
-			if (TRADE_REGS) {
-				mkd_wg_bar<MKD_WG_BAR_ID>();
-				asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(MKD_WG_REGS));
-			}
+			if (TRADE_REGS)
+				trade_out(0);
 		} else {
 			if (TRADE_REGS)
-				asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(MKD_WG_REGS_CONSUMER));
+				trade_in(wg);
 			/* a stage may wait for its flags first: never trap before they time out */
 			consume_tile<W::X>(wg - 1, l.nk, pos, ring, bars, C, ldc, M < BM ? M : BM,
 					   N < BN ? N : BN, epi, [&] { return w.x(); },
 					   MKD_WG_TIMEOUT_NS + w.flag_ns(), gs, act, l.live);
-			if (TRADE_REGS) {
-				if (wg == 1)
-					mkd_wg_bar<MKD_WG_BAR_ID + 1>();
-				else
-					mkd_wg_bar<MKD_WG_BAR_ID + 2>();
-				asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(MKD_WG_REGS));
-			}
+			if (TRADE_REGS)
+				trade_out(wg);
 		}
 		/* this tile's loads consumed, its wgmmas retired; MC > 1: the other
 		 * CTAs' releases into this one's barriers have arrived too */
@@ -864,13 +894,8 @@ struct mkd_wgmma_tile {
 			mkd_cluster_sync();
 		else
 			__syncthreads();
-		if (threadIdx.x == 0 && mkd_wg_ring.key < 0) {
-#pragma unroll
-			for (int s = 0; s < STAGES; s++) {
-				mkd_mbar_inval(full_bar(bars, s));
-				mkd_mbar_inval(empty_bar(bars, s));
-			}
-		}
+		if (threadIdx.x == 0 && mkd_wg_ring.key < 0)
+			inval_bars(bars);
 		__syncthreads();  /* the ring and the barrier words are free, or carried */
 		return mkd_wg_ring.ok && (!W::X || mkd_wg_ring.okx);
 	}
@@ -1018,11 +1043,7 @@ struct mkd_wgmma_pp {
 		const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x >> 7), 0);
 		asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 		if (threadIdx.x == 0) {
-#pragma unroll
-			for (int s = 0; s < STAGES; s++) {
-				mkd_mbar_init(base::full_bar(bars, s), 1);
-				mkd_mbar_init(base::empty_bar(bars, s), 4);
-			}
+			base::init_bars(bars, 4);
 			mkd_mbar_init(ord_bar(bars, 0), 1);
 			mkd_mbar_init(ord_bar(bars, 1), 1);
 			asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -1037,7 +1058,7 @@ struct mkd_wgmma_pp {
 			}
 			__syncwarp();
 			if (TRADE)
-				asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(MKD_WG_REGS_PRODUCER));
+				base::trade_in(0);
 			if (threadIdx.x == 0) {
 				u32 pos = 0;
 				for (int j = 0; j < n; j++) {
@@ -1047,29 +1068,18 @@ struct mkd_wgmma_pp {
 				}
 			}
 			__syncwarp();
-			if (TRADE) {
-				mkd_wg_bar<MKD_WG_BAR_ID>();
-				asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(MKD_WG_REGS));
-			}
+			if (TRADE)
+				base::trade_out(0);
 		} else {
 			if (TRADE)
-				asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(MKD_WG_REGS_CONSUMER));
+				base::trade_in(wg);
 			consume(wg - 1, n, tile, ring, bars, epi);
-			if (TRADE) {
-				if (wg == 1)
-					mkd_wg_bar<MKD_WG_BAR_ID + 1>();
-				else
-					mkd_wg_bar<MKD_WG_BAR_ID + 2>();
-				asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(MKD_WG_REGS));
-			}
+			if (TRADE)
+				base::trade_out(wg);
 		}
 		__syncthreads();  /* every load consumed, every wgmma retired */
 		if (threadIdx.x == 0) {
-#pragma unroll
-			for (int s = 0; s < STAGES; s++) {
-				mkd_mbar_inval(base::full_bar(bars, s));
-				mkd_mbar_inval(base::empty_bar(bars, s));
-			}
+			base::inval_bars(bars);
 			mkd_mbar_inval(ord_bar(bars, 0));
 			mkd_mbar_inval(ord_bar(bars, 1));
 		}
