@@ -70,7 +70,7 @@ void inspect_plans(const ir_prog *p, strbuf *out)
 					sb_puts(out, ", the ring goes on into the next task");
 				if (pl->mm.late)
 					sb_puts(out, ", waits per operand");
-				if (p->wg_staged && !pl->mm.wg_cols && !op->gate)  /* MK_WG_STAGED */
+				if (pl->mm.staged)
 					sb_puts(out, ", the epilogue through shared memory");
 			} else
 				sb_printf(out, "tile %d x %d x %d, mma.sync, %d-stage ring", pl->mm.bm,

@@ -222,6 +222,8 @@ typedef struct ir_mm_plan {
 	                       of the CTA's next task, while this tile
 	                       finishes (wgmma.cuh); tiles past a bucket's
 	                       tokens are skipped, never loaded */
+	int staged;         /* wgmma: the epilogue through shared memory
+	                       (MK_WG_STAGED=1, mkd_wgmma_tile::staged) */
 	int late;           /* wgmma, one tile a task, never skipped: the
 	                       engine waits for its operands' flags itself,
 	                       B's loads (weights) before A's flags, the

@@ -68,7 +68,7 @@ static int64_t wg_bytes(const ir_op *op, int64_t a_rows, int64_t bn, int stages,
 {
 	if (op->gate)
 		return wg_smem(64, 128, stages) + MM_GATE_BYTES;
-	return wg_smem(a_rows, bn, stages) + (a_rows == 64 || !staged ? 0 : MM_EPI_BYTES);
+	return wg_smem(a_rows, bn, stages) + (staged ? MM_EPI_BYTES : 0);
 }
 
 /* Whether the Hopper engine can take op: 16-bit operands, 16-byte rows for
@@ -559,7 +559,9 @@ static void plan_matmul(planner *P, ir_op *op, int wide)
 	m->wg_cols = m->wgmma && (m->bn >= 128 || op->gate) && m->bucket < 0 &&
 		     C->local[C->ndim - 2] <= 64;
 	const int64_t a_rows = m->wg_cols ? 64 : m->bm;
-	const int stg = P->o->wg_staged;  /* MK_WG_STAGED: the epilogue's staging */
+	/* MK_WG_STAGED: the epilogue's staging, for 128-row tiles but the
+	 * gate-up tile's (mkd_wgmma_tile::EPI_BYTES) */
+	const int stg = P->o->wg_staged && a_rows != 64 && !op->gate;
 	m->wg_stages = 0;
 	if (m->wgmma) {
 		/* MK_WG_STAGES=N (A/B): N stages where they fit */
@@ -572,6 +574,7 @@ static void plan_matmul(planner *P, ir_op *op, int wide)
 			m->wgmma = 0;
 	}
 	m->wg_cols = m->wg_cols && m->wgmma;
+	m->staged = m->wgmma && stg;
 	if (m->wgmma && wg_bytes(op, a_rows, m->bn, m->wg_stages, stg) > smem)
 		smem = wg_bytes(op, a_rows, m->bn, m->wg_stages, stg);
 	op->plan.smem = (int)smem;
