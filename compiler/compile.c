@@ -182,6 +182,11 @@ int compile_run(srcset *src, int file, const compile_opts *o,
 	 * GPU has run it) */
 	if (env_on("MK_WG_STAGED"))
 		opt.wg_staged = 1;
+	/* MK_PREFETCH=1: a run starts with its CTA's rows of the tables kept
+	 * in L2 (mkd/kernel.cuh, mkd_prefetch_tables; an opt-in until a GPU
+	 * has run it) */
+	if (env_on("MK_PREFETCH"))
+		opt.prefetch = 1;
 	if (env_on("MK_GATEUP"))  /* gate and up projections as one matmul */
 		opt.gateup = 1;
 	if (!a->limit)

@@ -427,6 +427,9 @@ typedef struct ir_prog {
 	                           registers (setmaxnreg, mkd/wgmma.cuh) */
 	int wg_staged;          /* its 128-row tiles store through shared
 	                           memory (MKD_WG_STAGED, MK_WG_STAGED=1) */
+	int prefetch;           /* a run starts with the table rows its CTA
+	                           will read kept in L2 (MKD_PREFETCH,
+	                           MK_PREFETCH=1) */
 } ir_prog;
 
 /* What a matmul's epilogue applies (the ops the expansion fused into it),

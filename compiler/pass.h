@@ -85,6 +85,10 @@ typedef struct compile_opts {
 	int wg_staged;          /* the Hopper engine's 128-row tiles store
 	                           through shared memory (MK_WG_STAGED=1, an
 	                           opt-in until measured on a GPU) */
+	int prefetch;           /* each run starts by keeping the rows of the
+	                           tables its CTA's tasks read in L2
+	                           (MKD_PREFETCH, MK_PREFETCH=1; an opt-in
+	                           until measured on a GPU) */
 	int wg_bn128;           /* the Hopper engine's tiles 128 columns wide
 	                           where the plan would take 256 (MK_WG_BN=128) */
 	int attn_keys;          /* the Hopper attention tile's keys a stage

@@ -1196,6 +1196,7 @@ int plan_run(ir_prog *p, const compile_opts *o, diags *d, arena *a)
 		nwg += p->ops[i].kind == OP_MATMUL && p->ops[i].plan.mm.wgmma;
 	p->wg_trade = nwg <= 1 && !P.o->no_trade;
 	p->wg_staged = P.o->wg_staged;
+	p->prefetch = P.o->prefetch;
 	for (int i = 0; i < p->nops; i++)
 		if (p->ops[i].plan.threads > p->threads)
 			p->threads = p->ops[i].plan.threads;

@@ -42,6 +42,43 @@
 
 #ifdef MK_NTASKS
 
+#ifndef MKD_PREFETCH
+#define MKD_PREFETCH 0  /* 1: a run starts with mkd_prefetch_tables (MK_PREFETCH=1) */
+#endif
+
+#if MKD_PREFETCH
+// n rows from row into L2 with the evict_last priority, 128-byte line by line
+template <typename R>
+static __device__ __forceinline__ void mkd_prefetch_rows(const R *row, int n)
+{
+	const size_t a = __cvta_generic_to_global(row), b = a + (size_t)n * sizeof(R);
+	for (size_t x = a & ~(size_t)127; x < b; x += 128)
+		asm volatile("prefetch.global.L2::evict_last [%0];" :: "l"(x));
+}
+
+// The start of a run (all threads, no barrier): the rows of the tables this
+// CTA's tasks will read, each thread a task's, and the expected counts.
+// Thread 0 reads them in chains of dependent loads on the way into every
+// task (its row, its waits, the count a flag needs, the flag; its reads; its
+// signals); a run that streams more than L2 holds (decode: the weights, the
+// K/V cache) has left them in device memory, a round trip each, and under
+// that stream a round trip is slow.  The threads' own chain (the list, a
+// task's row) is as deep as thread 0's into its first task, which it does
+// not delay.
+static __device__ __forceinline__ void mkd_prefetch_tables(int cta)
+{
+	const int first = MK_CTA_FIRST[cta], end = MK_CTA_FIRST[cta + 1];
+	for (int i = first + (int)threadIdx.x; i < end; i += (int)blockDim.x) {
+		const mkd_task &t = MK_TASKS[i];
+		mkd_prefetch_rows(MK_READS + t.read0, t.nread);
+		mkd_prefetch_rows(MK_WAITS + t.wait0, t.nwait);
+		mkd_prefetch_rows(MK_SIGNALS + t.sig0, t.nsig);
+	}
+	for (int f = (int)threadIdx.x * 32; f < MK_NFLAGS; f += (int)blockDim.x * 32)
+		mkd_prefetch_rows(MK_EXPECTED + f, 1);
+}
+#endif
+
 // Task i is done (thread 0): its signals, and its end in the trace.
 static __device__ __forceinline__ void mkd_task_done(const mkd_params &p, int rank, int cta, int i)
 {
@@ -257,6 +294,9 @@ static __device__ __forceinline__ void mkd_kernel(const mkd_params &p)
 		if (epoch == MKD_STOP)
 			break;
 		bool aborted = false;
+#if MKD_PREFETCH
+		mkd_prefetch_tables(cta);
+#endif
 #if MK_MULTIPROC
 		if (cta == 0 && threadIdx.x == 0)  // this rank's inputs are in place
 			mkd_signal((u64 *)p.ranks[rank].flags + MK_NFLAGS);

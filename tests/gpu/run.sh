@@ -312,6 +312,20 @@ check "gemm.MK_WG_STAGED=1.walk" env MK_WG_STAGED=1 "$MKRUN" "$gemm_walk" -D M=1
 check "decode_mlp.MK_WG_STAGED=1.t100.r2" env MK_WG_STAGED=1 "$MKRUN" samples/decode_mlp.mk \
 	--ranks 2 -D T=100 --iters 3 --quiet
 check "runs.views.MK_WG_STAGED=1" env MK_WG_STAGED=1 "$MKRUN" tests/runs/views.mk --iters 3 --quiet
+# each run starting with its CTA's table rows kept in L2 (MK_PREFETCH=1, an
+# opt-in: mkd/kernel.cuh, mkd_prefetch_tables): split-KV merges and split-K
+# sums (flag waits), the MoE's pools, several ranks
+for r in 1 2; do
+	check "decode_attention.MK_PREFETCH=1.r$r" env MK_PREFETCH=1 "$MKRUN" samples/decode_attention.mk \
+		--ranks "$r" -D T=3 -D H=8 -D S=1000 --iters 3 --quiet
+	check "decode_mlp.MK_PREFETCH=1.t17.r$r" env MK_PREFETCH=1 "$MKRUN" samples/decode_mlp.mk \
+		--ranks "$r" -D T=17 -D D=1024 -D F=2048 --iters 3 --quiet
+	# shellcheck disable=SC2086
+	check "moe.MK_PREFETCH=1.r$r" env MK_PREFETCH=1 "$MKRUN" samples/moe_dispatch_gemm.mk \
+		--ranks "$r" $moe_sz --iters 3 --quiet
+done
+check "chain.MK_PREFETCH=1.resident100" env MK_PREFETCH=1 "$MKRUN" samples/chain.mk --resident \
+	--iters 100 --quiet
 # the decode plans (split-K matmuls, split-KV attention) as the cost model
 # chooses them, at ragged token counts and 1, 2, 8 virtual ranks
 for t in 1 3 17 100; do

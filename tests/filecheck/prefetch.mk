@@ -1,0 +1,17 @@
+# MK_PREFETCH=1 (an A/B opt-in until a GPU has measured it): each run starts
+# with the rows of the tables its CTA's tasks read kept in L2 (plan.c
+# decides it for the kernel, ir_prog.prefetch; mkd/kernel.cuh,
+# mkd_prefetch_tables).
+#   OFF   the default: no define, the device library's MKD_PREFETCH 0
+#   ON    MK_PREFETCH=1: the define
+#   BIN   the prefetches are in the kernel (CCTL, the L2 prefetch), and it
+#         compiles without spills
+#
+# RUN: %mkc --emit=cu samples/decode_attention.mk | FileCheck %s --check-prefix=OFF --implicit-check-not=MKD_PREFETCH
+# RUN: env MK_PREFETCH=1 %mkc --emit=cu samples/decode_attention.mk | FileCheck %s --check-prefix=ON
+# RUN: env MK_PREFETCH=1 %mkc --emit=cubin samples/decode_attention.mk -o %t.cubin 2>&1 | FileCheck %s --check-prefix=BIN
+#
+# OFF: #include "mkd/mkd.cuh"
+# ON: #define MKD_PREFETCH 1  // the tables' rows kept in L2 (MK_PREFETCH)
+# ON-NEXT: #include "mkd/mkd.cuh"
+# BIN: sm_90a: {{[0-9]+}} registers, 0 bytes stack, 0/0 bytes spilled
