@@ -168,7 +168,7 @@ struct mkd_wg_waited {
 #define MKD_WG_TRADE 1         /* setmaxnreg for BN > 128; 0: all at 168 (154 used) */
 #endif
 #ifndef MKD_WG_STAGED
-#define MKD_WG_STAGED 0        /* 1: 128-row tiles store through shared memory (staged) */
+#define MKD_WG_STAGED 1        /* 128-row tiles store through shared memory (staged); 0: from registers */
 #endif
 #define MKD_WG_REGS_PRODUCER 40
 #define MKD_WG_REGS_CONSUMER 232
