@@ -106,8 +106,7 @@ static void header(cg_em *E, int sys)
 	sb_printf(o, "\n// predicted %.1f us, floor %.1f us\n\n", s->predicted_us, s->bound_us);
 	sb_printf(o, "#define MKD_SYS_SCOPE %d\n%s%s%s#include \"mkd/mkd.cuh\"\n\n", sys,
 		  p->wg_trade ? "" : "#define MKD_WG_TRADE 0  // no register trading (plan.c)\n",
-		  p->wg_staged ? "#define MKD_WG_STAGED 1  // epilogues through shared memory (MK_WG_STAGED)\n"
-			       : "",
+		  p->wg_staged ? "" : "#define MKD_WG_STAGED 0  // epilogues from registers (MK_WG_STAGED=0)\n",
 		  p->prefetch ? "#define MKD_PREFETCH 1  // the tables' rows kept in L2 (MK_PREFETCH)\n"
 			      : "");
 	sb_printf(o, "#if MKD_ABI_VERSION != %d\n#error \"device library ABI mismatch\"\n#endif\n\n",

@@ -177,14 +177,13 @@ int compile_run(srcset *src, int file, const compile_opts *o,
 	/* MK_WG_TRADE=0: no setmaxnreg in the engine's wide tiles (A/B) */
 	if (env_pick(d, "MK_WG_TRADE", offon, "0 or 1") == 1)
 		opt.no_trade = 1;
-	/* MK_WG_STAGED=1: the engine's epilogue through shared memory, 16-byte
-	 * stores along C's rows (mkd_wgmma_tile::staged; an opt-in until a
-	 * GPU has run it) */
-	if (env_on("MK_WG_STAGED"))
-		opt.wg_staged = 1;
+	/* the engine's 128-row tiles store their epilogue through shared
+	 * memory, 16-byte stores along C's rows (mkd_wgmma_tile::staged);
+	 * MK_WG_STAGED=0: from the registers, pair by pair (A/B) */
+	opt.wg_staged = env_pick(d, "MK_WG_STAGED", offon, "0 or 1") != 1;
 	/* MK_PREFETCH=1: a run starts with its CTA's rows of the tables kept
-	 * in L2 (mkd/kernel.cuh, mkd_prefetch_tables; an opt-in until a GPU
-	 * has run it) */
+	 * in L2 (mkd/kernel.cuh, mkd_prefetch_tables; an opt-in: 1-2% on
+	 * decode attention on an H100, docs/perf-notes.md) */
 	if (env_on("MK_PREFETCH"))
 		opt.prefetch = 1;
 	if (env_on("MK_GATEUP"))  /* gate and up projections as one matmul */

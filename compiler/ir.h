@@ -426,7 +426,7 @@ typedef struct ir_prog {
 	int wg_trade;           /* the Hopper engine's 128 x 256 tiles trade
 	                           registers (setmaxnreg, mkd/wgmma.cuh) */
 	int wg_staged;          /* its 128-row tiles store through shared
-	                           memory (MKD_WG_STAGED, MK_WG_STAGED=1) */
+	                           memory (MKD_WG_STAGED; off: MK_WG_STAGED=0) */
 	int prefetch;           /* a run starts with the table rows its CTA
 	                           will read kept in L2 (MKD_PREFETCH,
 	                           MK_PREFETCH=1) */

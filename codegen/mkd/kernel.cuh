@@ -43,7 +43,7 @@
 #ifdef MK_NTASKS
 
 #ifndef MKD_PREFETCH
-#define MKD_PREFETCH 0  /* 1: a run starts with mkd_prefetch_tables (MK_PREFETCH=1) */
+#define MKD_PREFETCH 0  /* 1: a run starts with mkd_prefetch_tables (MK_PREFETCH=1; an opt-in) */
 #endif
 
 #if MKD_PREFETCH

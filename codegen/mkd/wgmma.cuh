@@ -168,7 +168,7 @@ struct mkd_wg_waited {
 #define MKD_WG_TRADE 1         /* setmaxnreg for BN > 128; 0: all at 168 (154 used) */
 #endif
 #ifndef MKD_WG_STAGED
-#define MKD_WG_STAGED 0        /* 1: 128-row tiles store through shared memory (staged) */
+#define MKD_WG_STAGED 1        /* 128-row tiles store through shared memory (staged); 0: from registers */
 #endif
 #define MKD_WG_REGS_PRODUCER 40
 #define MKD_WG_REGS_CONSUMER 232
@@ -362,8 +362,8 @@ struct mkd_wgmma_tile {
 		 * of 128 bytes of C, each row padded so that the fragment's
 		 * writes hit 32 banks (36 words a row for 4-byte pairs, 40 for
 		 * 8-byte ones); none where the tile has 64 rows at most, or
-		 * without STG (MKD_WG_STAGED, the plan's MK_WG_STAGED=1: an
-		 * opt-in until a GPU has run it) */
+		 * without STG (MKD_WG_STAGED, on unless the plan's
+		 * MK_WG_STAGED=0) */
 		EPI_ROW = sizeof(TC) == 4 ? 160 : 144,
 		EPI_BYTES = COLS || GATE || !STG ? 0 : 2 * 64 * EPI_ROW,
 		/* 1024 of slack to align the ring, then full[] and empty[], then
@@ -572,7 +572,7 @@ struct mkd_wgmma_tile {
 		const u32 w0 = stg + r0 * EPI_ROW + q * 2 * sizeof(TC), w1 = w0 + 8 * EPI_ROW;
 #pragma unroll
 		for (int ch = 0; ch < NCH; ch++) {
-			sync();  /* the last chunk's reads are done (ping-pong stores twice a tile) */
+			sync();  /* the last chunk's reads are done (the last tile's too) */
 #pragma unroll
 			for (int jj = 0; jj < JS; jj++) {
 				const int j = ch * JS + jj, ec = c_off + 8 * j + 2 * q;

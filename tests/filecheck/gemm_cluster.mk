@@ -24,7 +24,7 @@
 # RUN: %mkc --emit=cu %s | FileCheck %s --check-prefix=DEF
 # RUN: env MK_CLUSTER=2 %mkc --emit=cu tests/filecheck/epilogue_fusion.mk | FileCheck %s --check-prefix=DEF
 #
-# PLAN: C matmul {{.*}}the ring goes on into the next task, in pairs on 2-CTA clusters that share B's loads (sm_90a)
+# PLAN: C matmul {{.*}}the ring goes on into the next task, the epilogue through shared memory, in pairs on 2-CTA clusters that share B's loads (sm_90a)
 # SM: each rank: 132 CTAs x 384 threads, {{[0-9]+}} bytes of shared memory per CTA, in clusters of 2 on sm_90a
 # CU: #define MK_CLUSTER 2
 # CU: mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 256, 64, {{[0-9]+}}, false, false, true, MKD_CLUSTER>::run(loads(i), mkd_wg_key(i, 0), [&](mkd_wg_loads &n) -> i64 {

@@ -33,10 +33,10 @@
 # T8K: Xe{{ +}}dispatch{{ +}}128 slots a task, no zeros past the tokens (nothing reads them), on 48 CTAs (the others take the pool's first tiles); smem
 # T8K: He{{ +}}matmul{{ +}}tile 128 x 256 x 64, wgmma, {{.*}}tasks taken at run time
 # T8K: Ye{{ +}}matmul{{ +}}tile 128 x 256 x 64, wgmma, {{.*}}tasks taken at run time
-# T32K: He{{ +}}matmul{{ +}}tile 128 x 256 x 64, wgmma, 4-stage ring (mma.sync 128 x 256 x 64, 4 stages, off sm_90a), silu in the epilogue
+# T32K: He{{ +}}matmul{{ +}}tile 128 x 256 x 64, wgmma, 4-stage ring (mma.sync 128 x 256 x 64, 4 stages, off sm_90a), the epilogue through shared memory, silu in the epilogue
 # T32K: Ye{{ +}}matmul{{ +}}tile 128 x 128 x 64, wgmma, {{.*}}1 x 7 tiles a task
 # NOPOOL: Xe{{ +}}dispatch{{ +}}128 slots a task, no zeros past the tokens (nothing reads them); smem
-# NOPOOL: He{{ +}}matmul{{ +}}tile 128 x 256 x 64, wgmma, {{.*}}off sm_90a), the ring goes on into the next task, silu in the epilogue
+# NOPOOL: He{{ +}}matmul{{ +}}tile 128 x 256 x 64, wgmma, {{.*}}off sm_90a), the ring goes on into the next task, the epilogue through shared memory, silu in the epilogue
 # NOPOOL: Ye{{ +}}matmul{{ +}}tile 128 x 128 x 64, wgmma, {{.*}}1 x 7 tiles a task
 # CTAS: CTAS He:132 Xe:48 Y:128 Ye:132
 # ALL: ALL 132
