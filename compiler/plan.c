@@ -59,8 +59,9 @@ static int64_t wg_smem(int64_t a_rows, int64_t bn, int stages)
 /* A gate-up tile (op->gate): the engine's BN is 128, a 64-column box of
  * each weight, and 16 KB past the ring carry the gate's activations from
  * one consumer warpgroup to the other (128 threads x 32 fp32,
- * mkd_wgmma_tile::GATE_BYTES).  With MK_WG_STAGED=1 (staged), tiles of
- * 128 rows stage their epilogue past the ring: per consumer warpgroup 64 rows of 128 bytes of C, padded
+ * mkd_wgmma_tile::GATE_BYTES).  Staged (the default; not with
+ * MK_WG_STAGED=0), tiles of 128 rows stage their epilogue past the ring:
+ * per consumer warpgroup 64 rows of 128 bytes of C, padded
  * to 144 bytes, 160 for fp32 (split-K partials; mkd_wgmma_tile::EPI_BYTES):
  * the larger is counted whatever C's type. */
 enum { MM_GATE_BYTES = 128 * 32 * 4, MM_EPI_BYTES = 2 * 64 * 160 };

@@ -388,14 +388,14 @@ struct mkd_wgmma_tile {
 		      "a cluster shares B's boxes: whole 128-row tiles, BN >= 128");
 
 	static MKD_INLINE u32 full_bar(u32 bars, int s) { return bars + 8 * s; }
-	/* One thread: the ring's barriers live (empty[s] counting `empty`
+	/* One thread: the ring's barriers live (empty[s] counting EMPTY_COUNT
 	 * arrivals), and dead again. */
-	static MKD_INLINE void init_bars(u32 bars, u32 empty)
+	static MKD_INLINE void init_bars(u32 bars)
 	{
 #pragma unroll
 		for (int s = 0; s < STAGES; s++) {
 			mkd_mbar_init(full_bar(bars, s), 1);
-			mkd_mbar_init(empty_bar(bars, s), empty);
+			mkd_mbar_init(empty_bar(bars, s), EMPTY_COUNT);
 		}
 	}
 	static MKD_INLINE void inval_bars(u32 bars)
@@ -824,7 +824,7 @@ struct mkd_wgmma_tile {
 
 		asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 		if (threadIdx.x == 0 && !carried) {
-			init_bars(bars, EMPTY_COUNT);
+			init_bars(bars);
 			asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 		}
 		/* the barriers are live; every thread has read mkd_wg_ring; MC > 1:
@@ -911,179 +911,6 @@ struct mkd_wgmma_tile {
 		const mkd_wg_loads l = {ta, tb, a_row, a_col, b_row, b_col, K > 0 ? (K + BK - 1) / BK : 0,
 					nullptr, live};
 		run(l, -1, mkd_wg_last(), mkd_wg_waited(), C, ldc, M, N, smem, epi);
-	}
-};
-
-/* ---- ping-pong: a warpgroup a tile ------------------------------------------ */
-
-/* One tile of a walk: its loads, and its result: C (the tile's first
- * element, ldc elements a row) clipped to M rows and N columns. */
-template <typename TC> struct mkd_wg_out {
-	mkd_wg_loads l;
-	TC *C;
-	i64 ldc;
-	int M, N;
-};
-
-/* The tiles of a walk (a CTA's tiles of one matmul, in order) computed by the
- * two consumer warpgroups in turn: WG1 takes tiles 0, 2, 4, .., WG2 tiles 1,
- * 3, 5, .., each a whole 128 x BN tile (two m64nBNk16 a K slice, rows 0..63
- * and 64..127: BN accumulators a thread), so that one warpgroup stores its
- * tile while the other multiplies the next; the cooperative tile above
- * idles the tensor cores through its epilogue.  The producer loads the
- * tiles' k-blocks into one ring in walk order; a stage holds a k-block of
- * one tile, read by one warpgroup, so empty[s] counts that warpgroup's 4
- * warps.  A warpgroup waits for the stages of its tile only once the other
- * has waited for the last stage of the tile before (ord[w], below): a
- * phase parity names one of two phases, so no barrier may be waited on
- * more than a round ahead of the last wait that saw it complete.  tile(j)
- * describes tile j < n (mkd_wg_out), the same at every call.  All THREADS
- * threads call run; nothing is carried in or out: the barriers are
- * initialised and invalidated here, and the ring's bytes are free again
- * when it returns. */
-template <typename T, typename TC, int BN, int STAGES, bool FULL = false,
-	  bool STG = MKD_WG_STAGED>
-struct mkd_wgmma_pp {
-	typedef mkd_wgmma_tile<T, TC, 128, BN, 64, STAGES, false, false, FULL, 1, STG> base;
-	enum {
-		A_BYTES = base::A_BYTES, B_BOX = base::B_BOX, STAGE_BYTES = base::STAGE_BYTES,
-		RING = base::RING,
-		SMEM = base::SMEM + 16,          /* and ord[2] past the ring's barriers */
-		ACC = BN / 2,                    /* fp32 a thread for each half of the rows */
-		TRADE = BN > 64 && MKD_WG_TRADE  /* 2 x 64 accumulators: setmaxnreg */
-	};
-	static_assert(BN == 64 || BN == 128, "a warpgroup's tile: 128 x 64 or 128 x 128");
-
-	/* ord[w] (count 1): warpgroup w may wait for its next tile's stages;
-	 * the other warpgroup arrives once it has waited for the last stage of
-	 * the tile before */
-	static MKD_INLINE u32 ord_bar(u32 bars, int w)
-	{
-		return bars + 16 * STAGES + base::EPI_BYTES + 8 * w;
-	}
-
-	/* consumer warpgroup w (0, 1): tiles w, w + 2, .. of the walk */
-	template <typename Tile, typename Epi>
-	static MKD_INLINE void consume(int w, int n, const Tile &tile, u32 ring, u32 bars, Epi &epi)
-	{
-		const int lane = threadIdx.x & 31;
-		u32 turn = 0;  /* waits on ord[w] so far */
-		const u64 da = mkd_wg_desc(ring, 16, 1024);
-		const u64 db = mkd_wg_desc(ring + A_BYTES, B_BOX, 1024);
-		u32 pos = 0;
-		for (int j = 0; j < n; j++) {
-			const mkd_wg_out<TC> o = tile(j);
-			if ((j & 1) != w) {
-				pos += o.l.nk;
-				continue;
-			}
-			if (j > 0) {
-				mkd_mbar_wait(ord_bar(bars, w), turn & 1, MKD_WG_TIMEOUT_NS);
-				turn++;
-			}
-			float d0[ACC], d1[ACC];
-#pragma unroll
-			for (int i = 0; i < ACC; i++)
-				d0[i] = d1[i] = 0.f;
-			u32 s = pos % STAGES, ph = (pos / STAGES) & 1, prev = 0;
-			for (int kt = 0; kt < o.l.nk; kt++) {
-				mkd_mbar_wait(base::full_bar(bars, s), ph, MKD_WG_TIMEOUT_NS);
-				const u64 off = (u64)((s * STAGE_BYTES) >> 4);
-#pragma unroll
-				for (int i = 0; i < ACC; i++) {
-					mkd_wg_pin(d0[i]);
-					mkd_wg_pin(d1[i]);
-				}
-				mkd_wg_fence();
-#pragma unroll
-				for (int k = 0; k < 4; k++) {  /* A's rows 64..: 8192 bytes on, 512 in the field */
-					mkd_wg_op<BN, T>::mma(d0, da + off + 2 * k, db + off + 128 * k);
-					mkd_wg_op<BN, T>::mma(d1, da + off + 512 + 2 * k, db + off + 128 * k);
-				}
-				mkd_wg_commit();
-#pragma unroll
-				for (int i = 0; i < ACC; i++) {
-					mkd_wg_pin(d0[i]);
-					mkd_wg_pin(d1[i]);
-				}
-				if (kt > 0) {  /* group kt-1 retired: its stage is free */
-					mkd_wg_wait<1>();
-					if (lane == 0)
-						base::release(bars, prev);
-				}
-				prev = s;
-				if (++s == STAGES) {
-					s = 0;
-					ph ^= 1;
-				}
-			}
-			if (j + 1 < n && threadIdx.x % 128 == 0)  /* every stage of tile j landed */
-				mkd_mbar_arrive(ord_bar(bars, w ^ 1));
-			mkd_wg_wait<0>();
-#pragma unroll
-			for (int i = 0; i < ACC; i++) {
-				mkd_wg_pin(d0[i]);
-				mkd_wg_pin(d1[i]);
-			}
-			if (o.l.nk > 0 && lane == 0)
-				base::release(bars, prev);
-			pos += o.l.nk;
-			base::template store<BN, false>(d0, o.C, o.ldc, o.M, o.N, 0, 0, epi,
-							base::stage_at(bars));
-			base::template store<BN, false>(d1, o.C + 64 * o.ldc, o.ldc, o.M - 64, o.N, 64, 0,
-							epi, base::stage_at(bars));
-		}
-	}
-
-	template <typename Tile, typename Epi>
-	static __device__ void run(int n, Tile tile, char *smem, Epi epi)
-	{
-		const u32 ring = (mkd_smem_addr(smem) + 1023) & ~1023u;
-		const u32 bars = ring + RING;
-		const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x >> 7), 0);
-		asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-		if (threadIdx.x == 0) {
-			base::init_bars(bars, 4);
-			mkd_mbar_init(ord_bar(bars, 0), 1);
-			mkd_mbar_init(ord_bar(bars, 1), 1);
-			asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-		}
-		__syncthreads();
-		if (wg == 0) {
-			if (threadIdx.x == 0 && n > 0) {
-				const mkd_wg_out<TC> o = tile(0);
-				mkd_tma_prefetch_desc(o.l.ta);
-				mkd_tma_prefetch_desc(o.l.tb);
-				asm volatile("fence.proxy.async.global;" ::: "memory");
-			}
-			__syncwarp();
-			if (TRADE)
-				base::trade_in(0);
-			if (threadIdx.x == 0) {
-				u32 pos = 0;
-				for (int j = 0; j < n; j++) {
-					const mkd_wg_out<TC> o = tile(j);
-					base::produce(o.l, 0, o.l.nk, pos, ring, bars);
-					pos += o.l.nk;
-				}
-			}
-			__syncwarp();
-			if (TRADE)
-				base::trade_out(0);
-		} else {
-			if (TRADE)
-				base::trade_in(wg);
-			consume(wg - 1, n, tile, ring, bars, epi);
-			if (TRADE)
-				base::trade_out(wg);
-		}
-		__syncthreads();  /* every load consumed, every wgmma retired */
-		if (threadIdx.x == 0) {
-			base::inval_bars(bars);
-			mkd_mbar_inval(ord_bar(bars, 0));
-			mkd_mbar_inval(ord_bar(bars, 1));
-		}
-		__syncthreads();
 	}
 };
 

@@ -78,8 +78,7 @@ static const char SRC_HEAD[] =
 	"// in grouped order; a tile is MC row tiles of the same columns, the CTA\n"
 	"// of cluster rank q the q-th (MC 2: B multicast, mkd/wgmma.cuh).  KIND 0:\n"
 	"// a call a tile, the ring filled afresh; 1: the ring carried from tile to\n"
-	"// tile (the megakernel's way); 2: ping-pong, the CTA's tiles one walk\n"
-	"// (mkd_wgmma_pp)\n"
+	"// tile (the megakernel's way)\n"
 	"template <typename T, typename TC, int BN, int STAGES, int MC, int KIND, bool STG>\n"
 	"static __device__ __forceinline__ void mkt_gemm(const mkd_tmap *ta, const mkd_tmap *tb,\n"
 	"\t\t\t\t\t\tTC *C, int M, int N, int K, long long ldc)\n"
@@ -90,16 +89,6 @@ static const char SRC_HEAD[] =
 	"\tconst int G = 16 / MC;  // tile rows (of MC row tiles) per band\n"
 	"\tconst int q = (int)(blockIdx.x % MC), c = (int)(blockIdx.x / MC), nc = (int)(gridDim.x / MC);\n"
 	"\tconst int nk = (K + 63) / 64;\n"
-	"\tif constexpr (KIND == 2) {\n"
-	"\t\tconst int n = c < total ? (total - c + nc - 1) / nc : 0;\n"
-	"\t\tmkd_wgmma_pp<T, TC, BN, STAGES, false, STG>::run(n, [&](int j) {\n"
-	"\t\t\tint m0, n0;\n"
-	"\t\t\tmkt_at(c + j * nc, tm, tn, G, MC, q, BN, m0, n0);\n"
-	"\t\t\treturn mkd_wg_out<TC>{{ta, tb, m0, 0, 0, n0, nk, nullptr, 0},\n"
-	"\t\t\t\t\t       C + (long long)m0 * ldc + n0, ldc, M - m0, N - n0};\n"
-	"\t\t}, smem, mkd_epi_none());\n"
-	"\t\treturn;\n"
-	"\t}\n"
 	"\tif (threadIdx.x == 0)\n"
 	"\t\tmkd_wg_ring_reset();\n"
 	"\tfor (int t = c; t < total; t += nc) {\n"
@@ -126,8 +115,7 @@ static const char SRC_HEAD[] =
 	"\n"
 	"#define MKT_GEMM(name, T, TC, BN, S, MC, KIND, STG)                                    \\\n"
 	"\textern \"C\" __constant__ int name##_smem =                                         \\\n"
-	"\t\tmkd_wgmma_tile<T, TC, 128, BN, 64, S, false, false, false, MC, STG>::SMEM +   \\\n"
-	"\t\t(KIND == 2 ? 16 : 0);  /* ping-pong: its ord[] barriers */                  \\\n"
+	"\t\tmkd_wgmma_tile<T, TC, 128, BN, 64, S, false, false, false, MC, STG>::SMEM;   \\\n"
 	"\textern \"C\" __global__ void __launch_bounds__(384, 1)                             \\\n"
 	"\tname(const __grid_constant__ mkd_tmap ta, const __grid_constant__ mkd_tmap tb, TC *C, \\\n"
 	"\t     int M, int N, int K, long long ldc)                                         \\\n"
@@ -151,7 +139,7 @@ static const char SRC_FALLBACK[] =
 	"#endif\n";
 
 /* mc: CTAs a cluster (2: B multicast to both, mkd/wgmma.cuh); kind: 0 a
- * call a tile, 1 the ring carried between tiles, 2 ping-pong (mkt_gemm);
+ * call a tile, 1 the ring carried between tiles (mkt_gemm);
  * stg: the epilogue through shared memory (mkd_wgmma_tile::staged) */
 typedef struct variant {
 	const char *name;
@@ -159,14 +147,13 @@ typedef struct variant {
 } variant;
 
 /* the ones timed */
-enum { V_128, V_256, V_256_MC2, V_256_CARRY, V_256_STG, V_PP };
+enum { V_128, V_256, V_256_MC2, V_256_CARRY, V_256_STG };
 static const variant VARIANTS[] = {
 	{"gemm_bf16_bf16_128", 0, 0, 128, 6, 1, 0, 0},
 	{"gemm_bf16_bf16_256", 0, 0, 256, 4, 1, 0, 0},
 	{"gemm_bf16_bf16_256_mc2", 0, 0, 256, 4, 2, 0, 0},
 	{"gemm_bf16_bf16_256_carry", 0, 0, 256, 4, 1, 1, 0},
 	{"gemm_bf16_bf16_256_stg", 0, 0, 256, 4, 1, 1, 1},
-	{"gemm_bf16_bf16_pp128", 0, 0, 128, 6, 1, 2, 1},
 	{"gemm_bf16_f32_128", 0, 1, 128, 6, 1, 0, 0},
 	{"gemm_bf16_f32_256", 0, 1, 256, 4, 1, 0, 0},
 	{"gemm_f16_f32_128", 1, 1, 128, 6, 1, 0, 0},
@@ -174,7 +161,6 @@ static const variant VARIANTS[] = {
 	{"gemm_bf16_f32_128_mc2", 0, 1, 128, 6, 2, 0, 0},
 	{"gemm_bf16_f32_256_stg", 0, 1, 256, 4, 1, 1, 1},
 	{"gemm_f16_f32_128_stg", 1, 1, 128, 6, 1, 0, 1},
-	{"gemm_f16_f32_pp128", 1, 1, 128, 6, 1, 2, 1},
 };
 #define NVAR ((int)(sizeof VARIANTS / sizeof VARIANTS[0]))
 
@@ -642,7 +628,7 @@ int main(int argc, char **argv)
 		CK(cu->cuFuncGetAttribute(&kerns[v].regs, CU_FUNC_ATTRIBUTE_NUM_REGS, kerns[v].f));
 		/* setmaxnreg trades 40 + 2 x 232 = 3 x 168 per thread: the kernel
 		 * must start with exactly 168 */
-		int ok = (VARIANTS[v].bn <= 128 && VARIANTS[v].kind != 2) || kerns[v].regs == 168;
+		int ok = VARIANTS[v].bn <= 128 || kerns[v].regs == 168;
 		printf("%-4s %-18s %d registers, %d bytes smem, %d CTAs x 384\n", ok ? "ok" : "FAIL",
 		       VARIANTS[v].name, kerns[v].regs, kerns[v].smem, sms);
 		if (!ok) {  /* setmaxnreg.inc would wait forever */
@@ -701,8 +687,8 @@ int main(int argc, char **argv)
 	CK(cu->cuMemAlloc(&B, (size_t)maxb * 2));
 	CK(cu->cuMemAlloc(&C, (size_t)maxc * 2));
 	CK(cu->cuMemAlloc(&C2, (size_t)maxc * 2));
-	printf("\n%-18s %8s %8s %9s %9s %8s %9s %8s %6s\n", "M x N x K (bf16)", "128x128",
-	       "128x256", "256 pairs", "256 carry", "+staged", "ping-pong", "cuBLAS", "ratio");
+	printf("\n%-18s %8s %8s %9s %9s %8s %8s %6s\n", "M x N x K (bf16)", "128x128",
+	       "128x256", "256 pairs", "256 carry", "+staged", "cuBLAS", "ratio");
 	for (int i = 0; i < 7; i++) {
 		const long long *s = shapes[i];
 		gemm g = {A, B, C, s[0], s[1], s[2], s[1]}, gb = g;
@@ -711,7 +697,7 @@ int main(int argc, char **argv)
 		fill(A, s[0] * s[2], SEED_A, 0);
 		fill(B, s[2] * s[1], SEED_B, 0);
 		double flop = 2.0 * (double)s[0] * (double)s[1] * (double)s[2];
-		static const int timed[] = {V_128, V_256, V_256_MC2, V_256_CARRY, V_256_STG, V_PP};
+		static const int timed[] = {V_128, V_256, V_256_MC2, V_256_CARRY, V_256_STG};
 		enum { NT = sizeof timed / sizeof timed[0] };
 		double tf[NT], tb = 0, best = 0;
 		for (int j = 0; j < NT; j++) {
@@ -733,8 +719,8 @@ int main(int argc, char **argv)
 		snprintf(shape, sizeof shape, "%lldx%lldx%lld", s[0], s[1], s[2]);
 		for (int j = 0; j < NT; j++)
 			best = tf[j] > best ? tf[j] : best;
-		printf("%-18s %8.1f %8.1f %9.1f %9.1f %8.1f %9.1f %8.1f %6.3f  TFLOP/s\n", shape,
-		       tf[0], tf[1], tf[2], tf[3], tf[4], tf[5], tb, tb > 0 ? best / tb : 0.0);
+		printf("%-18s %8.1f %8.1f %9.1f %9.1f %8.1f %8.1f %6.3f  TFLOP/s\n", shape,
+		       tf[0], tf[1], tf[2], tf[3], tf[4], tb, tb > 0 ? best / tb : 0.0);
 	}
 	CK(cu->cuMemFree(A));
 	CK(cu->cuMemFree(B));

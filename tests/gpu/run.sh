@@ -290,28 +290,29 @@ check "gemm.MK_CLUSTER=2.walk" env MK_CLUSTER=2 "$MKRUN" "$gemm_walk16" -D M=102
 check "gemm.MK_CLUSTER=2.r2" env MK_CLUSTER=2 "$MKRUN" samples/gemm.mk --ranks 2 -D M=2048 \
 	-D N=1024 -D K=512 --iters 3 --quiet
 check "ag_gemm.ragged" "$MKRUN" samples/ag_gemm.mk --ranks 2 -D M=1000 -D N=264 -D K=264 --quiet
-# the engine's epilogue through shared memory (MK_WG_STAGED=1, docs/gemm.md
-# Epilogue): whole tiles, ragged rows and columns (M = 1000, N = 520: a
-# last tile of 8 columns), epilogue ops (tp_mlp's bias and gelu, the MoE's
-# silu and mul, the layer's residual add), split-K partials (fp32), views
+# the engine's epilogue from the registers (MK_WG_STAGED=0, the A/B of the
+# staged default, docs/gemm.md Epilogue): whole tiles, ragged rows and
+# columns (M = 1000, N = 520: a last tile of 8 columns), epilogue ops
+# (tp_mlp's bias and gelu, the MoE's silu and mul, the layer's residual
+# add), split-K partials (fp32), views
 for r in 1 2; do
-	check "gemm.MK_WG_STAGED=1.r$r" env MK_WG_STAGED=1 "$MKRUN" samples/gemm.mk --ranks "$r" \
+	check "gemm.MK_WG_STAGED=0.r$r" env MK_WG_STAGED=0 "$MKRUN" samples/gemm.mk --ranks "$r" \
 		-D M=2048 -D N=1024 -D K=512 --iters 3 --quiet
 	# shellcheck disable=SC2086
-	check "moe.MK_WG_STAGED=1.r$r" env MK_WG_STAGED=1 "$MKRUN" samples/moe_dispatch_gemm.mk \
+	check "moe.MK_WG_STAGED=0.r$r" env MK_WG_STAGED=0 "$MKRUN" samples/moe_dispatch_gemm.mk \
 		--ranks "$r" $moe_sz --iters 3 --quiet
-	check "tp_mlp.MK_WG_STAGED=1.r$r" env MK_WG_STAGED=1 "$MKRUN" samples/tp_mlp.mk --ranks "$r" \
+	check "tp_mlp.MK_WG_STAGED=0.r$r" env MK_WG_STAGED=0 "$MKRUN" samples/tp_mlp.mk --ranks "$r" \
 		-D S=1024 -D H=512 --iters 3 --quiet
-	check "llama_layer.MK_WG_STAGED=1.r$r" env MK_WG_STAGED=1 "$MKRUN" samples/llama_layer.mk \
+	check "llama_layer.MK_WG_STAGED=0.r$r" env MK_WG_STAGED=0 "$MKRUN" samples/llama_layer.mk \
 		--ranks "$r" -D T=256 -D E=512 -D H=8 -D D=64 -D F=1024 --iters 3 --quiet
 done
-check "gemm.MK_WG_STAGED=1.ragged" env MK_WG_STAGED=1 "$MKRUN" samples/gemm.mk -D M=1000 -D N=520 \
+check "gemm.MK_WG_STAGED=0.ragged" env MK_WG_STAGED=0 "$MKRUN" samples/gemm.mk -D M=1000 -D N=520 \
 	-D K=264 --iters 3 --quiet
-check "gemm.MK_WG_STAGED=1.walk" env MK_WG_STAGED=1 "$MKRUN" "$gemm_walk" -D M=1000 -D N=520 \
+check "gemm.MK_WG_STAGED=0.walk" env MK_WG_STAGED=0 "$MKRUN" "$gemm_walk" -D M=1000 -D N=520 \
 	-D K=256 --iters 3 --quiet
-check "decode_mlp.MK_WG_STAGED=1.t100.r2" env MK_WG_STAGED=1 "$MKRUN" samples/decode_mlp.mk \
+check "decode_mlp.MK_WG_STAGED=0.t100.r2" env MK_WG_STAGED=0 "$MKRUN" samples/decode_mlp.mk \
 	--ranks 2 -D T=100 --iters 3 --quiet
-check "runs.views.MK_WG_STAGED=1" env MK_WG_STAGED=1 "$MKRUN" tests/runs/views.mk --iters 3 --quiet
+check "runs.views.MK_WG_STAGED=0" env MK_WG_STAGED=0 "$MKRUN" tests/runs/views.mk --iters 3 --quiet
 # each run starting with its CTA's table rows kept in L2 (MK_PREFETCH=1, an
 # opt-in: mkd/kernel.cuh, mkd_prefetch_tables): split-KV merges and split-K
 # sums (flag waits), the MoE's pools, several ranks
