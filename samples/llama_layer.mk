@@ -12,7 +12,7 @@
 # own heads, the output and down projections are row-parallel, and an
 # allreduce after each brings the partial sums together (Megatron-style).
 #
-# KNOWN-SPILL: the Hopper attention tile inlined beside the layer's wgmma GEMMs and row ops in one kernel (168 registers a thread) spills about 3 KB; a back-end issue
+# KNOWN-SPILL: the Hopper attention tile inlined beside the layer's five wgmma GEMMs and row ops in one kernel (168 registers a thread) spills about 1.2 KB (2.9 KB before the staged epilogue; 36 bytes with MK_WG_BN=128); a back-end issue
 pipeline llama_layer {
   mesh  nodes x gpus
   param T = 2048, E = 4096, H = 32, D = 128, F = 14336

@@ -2,8 +2,9 @@
 # tests/gpu/run.sh BUILD - the GPU checks (make gpu-test), on a machine with
 # an sm_80+ GPU (the H200 machine); MK_GPU_ONLY=PATTERN runs the checks whose
 # names match; MK_GPU_PART=K/N runs the K-th of N parts (every N-th check,
-# from the K-th: the whole takes ~9 minutes on an H100, near the device's
-# 10-minute bound on one command).  Each check runs a command that must
+# from the K-th: the whole takes more than 9 minutes on an H100, and two
+# parts each took more than 275 s there in the twenty-ninth session: run
+# three under the device's 10-minute bound on one command).  Each check runs a command that must
 # exit 0 (and, for mkrun, print "match"); the last line is "N passed, N failed".
 set -u
 B=${1:-build}
