@@ -1,7 +1,7 @@
-# MK_PREFETCH=1 (an A/B opt-in until a GPU has measured it): each run starts
-# with the rows of the tables its CTA's tasks read kept in L2 (plan.c
-# decides it for the kernel, ir_prog.prefetch; mkd/kernel.cuh,
-# mkd_prefetch_tables).
+# MK_PREFETCH=1 (an A/B opt-in: 1-2% on decode attention on an H100,
+# docs/perf-notes.md, twenty-ninth session): each run starts with the rows
+# of the tables its CTA's tasks read kept in L2 (plan.c decides it for the
+# kernel, ir_prog.prefetch; mkd/kernel.cuh, mkd_prefetch_tables).
 #   OFF   the default: no define, the device library's MKD_PREFETCH 0
 #   ON    MK_PREFETCH=1: the define
 #   BIN   the prefetches are in the kernel (CCTL, the L2 prefetch), and it
