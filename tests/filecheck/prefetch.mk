@@ -4,8 +4,7 @@
 # kernel, ir_prog.prefetch; mkd/kernel.cuh, mkd_prefetch_tables).
 #   OFF   the default: no define, the device library's MKD_PREFETCH 0
 #   ON    MK_PREFETCH=1: the define
-#   BIN   the prefetches are in the kernel (CCTL, the L2 prefetch), and it
-#         compiles without spills
+#   BIN   with them the kernel compiles for sm_90a without spills
 #
 # RUN: %mkc --emit=cu samples/decode_attention.mk | FileCheck %s --check-prefix=OFF --implicit-check-not=MKD_PREFETCH
 # RUN: env MK_PREFETCH=1 %mkc --emit=cu samples/decode_attention.mk | FileCheck %s --check-prefix=ON
