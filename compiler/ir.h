@@ -223,7 +223,8 @@ typedef struct ir_mm_plan {
 	                       finishes (wgmma.cuh); tiles past a bucket's
 	                       tokens are skipped, never loaded */
 	int staged;         /* wgmma: the epilogue through shared memory
-	                       (MK_WG_STAGED=1, mkd_wgmma_tile::staged) */
+	                       (the default, not with MK_WG_STAGED=0;
+	                       mkd_wgmma_tile::staged) */
 	int late;           /* wgmma, one tile a task, never skipped: the
 	                       engine waits for its operands' flags itself,
 	                       B's loads (weights) before A's flags, the
