@@ -104,9 +104,13 @@ static void header(cg_em *E, int sys)
 		sb_printf(o, " %s CTAs %d-%d%s", ir_role_name(s->roles[r].kind), s->roles[r].first_cta,
 			  s->roles[r].first_cta + s->roles[r].ctas - 1, r + 1 < s->nroles ? "," : "");
 	sb_printf(o, "\n// predicted %.1f us, floor %.1f us\n\n", s->predicted_us, s->bound_us);
-	sb_printf(o, "#define MKD_SYS_SCOPE %d\n%s%s%s#include \"mkd/mkd.cuh\"\n\n", sys,
+	int tma = 0;  /* a matmul stores its epilogue by TMA: the task loop drains the stores */
+	for (int i = 0; i < p->nops; i++)
+		tma |= p->ops[i].kind == OP_MATMUL && p->ops[i].plan.mm.tma_store;
+	sb_printf(o, "#define MKD_SYS_SCOPE %d\n%s%s%s%s#include \"mkd/mkd.cuh\"\n\n", sys,
 		  p->wg_trade ? "" : "#define MKD_WG_TRADE 0  // no register trading (plan.c)\n",
 		  p->wg_staged ? "" : "#define MKD_WG_STAGED 0  // epilogues from registers (MK_WG_STAGED=0)\n",
+		  tma ? "#define MKD_WG_TMA 1  // epilogues stored by TMA (plan.c mm_tma_store)\n" : "",
 		  p->prefetch ? "#define MKD_PREFETCH 1  // the tables' rows kept in L2 (MK_PREFETCH)\n"
 			      : "");
 	sb_printf(o, "#if MKD_ABI_VERSION != %d\n#error \"device library ABI mismatch\"\n#endif\n\n",

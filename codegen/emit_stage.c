@@ -98,10 +98,16 @@ void cg_stage_reduce(cg_em *E, const ir_op *op)
  * workspace (mkd_fa::end_part); S_ tasks merge a tile's slices
  * (mkd_attn_merge, split.cuh).  Every read is waited on up front. */
 /* mkd_wgmma_tile's template arguments past STAGES: COLS and GATE (a
- * gate-up tile: both), or FULL (plan.c: every tile inside C), where not
- * the defaults */
+ * gate-up tile: both), or FULL (plan.c: every tile inside C), MC and STG
+ * 2 (the epilogue stored by TMA), where not the defaults */
 static const char *wg_targs(const ir_mm_plan *mp, int gate, int mc)
 {
+	if (mp->tma_store) {  /* STG 2, with MC before it (plan.c: no gate, no COLS) */
+		if (mc > 1)
+			return mp->full ? ", false, false, true, MKD_CLUSTER, 2"
+					: ", false, false, false, MKD_CLUSTER, 2";
+		return mp->full ? ", false, false, true, 1, 2" : ", false, false, false, 1, 2";
+	}
 	if (mc > 1)  /* (plan.c mm_cluster: no gate, no COLS) */
 		return mp->full ? ", false, false, true, MKD_CLUSTER" : ", false, false, false, MKD_CLUSTER";
 	return gate ? ", true, true" : mp->full ? ", false, false, true" : mp->wg_cols ? ", true" : "";
@@ -336,7 +342,8 @@ int cg_tmaps(const ir_sched *s, cg_tmap *out, int max)
 	for (int i = 0; i < p->nops; i++) {
 		const ir_op *op = &p->ops[i];
 		const int n = op->plan.mm.tmap;  /* plan.c numbers them */
-		if (op->kind != OP_MATMUL || !op->plan.mm.wgmma || !out || n + (op->gate ? 3 : 2) > max)
+		if (op->kind != OP_MATMUL || !op->plan.mm.wgmma || !out ||
+		    n + (op->gate || op->plan.mm.tma_store ? 3 : 2) > max)
 			continue;
 		/* A's box: the tile's rows, or 64 when the warpgroups split the
 		 * columns (mkd_wgmma_tile's A_ROWS) */
@@ -344,6 +351,9 @@ int cg_tmaps(const ir_sched *s, cg_tmap *out, int max)
 		out[n + 1] = tmap_of(p, op->in[1], 64, 64);
 		if (op->gate)  /* a gate-up tile's gate weight, boxes as B's */
 			out[n + 2] = tmap_of(p, op->gate - 1, 64, 64);
+		else if (op->plan.mm.tma_store)  /* C's: a warpgroup's 64 rows, 128 bytes of columns */
+			out[n + 2] = tmap_of(p, op->out, 64,
+					     128 / ir_dtype_size(p->tensors[op->out].dtype));
 	}
 	/* the Hopper attention tile's Q, K and V (mkd/attn_wg.cuh) */
 	for (int i = 0; i < p->nops; i++) {
@@ -473,8 +483,22 @@ static void wg_run(cg_em *E, const char *in, const ir_mm_plan *mp, const char *t
 			  tx ? "true" : "false", ta, tb, tx ? "T_" : "-1", tx ? tx : "");
 	else
 		sb_printf(E->o, "%s\tmkd_wg_waited(),\n", in);
-	sb_printf(E->o, "%s\t%s, rows, cols, smem, %s%s%s))\n%s\treturn false;\n", in, dst, epi,
-		  act ? ", " : "", act ? act : "", in);
+	sb_printf(E->o, "%s\t%s, rows, cols, smem, %s%s%s%s))\n%s\treturn false;\n", in, dst, epi,
+		  act ? ", " : "", act ? act : "", mp->tma_store ? ", mkd_epi_none(), out" : "", in);
+}
+
+/* Lines: the tile's origin in C's tensor map (tm + 2), as `out`, where the
+ * plan stores the epilogue by TMA (its rows: heads stacked, as tmap_of
+ * maps them; R, N: the tile's first row and column). */
+static void wg_out(cg_em *E, const ir_mm_plan *mp, const char *R, const char *N)
+{
+	if (!mp->tma_store)
+		return;
+	sb_printf(E->o,
+		  "\t// the tile in C's tensor map: its epilogue goes out by TMA stores\n"
+		  "\tconst mkd_wg_out out{tm + 2,\n"
+		  "\t\t(int)((lo[0] - mkd_base<MK_GPUS>(C, 0, rank)) * C.local[1] + %s - mkd_base<MK_GPUS>(C, 1, rank)),\n"
+		  "\t\t(int)(%s - mkd_base<MK_GPUS>(C, 2, rank))};\n", R, N);
 }
 
 /* Lambda lines: task j's box of C on this rank, as l and h. */
@@ -731,9 +755,10 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 		epi_step(E, op->gate_epi, op->gate_scalar, f, ft);
 		snprintf(act, sizeof act, "mkd_epi1<%s>{%s}", ft, f);
 	}
-	if (wcarry)
+	if (wcarry) {
+		sb_puts(E->o, "#ifdef MKD_HAS_WGMMA\n");
+		wg_out(E, &mp, R, N);
 		sb_printf(E->o,
-			  "#ifdef MKD_HAS_WGMMA\n"
 			  "\tconst int q = (int)((r0 - lo[1]) / %d * ((hi[2] - lo[2] + %d) / %d) + (n0 - lo[2]) / %d);\n"
 			  "\tmkd_wg_loads ld;\n"
 			  "\ttile(i, q, ld);\n"
@@ -742,7 +767,7 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 			  "\t\t\t\treturn mkd_wg_key(i, q + 1);\n"
 			  "%s"
 			  "\t\t},\n"
-			  "\t\tmkd_wg_waited(), c, C.st[1], rows, cols, smem, %s))\n"
+			  "\t\tmkd_wg_waited(), c, C.st[1], rows, cols, smem, %s%s))\n"
 			  "\t\treturn false;\n"
 			  "#else\n",
 			  mp.bm, mp.bn - 1, mp.bn, mp.bn, cg_ctype(A->dtype), cg_ctype(C->dtype), mp.bm,
@@ -752,7 +777,8 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 				  ? "\t\t\treturn -1;  // a pool's next task is taken at its end\n"
 				  : "\t\t\tconst int j = mkd_next_ready(p, rank, i, epoch);  // or the next task's first\n"
 				    "\t\t\treturn j >= 0 && tile(j, 0, n) ? mkd_wg_key(j, 0) : -1;\n",
-			  epi);
+			  epi, mp.tma_store ? ", mkd_epi_none(), out" : "");
+	}
 	/* plan.c: one tile a task, never skipped (a gate-up tile: always) */
 	else if (mp.wgmma && (mp.carry || mp.late || op->gate)) {
 		/* a bucket's task past the tokens loads nothing: the engine
@@ -769,6 +795,7 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 			  "#ifdef MKD_HAS_WGMMA\n"
 			  "\tconst mkd_tmap *tm = (const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + %d;\n",
 			  mp.tmap);
+		wg_out(E, &mp, R, N);
 		wg_run(E, "\t", &mp, cg_ctype(A->dtype), cg_ctype(C->dtype), lb, "c, C.st[1]", epi,
 		       A->name, B->name, op->epi2 ? p->tensors[op->in[2]].name : NULL,
 		       op->gate ? act : NULL, rt >= 0 ? em : NULL, mc);

@@ -70,7 +70,9 @@ void inspect_plans(const ir_prog *p, strbuf *out)
 					sb_puts(out, ", the ring goes on into the next task");
 				if (pl->mm.late)
 					sb_puts(out, ", waits per operand");
-				if (pl->mm.staged)
+				if (pl->mm.tma_store)
+					sb_puts(out, ", the epilogue through shared memory, stored by TMA");
+				else if (pl->mm.staged)
 					sb_puts(out, ", the epilogue through shared memory");
 			} else
 				sb_printf(out, "tile %d x %d x %d, mma.sync, %d-stage ring", pl->mm.bm,

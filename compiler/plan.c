@@ -65,11 +65,15 @@ static int64_t wg_smem(int64_t a_rows, int64_t bn, int stages)
  * to 144 bytes, 160 for fp32 (split-K partials; mkd_wgmma_tile::EPI_BYTES):
  * the larger is counted whatever C's type. */
 enum { MM_GATE_BYTES = 128 * 32 * 4, MM_EPI_BYTES = 2 * 64 * 160 };
+/* Staged by TMA (staged 2: ir_mm_plan.tma_store), two buffers of 64 rows
+ * of 128 bytes (swizzled, unpadded) per consumer warpgroup. */
+enum { MM_TMA_EPI_BYTES = 2 * 2 * 64 * 128 };
 static int64_t wg_bytes(const ir_op *op, int64_t a_rows, int64_t bn, int stages, int staged)
 {
 	if (op->gate)
 		return wg_smem(64, 128, stages) + MM_GATE_BYTES;
-	return wg_smem(a_rows, bn, stages) + (staged ? MM_EPI_BYTES : 0);
+	return wg_smem(a_rows, bn, stages) +
+	       (staged == 2 ? MM_TMA_EPI_BYTES : staged ? MM_EPI_BYTES : 0);
 }
 
 /* Whether the Hopper engine can take op: 16-bit operands, 16-byte rows for
@@ -461,6 +465,40 @@ static void mm_split(planner *P, ir_op *op)
 	m->work = w;
 }
 
+/* Whether matmul op's staged epilogue goes out by TMA (ir_mm_plan.
+ * tma_store, MK_WG_TMA=1): each consumer warpgroup writes a 128-byte
+ * column chunk of its 64 rows into one of two swizzled buffers, and one
+ * thread stores the chunk with a bulk tensor store through C's map while
+ * the warpgroup goes on (the next chunk, the next tile's k-blocks): what
+ * the staged epilogue's read-back and 16-byte stores cost the tile (its
+ * tensor cores idle) goes to the copy engine.  Where
+ *   - the ring goes on to the CTA's next task (carry: the stage's emitted
+ *     form that takes C's map), on whole 128-row tiles (no COLS, no gate,
+ *     no bucket, no split-K): a TMA store writes the whole box, so every
+ *     tile must lie inside C (tiles_whole, as FULL; the verifier's check
+ *     11);
+ *   - C's rows are 16-byte aligned (a tensor map's constraint; a
+ *     matmul's result is never a view: plan_view.c makes those of layout
+ *     ops only, so it is row-major in storage of its own, heads stacked,
+ *     and the map's row of head h, row r is h * rows + r);
+ *   - the two buffers fit beside the ring's stages (no stage given up).
+ */
+static int mm_tma_store(const planner *P, const ir_op *op)
+{
+	const ir_prog *p = P->p;
+	const ir_mm_plan *m = &op->plan.mm;
+	const ir_tensor *C = &p->tensors[op->out];
+	const int nd = C->ndim, es = ir_dtype_size(C->dtype);
+	if (!P->o->wg_tma || !m->staged || !m->carry || m->wg_cols || op->gate || m->bucket >= 0 ||
+	    m->ksplit > 1 || m->bm != 128)
+		return 0;
+	if (!tiles_whole(C, nd - 2, m->bm) || !tiles_whole(C, nd - 1, m->bn))
+		return 0;
+	if ((C->local[nd - 1] * es) % 16)
+		return 0;
+	return wg_bytes(op, m->bm, m->bn, m->wg_stages, 2) <= P->dev.smem_per_sm;
+}
+
 /* Whether a matmul's A or its epilogue's operand comes (through layout
  * ops) from an exchange: data another rank delivers while the tile could
  * already load B. */
@@ -622,6 +660,9 @@ static void plan_matmul(planner *P, ir_op *op, int wide)
 	 * branch-free loop let ptxas overlap the ops of many pairs and spill */
 	m->full = m->wgmma && !m->wg_cols && !op->gate && m->ksplit <= 1 && !ir_has_epilogue(op) &&
 		  tiles_whole(C, C->ndim - 2, m->bm) && tiles_whole(C, C->ndim - 1, m->bn);
+	m->tma_store = mm_tma_store(P, op);
+	if (m->tma_store && wg_bytes(op, m->bm, m->bn, m->wg_stages, 2) > op->plan.smem)
+		op->plan.smem = (int)wg_bytes(op, m->bm, m->bn, m->wg_stages, 2);
 	P->err |= before;
 }
 
@@ -1213,8 +1254,8 @@ int plan_run(ir_prog *p, const compile_opts *o, diags *d, arena *a)
 		if (op->plan.smem > p->smem)
 			p->smem = op->plan.smem;
 		if (op->kind == OP_MATMUL && op->plan.mm.wgmma) {
-			op->plan.mm.tmap = p->ntmaps;  /* A, B (and the gate's weight) */
-			p->ntmaps += op->gate ? 3 : 2;
+			op->plan.mm.tmap = p->ntmaps;  /* A, B (and the gate's weight, or C's) */
+			p->ntmaps += op->gate || op->plan.mm.tma_store ? 3 : 2;
 		}
 		if (op->kind == OP_ATTENTION && op->plan.attn.engine == IR_ATTN_WGMMA) {
 			op->plan.attn.tmap = p->ntmaps;  /* Q, K, V */

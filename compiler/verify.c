@@ -41,7 +41,8 @@
  *      waits for it in any list.  For check 4 a pooled task has no
  *      program order (any CTA may run it): only flags order it;
  *  11. a matmul whose engine stores whole tiles without bounds tests
- *      (ir_mm_plan.full) writes boxes whose sides are multiples of its
+ *      (ir_mm_plan.full) or by TMA stores of whole boxes
+ *      (ir_mm_plan.tma_store) writes boxes whose sides are multiples of its
  *      tile's, so that what it stores is its box (check 5 sees only the
  *      box: a whole tile past a box of 64 rows wrote into the next
  *      tensor).
@@ -982,9 +983,11 @@ int verify_run(const ir_sched *s, diags *d, arena *a)
 				return 1;
 			}
 		}
-		/* 11. whole tiles: the box is what the engine stores */
+		/* 11. whole tiles: the box is what the engine stores (FULL, or
+		 * a TMA store of the whole box) */
 		const ir_op *op = t->op >= 0 && t->op < p->nops ? &p->ops[t->op] : NULL;
-		if (t->kind == TASK_MATMUL && op && op->kind == OP_MATMUL && op->plan.mm.full) {
+		if (t->kind == TASK_MATMUL && op && op->kind == OP_MATMUL &&
+		    (op->plan.mm.full || op->plan.mm.tma_store)) {
 			const int nd = p->tensors[t->write.tensor].ndim;
 			if ((t->write.hi[nd - 2] - t->write.lo[nd - 2]) % op->plan.mm.bm ||
 			    (t->write.hi[nd - 1] - t->write.lo[nd - 1]) % op->plan.mm.bn) {

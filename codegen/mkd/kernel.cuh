@@ -128,6 +128,10 @@ static __device__ __forceinline__ bool mkd_run_task(const mkd_params &p, int ran
 		done = mk_stage(t.stage, p, rank, cta, i, epoch, smem);
 	if (!done)
 		return false;
+#if MKD_WG_TMA
+	if (t.nsig > 0)  // the engine's TMA stores are written before the signals
+		mkd_wg_drain();
+#endif
 	__syncthreads();
 	if (threadIdx.x == 0)
 		mkd_task_done(p, rank, cta, i);
@@ -335,6 +339,9 @@ static __device__ __forceinline__ void mkd_kernel(const mkd_params &p)
 			i++;
 #endif
 		}
+#if MKD_WG_TMA
+		mkd_wg_drain();  // an aborted run's last tile may still be storing
+#endif
 #if MK_MULTIPROC
 		// leave the run only when every rank of the node is done with it
 		__syncthreads();

@@ -108,6 +108,7 @@
 
 #include "base.cuh"
 #include "mbar.cuh"
+#include "copy.cuh"
 #include "mma.cuh"
 
 /* A TMA descriptor (CUtensorMap) as the host encodes it: 128 opaque bytes.
@@ -130,6 +131,14 @@ struct mkd_wg_loads {
 	                        products would give; 0: every row may be; < 0:
 	                        the CTA has no rows (M 0) and loads no A, it
 	                        only takes its part in a cluster's B loads */
+};
+
+/* Where a tile's epilogue goes by TMA stores (STG 2): C's tensor map (its
+ * box 64 rows x 128 bytes of columns, 128-byte swizzle) and the tile's
+ * first row and column in it. */
+struct mkd_wg_out {
+	const mkd_tmap *map;
+	int row, col;
 };
 
 /* The next call has no tile to go on into (the stage function's `next`
@@ -170,6 +179,9 @@ struct mkd_wg_waited {
 #ifndef MKD_WG_STAGED
 #define MKD_WG_STAGED 1        /* 128-row tiles store through shared memory (staged); 0: from registers */
 #endif
+#ifndef MKD_WG_TMA
+#define MKD_WG_TMA 0           /* 1: some tile stores by TMA (STG 2): the task loop drains them */
+#endif
 #define MKD_WG_REGS_PRODUCER 40
 #define MKD_WG_REGS_CONSUMER 232
 #ifndef MKD_WG_TIMEOUT_NS
@@ -197,6 +209,29 @@ MKD_INLINE void mkd_wg_ring_reset() { mkd_wg_ring.key = -1; }
 /* mbarriers: mkd/mbar.cuh */
 
 /* ---- TMA ------------------------------------------------------------------ */
+
+/* smem src to the box at (c0 = column, c1 = row) of the map, in this
+ * thread's current bulk group (clipped at the map's bounds) */
+MKD_INLINE void mkd_tma_store_2d(const mkd_tmap *map, u32 src, int c0, int c1)
+{
+	asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];"
+		     :: "l"(map), "r"(src), "r"(c0), "r"(c1) : "memory");
+}
+/* The epilogue's TMA stores (STG 2) are issued by the first thread of each
+ * consumer warpgroup (128, 256), in bulk groups of its own.  Called by
+ * every thread: those two wait until all their stores are written and
+ * visible (not only read out of shared memory) and order them before
+ * their later generic accesses, so that a CTA barrier and thread 0's
+ * release after it cover them (a flag), and the staging is plain shared
+ * memory again (another stage's, the next run's). */
+MKD_INLINE void mkd_wg_drain()
+{
+	if (threadIdx.x == 128 || threadIdx.x == 256) {
+		mkd_bulk_wait_group<0>();
+		asm volatile("fence.proxy.async.global;" ::: "memory");
+		asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+	}
+}
 
 /* box at (c0 = column, c1 = row) of the map into smem dst; bytes counted on bar */
 MKD_INLINE void mkd_tma_load_2d(u32 dst, const mkd_tmap *map, int c0, int c1, u32 bar)
@@ -343,7 +378,7 @@ template <int ID> MKD_INLINE void mkd_wg_bar()
 /* ---- the tile engine ------------------------------------------------------- */
 
 template <typename T, typename TC, int BM, int BN, int BK, int STAGES, bool COLS = false,
-	  bool GATE = false, bool FULL = false, int MC = 1, bool STG = MKD_WG_STAGED>
+	  bool GATE = false, bool FULL = false, int MC = 1, int STG = MKD_WG_STAGED>
 struct mkd_wgmma_tile {
 	enum {
 		THREADS = 384,
@@ -365,9 +400,16 @@ struct mkd_wgmma_tile {
 		 * without STG (MKD_WG_STAGED, on unless the plan's
 		 * MK_WG_STAGED=0) */
 		EPI_ROW = sizeof(TC) == 4 ? 160 : 144,
-		EPI_BYTES = COLS || GATE || !STG ? 0 : 2 * 64 * EPI_ROW,
+		/* STG 2 (the plan's tma_store): per consumer warpgroup two
+		 * buffers of 64 rows of 128 bytes, unpadded and 128-byte
+		 * swizzled as C's tensor map writes them out (tstore) */
+		EPI_BUF = 64 * 128,
+		EPI_BYTES = COLS || GATE || !STG ? 0 : STG == 2 ? 2 * 2 * EPI_BUF : 2 * 64 * EPI_ROW,
 		/* 1024 of slack to align the ring, then full[] and empty[], then
-		 * the gate's values or the epilogue's staging */
+		 * the gate's values or the epilogue's staging; STG 2: the
+		 * staging first (1024-byte aligned, as the swizzle wants it),
+		 * then the barriers */
+		BARS_AT = RING + (STG == 2 ? EPI_BYTES : 0),
 		SMEM = 1024 + RING + 2 * STAGES * 8 + GATE_BYTES + EPI_BYTES,
 		TRADE_REGS = (BN > 128) && !COLS && MKD_WG_TRADE,
 		/* MC > 1: B's boxes this CTA loads for the whole cluster; an
@@ -384,6 +426,8 @@ struct mkd_wgmma_tile {
 	static_assert(!FULL || (!COLS && !GATE), "FULL: whole 128-row tiles");
 	static_assert(STAGES >= 2 && STAGES <= 12, "2..12 stages");
 	static_assert(MC == 1 || MC == 2, "clusters of 1 or 2 CTAs");
+	static_assert(STG >= 0 && STG <= 2, "STG: 0 registers, 1 staged, 2 staged and stored by TMA");
+	static_assert(STG != 2 || (!COLS && !GATE), "TMA stores: whole 128-row tiles");
 	static_assert(MC == 1 || (!COLS && !GATE && B_BOXES % MC == 0),
 		      "a cluster shares B's boxes: whole 128-row tiles, BN >= 128");
 
@@ -433,9 +477,10 @@ struct mkd_wgmma_tile {
 	/* this consumer warpgroup's epilogue staging (store), 0: none */
 	static MKD_INLINE u32 stage_at(u32 bars)
 	{
-		return EPI_BYTES ? bars + 16 * STAGES + GATE_BYTES +
-					   ((threadIdx.x >> 7) - 1) * (EPI_BYTES / 2)
-				 : 0;
+		const u32 wg = (threadIdx.x >> 7) - 1;
+		if constexpr (STG == 2)
+			return bars - EPI_BYTES + wg * (EPI_BYTES / 2);
+		return EPI_BYTES ? bars + 16 * STAGES + GATE_BYTES + wg * (EPI_BYTES / 2) : 0;
 	}
 	static MKD_INLINE u32 empty_bar(u32 bars, int s) { return bars + 8 * (STAGES + s); }
 
@@ -624,6 +669,87 @@ struct mkd_wgmma_tile {
 		}
 	}
 
+	/* store() by TMA (STG 2): a warpgroup's 64 rows go out in chunks of
+	 * 128 bytes a row, each chunk one bulk tensor store of C's map
+	 * (o: the tile's origin there; the slab at r_off, c_off of the tile).
+	 * Each thread writes its fragment's pairs of the chunk into buffer
+	 * ch % 2 (64 lines of 128 bytes, the 16-byte piece u of line l at
+	 * u ^ (l % 8): the map's 128-byte swizzle, and conflict-free, a warp's
+	 * eight rows in eight different pieces); fence.proxy.async.shared::cta
+	 * (the writes before the copy engine's reads), the warpgroup's
+	 * barrier, and its first thread issues the store and commits it as a
+	 * bulk group.  Before a buffer is written again that thread waits
+	 * until the store that last read it has (.read: 1 group may still be
+	 * pending; 0 before the tile's first chunk, whose buffer's last store
+	 * may be the last group), then the barrier.  The stores are neither
+	 * waited for here nor at the tile's end: mkd_wg_drain, where the run
+	 * ends the ring (run) and before a task's signals (mkd/kernel.cuh).
+	 * A tile lies inside C (plan.c: whole tiles), so no bound is tested. */
+	template <int CN, bool RAW, typename Epi>
+	static MKD_INLINE void tstore(const float *d, int N, int r_off, int c_off, Epi &epi,
+				      u32 stg, const mkd_wg_out &o)
+	{
+		enum { CH = 128 / sizeof(TC), NCH = CN / CH, JS = CH / 8 };
+		static_assert(CN % CH == 0, "whole 128-byte chunks");
+		const int t = threadIdx.x & 127, lane = threadIdx.x & 31;
+		auto sync = [] {
+			if (threadIdx.x < 256)
+				mkd_wg_bar<MKD_WG_BAR_STG>();
+			else
+				mkd_wg_bar<MKD_WG_BAR_STG + 1>();
+		};
+		const int g = lane >> 2, r0 = (t >> 5) * 16 + g, q = lane & 3;
+		const int er = r_off + r0, left = N - 2 * q;
+		auto fin = [&](float v, int r, int c) { return RAW ? v : epi(v, r, c); };
+		/* where this thread's pair of columns 2q, 2q + 1 (16-byte piece
+		 * pq of the chunk's line, byte off in it) goes in row r0 of
+		 * buffer 0, swizzled: piece pq ^ g.  The pair 8 jj columns
+		 * further is in piece pq + U jj = pq ^ U jj (U: pieces of 8
+		 * columns; pq < U), so at ^ (U jj << 4): the buffer is 1024-byte
+		 * aligned, bits 4-6 of the address are the piece's.  Buffer 1 is
+		 * EPI_BUF further. */
+		enum { U = 8 * sizeof(TC) / 16 };
+		const int pq = sizeof(TC) == 4 ? q >> 1 : 0;
+		const u32 off = sizeof(TC) == 4 ? 8 * (q & 1) : 4 * q;
+		const u32 at = stg + r0 * 128 + ((u32)(pq ^ g) << 4) + off;
+#pragma unroll
+		for (int ch = 0; ch < NCH; ch++) {
+			const u32 buf = stg + (ch & 1) * EPI_BUF;
+			if (t == 0) {  /* the buffer's last store has read it */
+				if (ch == 0)
+					mkd_bulk_wait_group_read<0>();
+				else
+					mkd_bulk_wait_group_read<1>();
+			}
+			sync();
+#pragma unroll
+			for (int jj = 0; jj < JS; jj++) {
+				const int j = ch * JS + jj, ec = c_off + 8 * j + 2 * q;
+				if (!FULL && 8 * j >= left)  /* as staged(): one pair's epilogue at a time */
+					continue;
+				const float a0 = fin(d[4 * j], er, ec), a1 = fin(d[4 * j + 1], er, ec + 1);
+				const float b0 = fin(d[4 * j + 2], er + 8, ec);
+				const float b1 = fin(d[4 * j + 3], er + 8, ec + 1);
+				/* rows r0 and r0 + 8: the same line mod 8 (g) */
+				const u32 w0 = (at ^ ((u32)(U * jj) << 4)) + (ch & 1) * EPI_BUF;
+				const u32 w1 = w0 + 8 * 128;
+				if constexpr (sizeof(TC) == 4) {
+					asm volatile("st.shared.v2.f32 [%0], {%1, %2};" :: "r"(w0), "f"(a0), "f"(a1) : "memory");
+					asm volatile("st.shared.v2.f32 [%0], {%1, %2};" :: "r"(w1), "f"(b0), "f"(b1) : "memory");
+				} else {
+					asm volatile("st.shared.u32 [%0], %1;" :: "r"(w0), "r"(mkd_wg_pack<TC>(a0, a1)) : "memory");
+					asm volatile("st.shared.u32 [%0], %1;" :: "r"(w1), "r"(mkd_wg_pack<TC>(b0, b1)) : "memory");
+				}
+			}
+			asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+			sync();
+			if (t == 0) {
+				mkd_tma_store_2d(o.map, buf, o.col + c_off + ch * CH, o.row + r_off);
+				mkd_bulk_commit();
+			}
+		}
+	}
+
 	/* A warpgroup's m64nCNk16 accumulators d to C (the slab's first element,
 	 * ldc elements a row) clipped to M x N, each value through epi(v, r, c)
 	 * with its row and column in the tile (the slab at r_off, c_off) unless
@@ -632,10 +758,13 @@ struct mkd_wgmma_tile {
 	 * m64nNk16 D fragment). */
 	template <int CN, bool RAW, typename Epi>
 	static MKD_INLINE void store(const float *d, TC *C, i64 ldc, int M, int N, int r_off,
-				     int c_off, Epi &epi, u32 stg = 0)
+				     int c_off, Epi &epi, u32 stg, const mkd_wg_out &o)
 	{
 		const int t = threadIdx.x & 127, lane = threadIdx.x & 31;
-		if constexpr (EPI_BYTES > 0) {
+		if constexpr (STG == 2) {
+			tstore<CN, RAW>(d, N, r_off, c_off, epi, stg, o);
+			return;
+		} else if constexpr (EPI_BYTES > 0) {
 			staged<CN, RAW>(d, C, ldc, M, N, r_off, c_off, epi, stg);
 			return;
 		}
@@ -688,7 +817,7 @@ struct mkd_wgmma_tile {
 	static MKD_INLINE void consume(int arow, int box0, int nk, u32 pos, u32 ring, u32 bars,
 				       TC *C, i64 ldc, int M, int N, int r_off, int c_off, Epi &epi,
 				       const WX &wx, u64 tmo, int grole, float *gs, const Act &act,
-				       bool idle = false)
+				       const mkd_wg_out &o, bool idle = false)
 	{
 		enum { CACC = CN / 2 };
 		const int t = threadIdx.x & 127, lane = threadIdx.x & 31;
@@ -767,7 +896,7 @@ struct mkd_wgmma_tile {
 				d[i] = epi(d[i], 0, 0) * gs[i * 128 + t];
 		}
 		/* GATE: the values are final (the gate's epilogue is only a unary op) */
-		store<CN, GATE>(d, C, ldc, M, N, r_off, c_off, epi, stage_at(bars));
+		store<CN, GATE>(d, C, ldc, M, N, r_off, c_off, epi, stage_at(bars), o);
 	}
 
 	/* Consumer warpgroup w (0, 1).  COLS (the plan's wg_cols: no tile has
@@ -777,15 +906,15 @@ struct mkd_wgmma_tile {
 	template <bool X, typename Epi, typename WX, typename Act>
 	static MKD_INLINE void consume_tile(int w, int nk, u32 pos, u32 ring, u32 bars, TC *C,
 					    i64 ldc, int M, int N, Epi &epi, const WX &wx, u64 tmo,
-					    float *gs, const Act &act, int live)
+					    float *gs, const Act &act, int live, const mkd_wg_out &o)
 	{
 		if (GATE)  /* box w: the gate's (w 0) or B's (w 1), both into C's 64 columns */
 			consume<64, X>(0, w, nk, pos, ring, bars, C, ldc, M, N, 0, 0, epi, wx, tmo,
-				       1 + w, gs, act);
+				       1 + w, gs, act, o);
 		else if (COLS) {
 			enum { H = BN >= 128 ? BN / 2 : 64 };
 			consume<H, X>(0, w * (H / 64), nk, pos, ring, bars, C + w * H, ldc, M, N - w * H,
-				      0, w * H, epi, wx, tmo, 0, gs, act);
+				      0, w * H, epi, wx, tmo, 0, gs, act, o);
 		} else {
 			const int m = M - 64 * w;
 			/* warp-uniform, as the wgmma chain wants it (else ptxas
@@ -793,7 +922,7 @@ struct mkd_wgmma_tile {
 			const bool idle =
 				__shfl_sync(0xffffffffu, live < 0 || (live > 0 && live <= 64 * w), 0);
 			consume<BN, X>(w, 0, nk, pos, ring, bars, C + (i64)(64 * w) * ldc, ldc, m, N,
-				       64 * w, 0, epi, wx, tmo, 0, gs, act, idle);
+				       64 * w, 0, epi, wx, tmo, 0, gs, act, o, idle);
 		}
 	}
 
@@ -806,15 +935,19 @@ struct mkd_wgmma_tile {
 	 * runs next when it is a tile of this engine ready to load now (its
 	 * loads filled in), else -1; w: the flags the engine waits for itself
 	 * (mkd_wg_waited: none).  GATE: act is the unary op on A times the gate's weight
-	 * (l.tg), C = epi(A B) * act(A Wg) over N <= 64 columns.  All THREADS
-	 * threads call it; false when a wait saw the run aborted. */
+	 * (l.tg), C = epi(A B) * act(A Wg) over N <= 64 columns.  STG 2: o is
+	 * the tile's place in C's tensor map (C, ldc, M and N still give the
+	 * tile's bounds to the epilogue); where the ring goes on into no next
+	 * tile the call ends with its stores drained (mkd_wg_drain).  All
+	 * THREADS threads call it; false when a wait saw the run aborted. */
 	template <typename Epi, typename Next, typename W, typename Act = mkd_epi_none>
 	static __device__ bool run(const mkd_wg_loads &l, i64 key, Next next, const W &w, TC *C,
-				   i64 ldc, int M, int N, char *smem, Epi epi, Act act = Act())
+				   i64 ldc, int M, int N, char *smem, Epi epi, Act act = Act(),
+				   mkd_wg_out o = mkd_wg_out())
 	{
 		const u32 ring = (mkd_smem_addr(smem) + 1023) & ~1023u;
-		const u32 bars = ring + RING;
-		float *gs = (float *)(smem + (ring + RING + 2 * STAGES * 8 - mkd_smem_addr(smem)));
+		const u32 bars = ring + BARS_AT;
+		float *gs = (float *)(smem + (bars + 2 * STAGES * 8 - mkd_smem_addr(smem)));
 		/* warp-uniform role, as setmaxnreg wants it */
 		const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x >> 7), 0);
 		/* the previous call's producer went on into this tile */
@@ -884,7 +1017,7 @@ struct mkd_wgmma_tile {
 			/* a stage may wait for its flags first: never trap before they time out */
 			consume_tile<W::X>(wg - 1, l.nk, pos, ring, bars, C, ldc, M < BM ? M : BM,
 					   N < BN ? N : BN, epi, [&] { return w.x(); },
-					   MKD_WG_TIMEOUT_NS + w.flag_ns(), gs, act, l.live);
+					   MKD_WG_TIMEOUT_NS + w.flag_ns(), gs, act, l.live, o);
 			if (TRADE_REGS)
 				trade_out(wg);
 		}
@@ -896,6 +1029,10 @@ struct mkd_wgmma_tile {
 			__syncthreads();
 		if (threadIdx.x == 0 && mkd_wg_ring.key < 0)
 			inval_bars(bars);
+		if constexpr (STG == 2) {  /* the staging is free for whatever runs next */
+			if (mkd_wg_ring.key < 0)
+				mkd_wg_drain();
+		}
 		__syncthreads();  /* the ring and the barrier words are free, or carried */
 		return mkd_wg_ring.ok && (!W::X || mkd_wg_ring.okx);
 	}
@@ -908,6 +1045,7 @@ struct mkd_wgmma_tile {
 				   int b_row, int b_col, int K, TC *C, i64 ldc, int M, int N,
 				   char *smem, Epi epi, int live = 0)
 	{
+		static_assert(STG != 2 || !sizeof(Epi *), "a tile stored by TMA needs its place in C's map");
 		const mkd_wg_loads l = {ta, tb, a_row, a_col, b_row, b_col, K > 0 ? (K + BK - 1) / BK : 0,
 					nullptr, live};
 		run(l, -1, mkd_wg_last(), mkd_wg_waited(), C, ldc, M, N, smem, epi);
@@ -917,5 +1055,6 @@ struct mkd_wgmma_tile {
 #else
 #define MKD_WG_LATE false      /* the portable tile: the loop waits up front */
 MKD_INLINE void mkd_wg_ring_reset() {}
+MKD_INLINE void mkd_wg_drain() {}  /* no TMA stores off sm_90a */
 #endif /* __CUDA_ARCH_FEAT_SM90_ALL */
 #endif

@@ -78,10 +78,12 @@ static const char SRC_HEAD[] =
 	"// in grouped order; a tile is MC row tiles of the same columns, the CTA\n"
 	"// of cluster rank q the q-th (MC 2: B multicast, mkd/wgmma.cuh).  KIND 0:\n"
 	"// a call a tile, the ring filled afresh; 1: the ring carried from tile to\n"
-	"// tile (the megakernel's way)\n"
-	"template <typename T, typename TC, int BN, int STAGES, int MC, int KIND, bool STG>\n"
+	"// tile (the megakernel's way); STG 2 (the epilogue by TMA stores through\n"
+	"// tc) needs KIND 1\n"
+	"template <typename T, typename TC, int BN, int STAGES, int MC, int KIND, int STG>\n"
 	"static __device__ __forceinline__ void mkt_gemm(const mkd_tmap *ta, const mkd_tmap *tb,\n"
-	"\t\t\t\t\t\tTC *C, int M, int N, int K, long long ldc)\n"
+	"\t\t\t\t\t\tconst mkd_tmap *tc, TC *C, int M, int N, int K,\n"
+	"\t\t\t\t\t\tlong long ldc)\n"
 	"{\n"
 	"\textern __shared__ __align__(1024) char smem[];\n"
 	"\ttypedef mkd_wgmma_tile<T, TC, 128, BN, 64, STAGES, false, false, false, MC, STG> tile;\n"
@@ -104,12 +106,12 @@ static const char SRC_HEAD[] =
 	"\t\t\t\tnl = mkd_wg_loads{ta, tb, m1, 0, 0, n1, nk, nullptr, 0};\n"
 	"\t\t\t\treturn mkd_wg_key(t + nc, 0);\n"
 	"\t\t\t}, mkd_wg_waited(), C + (long long)m0 * ldc + n0, ldc, M - m0, N - n0, smem,\n"
-	"\t\t\t\t  mkd_epi_none());\n"
-	"\t\t\tcontinue;\n"
+	"\t\t\t\t  mkd_epi_none(), mkd_epi_none(), mkd_wg_out{tc, m0, n0});\n"
+	"\t\t} else {\n"
+	"\t\t\t// past M: no rows, this CTA only loads its part of B (live -1)\n"
+	"\t\t\ttile::run(ta, m0, 0, tb, 0, n0, K, C + (long long)m0 * ldc + n0, ldc, M - m0,\n"
+	"\t\t\t\t  N - n0, smem, mkd_epi_none(), m0 < M ? 0 : -1);\n"
 	"\t\t}\n"
-	"\t\t// past M: no rows, this CTA only loads its part of B (live -1)\n"
-	"\t\ttile::run(ta, m0, 0, tb, 0, n0, K, C + (long long)m0 * ldc + n0, ldc, M - m0, N - n0,\n"
-	"\t\t\t  smem, mkd_epi_none(), m0 < M ? 0 : -1);\n"
 	"\t}\n"
 	"}\n"
 	"\n"
@@ -117,10 +119,10 @@ static const char SRC_HEAD[] =
 	"\textern \"C\" __constant__ int name##_smem =                                         \\\n"
 	"\t\tmkd_wgmma_tile<T, TC, 128, BN, 64, S, false, false, false, MC, STG>::SMEM;   \\\n"
 	"\textern \"C\" __global__ void __launch_bounds__(384, 1)                             \\\n"
-	"\tname(const __grid_constant__ mkd_tmap ta, const __grid_constant__ mkd_tmap tb, TC *C, \\\n"
-	"\t     int M, int N, int K, long long ldc)                                         \\\n"
+	"\tname(const __grid_constant__ mkd_tmap ta, const __grid_constant__ mkd_tmap tb,   \\\n"
+	"\t     const __grid_constant__ mkd_tmap tc, TC *C, int M, int N, int K, long long ldc) \\\n"
 	"\t{                                                                                \\\n"
-	"\t\tmkt_gemm<T, TC, BN, S, MC, KIND, STG>(&ta, &tb, C, M, N, K, ldc);        \\\n"
+	"\t\tmkt_gemm<T, TC, BN, S, MC, KIND, STG>(&ta, &tb, &tc, C, M, N, K, ldc);   \\\n"
 	"\t}\n";
 
 /* The mma.cuh engine (every arch but sm_90a) must still build from the
@@ -140,20 +142,22 @@ static const char SRC_FALLBACK[] =
 
 /* mc: CTAs a cluster (2: B multicast to both, mkd/wgmma.cuh); kind: 0 a
  * call a tile, 1 the ring carried between tiles (mkt_gemm);
- * stg: the epilogue through shared memory (mkd_wgmma_tile::staged) */
+ * stg: the epilogue through shared memory (1: mkd_wgmma_tile::staged; 2:
+ * stored by TMA, tstore, with kind 1) */
 typedef struct variant {
 	const char *name;
 	int in_f16, out_f32, bn, stages, mc, kind, stg;
 } variant;
 
 /* the ones timed */
-enum { V_128, V_256, V_256_MC2, V_256_CARRY, V_256_STG };
+enum { V_128, V_256, V_256_MC2, V_256_CARRY, V_256_STG, V_256_TMA };
 static const variant VARIANTS[] = {
 	{"gemm_bf16_bf16_128", 0, 0, 128, 6, 1, 0, 0},
 	{"gemm_bf16_bf16_256", 0, 0, 256, 4, 1, 0, 0},
 	{"gemm_bf16_bf16_256_mc2", 0, 0, 256, 4, 2, 0, 0},
 	{"gemm_bf16_bf16_256_carry", 0, 0, 256, 4, 1, 1, 0},
 	{"gemm_bf16_bf16_256_stg", 0, 0, 256, 4, 1, 1, 1},
+	{"gemm_bf16_bf16_256_tma", 0, 0, 256, 4, 1, 1, 2},
 	{"gemm_bf16_f32_128", 0, 1, 128, 6, 1, 0, 0},
 	{"gemm_bf16_f32_256", 0, 1, 256, 4, 1, 0, 0},
 	{"gemm_f16_f32_128", 1, 1, 128, 6, 1, 0, 0},
@@ -161,6 +165,8 @@ static const variant VARIANTS[] = {
 	{"gemm_bf16_f32_128_mc2", 0, 1, 128, 6, 2, 0, 0},
 	{"gemm_bf16_f32_256_stg", 0, 1, 256, 4, 1, 1, 1},
 	{"gemm_f16_f32_128_stg", 1, 1, 128, 6, 1, 0, 1},
+	{"gemm_bf16_f32_256_tma", 0, 1, 256, 4, 1, 1, 2},
+	{"gemm_f16_bf16_128_tma", 1, 0, 128, 6, 1, 1, 2},
 };
 #define NVAR ((int)(sizeof VARIANTS / sizeof VARIANTS[0]))
 
@@ -173,10 +179,10 @@ static char *kernel_source(void)
 	size_t len = (size_t)snprintf(s, n, "%s\n", SRC_HEAD);
 	for (int i = 0; i < NVAR; i++) {
 		const variant *v = &VARIANTS[i];
-		len += (size_t)snprintf(s + len, n - len, "MKT_GEMM(%s, %s, %s, %d, %d, %d, %d, %s)\n", v->name,
+		len += (size_t)snprintf(s + len, n - len, "MKT_GEMM(%s, %s, %s, %d, %d, %d, %d, %d)\n", v->name,
 					v->in_f16 ? "mkd_f16" : "mkd_bf16",
 					v->out_f32 ? "float" : "mkd_bf16", v->bn, v->stages, v->mc, v->kind,
-					v->stg ? "true" : "false");
+					v->stg);
 	}
 	return s;
 }
@@ -262,17 +268,23 @@ static int coop_launch;
 
 static CUresult try_launch(int v, const gemm *g)
 {
-	_Alignas(64) unsigned char ta[MK_TMAP_BYTES], tb[MK_TMAP_BYTES];
+	_Alignas(64) unsigned char ta[MK_TMAP_BYTES], tb[MK_TMAP_BYTES], tc[MK_TMAP_BYTES];
 	char err[256];
+	/* C's map for the TMA stores: the M x N result (clipped there: the
+	 * sentinel past N and M stays), 64 rows x 128 bytes a box */
+	const int es = VARIANTS[v].out_f32 ? 4 : 2;
+	memset(tc, 0, sizeof tc);
 	if (mk_tmap_encode(cu, ta, g->A, 2, g->M, g->K, g->K, BM, 64, err, sizeof err) ||
-	    mk_tmap_encode(cu, tb, g->B, 2, g->K, g->N, g->N, BK, 64, err, sizeof err)) {
+	    mk_tmap_encode(cu, tb, g->B, 2, g->K, g->N, g->N, BK, 64, err, sizeof err) ||
+	    (VARIANTS[v].stg == 2 &&
+	     mk_tmap_encode(cu, tc, g->C, es, g->M, g->N, g->ldc, 64, 128 / es, err, sizeof err))) {
 		fprintf(stderr, "gpu_gemm: %s\n", err);
 		exit(1);
 	}
 	int M = (int)g->M, N = (int)g->N, K = (int)g->K;
 	long long ldc = g->ldc;
 	CUdeviceptr C = g->C;
-	void *args[] = {ta, tb, &C, &M, &N, &K, &ldc};
+	void *args[] = {ta, tb, tc, &C, &M, &N, &K, &ldc};
 	/* clusters for the _mc2 variants only: the others launch as before
 	 * (no cluster attribute), as the megakernel does without pairs */
 	CUlaunchAttribute attr[2];
@@ -687,8 +699,8 @@ int main(int argc, char **argv)
 	CK(cu->cuMemAlloc(&B, (size_t)maxb * 2));
 	CK(cu->cuMemAlloc(&C, (size_t)maxc * 2));
 	CK(cu->cuMemAlloc(&C2, (size_t)maxc * 2));
-	printf("\n%-18s %8s %8s %9s %9s %8s %8s %6s\n", "M x N x K (bf16)", "128x128",
-	       "128x256", "256 pairs", "256 carry", "+staged", "cuBLAS", "ratio");
+	printf("\n%-18s %8s %8s %9s %9s %8s %8s %8s %6s\n", "M x N x K (bf16)", "128x128",
+	       "128x256", "256 pairs", "256 carry", "+staged", "+tma", "cuBLAS", "ratio");
 	for (int i = 0; i < 7; i++) {
 		const long long *s = shapes[i];
 		gemm g = {A, B, C, s[0], s[1], s[2], s[1]}, gb = g;
@@ -697,7 +709,7 @@ int main(int argc, char **argv)
 		fill(A, s[0] * s[2], SEED_A, 0);
 		fill(B, s[2] * s[1], SEED_B, 0);
 		double flop = 2.0 * (double)s[0] * (double)s[1] * (double)s[2];
-		static const int timed[] = {V_128, V_256, V_256_MC2, V_256_CARRY, V_256_STG};
+		static const int timed[] = {V_128, V_256, V_256_MC2, V_256_CARRY, V_256_STG, V_256_TMA};
 		enum { NT = sizeof timed / sizeof timed[0] };
 		double tf[NT], tb = 0, best = 0;
 		for (int j = 0; j < NT; j++) {
@@ -719,8 +731,8 @@ int main(int argc, char **argv)
 		snprintf(shape, sizeof shape, "%lldx%lldx%lld", s[0], s[1], s[2]);
 		for (int j = 0; j < NT; j++)
 			best = tf[j] > best ? tf[j] : best;
-		printf("%-18s %8.1f %8.1f %9.1f %9.1f %8.1f %8.1f %6.3f  TFLOP/s\n", shape,
-		       tf[0], tf[1], tf[2], tf[3], tf[4], tb, tb > 0 ? best / tb : 0.0);
+		printf("%-18s %8.1f %8.1f %9.1f %9.1f %8.1f %8.1f %8.1f %6.3f  TFLOP/s\n", shape,
+		       tf[0], tf[1], tf[2], tf[3], tf[4], tf[5], tb, tb > 0 ? best / tb : 0.0);
 	}
 	CK(cu->cuMemFree(A));
 	CK(cu->cuMemFree(B));
