@@ -181,11 +181,11 @@ int compile_run(srcset *src, int file, const compile_opts *o,
 	 * memory, 16-byte stores along C's rows (mkd_wgmma_tile::staged);
 	 * MK_WG_STAGED=0: from the registers, pair by pair (A/B) */
 	opt.wg_staged = env_pick(d, "MK_WG_STAGED", offon, "0 or 1") != 1;
-	/* MK_WG_TMA=1: the staged epilogue's chunks go out as TMA stores, and
-	 * the consumers go on into the next tile while they run (plan.c
-	 * mm_tma_store; an opt-in until measured) */
-	if (env_on("MK_WG_TMA"))
-		opt.wg_tma = 1;
+	/* the staged epilogue's chunks go out as TMA stores where nothing in
+	 * the kernel reads the result, and the consumers go on into the next
+	 * tile while they run (plan.c mm_tma_store); MK_WG_TMA=0: the staged
+	 * stores (A/B) */
+	opt.wg_tma = env_pick(d, "MK_WG_TMA", offon, "0 or 1") != 1;
 	/* MK_PREFETCH=1: a run starts with its CTA's rows of the tables kept
 	 * in L2 (mkd/kernel.cuh, mkd_prefetch_tables; an opt-in: 1-2% on
 	 * decode attention on an H100, docs/perf-notes.md) */

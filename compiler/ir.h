@@ -228,8 +228,9 @@ typedef struct ir_mm_plan {
 	int tma_store;      /* staged, and the staging goes out by TMA: each
 	                       128-byte column chunk of a warpgroup's rows one
 	                       bulk tensor store through C's map (tmap + 2),
-	                       while the consumers go on (MK_WG_TMA=1;
-	                       mkd_wgmma_tile's STG 2); whole tiles only */
+	                       while the consumers go on (not with
+	                       MK_WG_TMA=0; mkd_wgmma_tile's STG 2); whole
+	                       tiles of a result nothing in the kernel reads */
 	int late;           /* wgmma, one tile a task, never skipped: the
 	                       engine waits for its operands' flags itself,
 	                       B's loads (weights) before A's flags, the

@@ -86,8 +86,8 @@ typedef struct compile_opts {
 	                           through shared memory (the default;
 	                           MK_WG_STAGED=0: from the registers) */
 	int wg_tma;             /* the staged epilogue goes out by TMA stores
-	                           (ir_mm_plan.tma_store, MK_WG_TMA=1; an
-	                           opt-in until measured) */
+	                           where the plan can (ir_mm_plan.tma_store;
+	                           the default, MK_WG_TMA=0: not) */
 	int prefetch;           /* each run starts by keeping the rows of the
 	                           tables its CTA's tasks read in L2
 	                           (MKD_PREFETCH, MK_PREFETCH=1; an opt-in:

@@ -466,7 +466,7 @@ static void mm_split(planner *P, ir_op *op)
 }
 
 /* Whether matmul op's staged epilogue goes out by TMA (ir_mm_plan.
- * tma_store, MK_WG_TMA=1): each consumer warpgroup writes a 128-byte
+ * tma_store; not with MK_WG_TMA=0): each consumer warpgroup writes a 128-byte
  * column chunk of its 64 rows into one of two swizzled buffers, and one
  * thread stores the chunk with a bulk tensor store through C's map while
  * the warpgroup goes on (the next chunk, the next tile's k-blocks): what
@@ -474,14 +474,21 @@ static void mm_split(planner *P, ir_op *op)
  * tensor cores idle) goes to the copy engine.  Where
  *   - the ring goes on to the CTA's next task (carry: the stage's emitted
  *     form that takes C's map), on whole 128-row tiles (no COLS, no gate,
- *     no bucket, no split-K): a TMA store writes the whole box, so every
+ *     no bucket, no split-K; not in 2-CTA clusters, MK_CLUSTER=2, an A/B
+ *     not measured with it): a TMA store writes the whole box, so every
  *     tile must lie inside C (tiles_whole, as FULL; the verifier's check
  *     11);
  *   - C's rows are 16-byte aligned (a tensor map's constraint; a
  *     matmul's result is never a view: plan_view.c makes those of layout
  *     ops only, so it is row-major in storage of its own, heads stacked,
  *     and the map's row of head h, row r is h * rows + r);
- *   - the two buffers fit beside the ring's stages (no stage given up).
+ *   - the two buffers fit beside the ring's stages (no stage given up);
+ *   - nothing in the kernel reads the result (no other op uses it): a
+ *     task whose result is waited on drains its stores before it signals
+ *     (mkd/kernel.cuh), which exposes the last chunk's write; on an H100
+ *     the 5-matmul chain mlp_chain (T = 8192, D = 4096) ran 1.9% slower
+ *     so, gemm_rs at 2 ranks 0.5% faster, where gemm.mk gained 0.6-1.2%
+ *     (docs/perf-notes.md, thirtieth session).
  */
 static int mm_tma_store(const planner *P, const ir_op *op)
 {
@@ -490,7 +497,7 @@ static int mm_tma_store(const planner *P, const ir_op *op)
 	const ir_tensor *C = &p->tensors[op->out];
 	const int nd = C->ndim, es = ir_dtype_size(C->dtype);
 	if (!P->o->wg_tma || !m->staged || !m->carry || m->wg_cols || op->gate || m->bucket >= 0 ||
-	    m->ksplit > 1 || m->bm != 128)
+	    m->ksplit > 1 || m->bm != 128 || C->nuses > 0 || m->cluster > 1)
 		return 0;
 	if (!tiles_whole(C, nd - 2, m->bm) || !tiles_whole(C, nd - 1, m->bn))
 		return 0;

@@ -5,11 +5,12 @@
 # 168 registers: 64 keys a stage, no overlap at D = 128, and D = 256 on
 # the mma.sync tile.
 #   ALONE  attention alone, D = 128: 256 threads, 128 keys, the overlap
-#   MIXED  with the projection, D = 128: 384 threads, 64 keys (and the
+#   MIXED  with the projection (its maps 0-2: A, B, and C for its stores
+#          by TMA), D = 128: 384 threads, 64 keys (and the
 #          shared memory of 64), no overlap
 #   MIX256 with the projection, D = 256 (the Hopper tile, which a
 #          256-thread kernel takes): the mma.sync tile (no tensor maps for
-#          the attention, no mkd_fa_wg)
+#          the attention: the projection's 3 only, no mkd_fa_wg)
 #   RES    the mixed kernel at D = 128 compiles for sm_90a without spills
 #          (at D = 256 the mma.sync tile beside the engine spills ~190
 #          bytes, as before the Hopper tile took D = 256 alone)
@@ -26,8 +27,8 @@
 # ALONE: attention{{ +}}128 query rows{{.*}}sm_90a: TMA + wgmma, 128 keys a stage, 3 stages, S beside P V, chunks from each CTA's place, tensor maps 0-2{{.*}}; smem 230512
 # MIXED: kernel: 384 threads a CTA
 # MIXED: P{{ +}}matmul{{ +}}tile{{.*}}wgmma
-# MIXED: O{{ +}}attention{{ +}}128 query rows{{.*}}sm_90a: TMA + wgmma, 64 keys a stage, 3 stages, chunks from each CTA's place, tensor maps 2-4{{.*}}; smem 132208
-# MIX256: kernel: 384 threads a CTA, {{[0-9]+}} bytes of shared memory, 2 tensor maps
+# MIXED: O{{ +}}attention{{ +}}128 query rows{{.*}}sm_90a: TMA + wgmma, 64 keys a stage, 3 stages, chunks from each CTA's place, tensor maps 3-5{{.*}}; smem 132208
+# MIX256: kernel: 384 threads a CTA, {{[0-9]+}} bytes of shared memory, 3 tensor maps
 # MIX256: O{{ +}}attention{{ +}}128 query rows a task, tensor cores, 32 keys a stage, 4 stages, split-KV
 # MIX256CU: mkd_fa<256, mkd_bf16, 4> fa;
 # RES: sm_90a: {{[0-9]+}} registers, 0 bytes stack, 0/0 bytes spilled

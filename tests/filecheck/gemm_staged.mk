@@ -2,7 +2,9 @@
 # into shared memory past the ring and store it along C's rows, 16 bytes a
 # thread (mkd_wgmma_tile::staged, docs/gemm.md Epilogue); MK_WG_STAGED=0
 # stores from the registers, pair by pair (A/B).
-#   PLAN   the plan says so and counts the staging: the 128 x 256 tile
+#   PLAN   (MK_WG_TMA=0: the staged stores of a result nothing reads
+#          are TMA stores by default, gemm_tma.mk)
+#          the plan says so and counts the staging: the 128 x 256 tile
 #          keeps its 4 stages, 20480 bytes more than the engine's ring
 #          needs without (197696 + 20480 = 218176)
 #   P128   a 128 x 128 tile fits 6 stages where it fits 7 without
@@ -13,8 +15,8 @@
 #          ranks too)
 #   OFF    MK_WG_STAGED=0: none of it, the kernel defines MKD_WG_STAGED 0
 #
-# RUN: %mkc --emit=plan samples/gemm.mk | FileCheck %s --check-prefix=PLAN
-# RUN: %mkc --emit=plan tests/filecheck/flags_scope.mk | FileCheck %s --check-prefix=P128
+# RUN: env MK_WG_TMA=0 %mkc --emit=plan samples/gemm.mk | FileCheck %s --check-prefix=PLAN
+# RUN: env MK_WG_TMA=0 %mkc --emit=plan tests/filecheck/flags_scope.mk | FileCheck %s --check-prefix=P128
 # RUN: %mkc --emit=cu samples/gemm.mk | FileCheck %s --check-prefix=CU
 # RUN: %mkc --emit=plan samples/decode_mlp.mk -D T=16 | FileCheck %s --check-prefix=DEC
 # RUN: %mkc --emit=cubin samples/gemm.mk -o %t.cubin 2>&1 | FileCheck %s --check-prefix=CUBIN

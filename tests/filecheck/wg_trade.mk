@@ -16,6 +16,6 @@
 #
 # ONE: #include "mkd/mkd.cuh"
 # OFF: #define MKD_WG_TRADE 0  // no register trading (plan.c)
-# OFF-NEXT: #include "mkd/mkd.cuh"
+# OFF: #include "mkd/mkd.cuh"
 # BAD: mkc: warning: MK_WG_TRADE=2 ignored: 0 or 1
 # BIN: sm_90a: {{[0-9]+}} registers, 0 bytes stack, 0/0 bytes spilled

@@ -314,35 +314,24 @@ check "gemm.MK_WG_STAGED=0.walk" env MK_WG_STAGED=0 "$MKRUN" "$gemm_walk" -D M=1
 check "decode_mlp.MK_WG_STAGED=0.t100.r2" env MK_WG_STAGED=0 "$MKRUN" samples/decode_mlp.mk \
 	--ranks 2 -D T=100 --iters 3 --quiet
 check "runs.views.MK_WG_STAGED=0" env MK_WG_STAGED=0 "$MKRUN" tests/runs/views.mk --iters 3 --quiet
-# the staged epilogue stored by TMA (MK_WG_TMA=1, an opt-in: plan.c
-# mm_tma_store, mkd_wgmma_tile::tstore): whole tiles only (the ragged
-# gemm falls back to the staged stores), epilogue ops and a chain of
-# matmuls whose next waits on the stores (the drain before a task's
-# signals), other ranks reading the result (gemm_rs, gemm_ar), a task that
-# walks tiles, resident runs, several engines beside attention
+# the staged epilogue stored by TMA, the default for a result nothing in
+# the kernel reads (plan.c mm_tma_store; every row above whose last matmul
+# qualifies runs it: tp_mlp's, mlp_chain's, the layer's, chain's, ag_gemm's,
+# gemm_rs's and gemm_ar's at one rank): gemm alone at 1 and 2 ranks, a task
+# that walks tiles, resident runs; and MK_WG_TMA=0, the staged stores
+# there (A/B)
 for r in 1 2; do
-	check "gemm.MK_WG_TMA=1.r$r" env MK_WG_TMA=1 "$MKRUN" samples/gemm.mk --ranks "$r" \
-		-D M=2048 -D N=1024 -D K=512 --iters 3 --quiet
-	check "tp_mlp.MK_WG_TMA=1.r$r" env MK_WG_TMA=1 "$MKRUN" samples/tp_mlp.mk --ranks "$r" \
-		-D S=1024 -D H=512 --iters 3 --quiet
-	check "mlp_chain.MK_WG_TMA=1.r$r" env MK_WG_TMA=1 "$MKRUN" samples/mlp_chain.mk --ranks "$r" \
+	check "gemm.tma.r$r" "$MKRUN" samples/gemm.mk --ranks "$r" -D M=2048 -D N=1024 -D K=512 \
 		--iters 3 --quiet
-	check "llama_layer.MK_WG_TMA=1.r$r" env MK_WG_TMA=1 "$MKRUN" samples/llama_layer.mk \
-		--ranks "$r" -D T=256 -D E=512 -D H=8 -D D=64 -D F=1024 --iters 3 --quiet
+	check "gemm.MK_WG_TMA=0.r$r" env MK_WG_TMA=0 "$MKRUN" samples/gemm.mk --ranks "$r" \
+		-D M=2048 -D N=1024 -D K=512 --iters 3 --quiet
+	check "tp_mlp.MK_WG_TMA=0.r$r" env MK_WG_TMA=0 "$MKRUN" samples/tp_mlp.mk --ranks "$r" \
+		-D S=1024 -D H=512 --iters 3 --quiet
 done
-check "gemm_rs.MK_WG_TMA=1.r4" env MK_WG_TMA=1 "$MKRUN" samples/gemm_rs.mk --ranks 4 -D M=1024 \
-	-D N=512 -D K=1024 --iters 3 --quiet
-check "gemm_ar.MK_WG_TMA=1.r2" env MK_WG_TMA=1 "$MKRUN" samples/gemm_ar.mk --ranks 2 -D M=1024 \
-	-D N=512 -D K=1024 --iters 3 --quiet
-check "ag_gemm.MK_WG_TMA=1.r2" env MK_WG_TMA=1 "$MKRUN" samples/ag_gemm.mk --ranks 2 -D M=1024 \
-	-D N=256 -D K=512 --iters 3 --quiet
-check "gemm.MK_WG_TMA=1.walk" env MK_WG_TMA=1 "$MKRUN" "$gemm_walk16" -D M=1024 -D N=1024 -D K=256 \
-	--iters 3 --quiet
-check "gemm.MK_WG_TMA=1.ragged" env MK_WG_TMA=1 "$MKRUN" samples/gemm.mk -D M=1000 -D N=520 \
-	-D K=264 --iters 3 --quiet
-check "chain.MK_WG_TMA=1.resident100" env MK_WG_TMA=1 "$MKRUN" samples/chain.mk --resident \
-	--iters 100 --quiet
-check "runs.views.MK_WG_TMA=1" env MK_WG_TMA=1 "$MKRUN" tests/runs/views.mk --iters 3 --quiet
+check "gemm.tma.walk" "$MKRUN" "$gemm_walk16" -D M=1024 -D N=1024 -D K=256 --iters 3 --quiet
+check "chain.tma.resident100" "$MKRUN" samples/chain.mk --resident --iters 100 --quiet
+check "llama_layer.MK_WG_TMA=0.r1" env MK_WG_TMA=0 "$MKRUN" samples/llama_layer.mk -D T=256 \
+	-D E=512 -D H=8 -D D=64 -D F=1024 --iters 3 --quiet
 # each run starting with its CTA's table rows kept in L2 (MK_PREFETCH=1, an
 # opt-in: mkd/kernel.cuh, mkd_prefetch_tables): split-KV merges and split-K
 # sums (flag waits), the MoE's pools, several ranks
