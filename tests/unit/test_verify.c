@@ -6,7 +6,7 @@
  * closing a cycle through a CTA's list (2), a write shrunk (4: a read not
  * covered), two tasks writing one box (5), a CTA's first task without its
  * waits (4: nothing orders it after its producers), a whole-tile matmul
- * given a box of part tiles (11), and the premises of the proof by
+ * given a box of part tiles (11; FULL, and stored by TMA), and the premises of the proof by
  * symmetry (a template task off rank 0, a box across a shard).  A read whose own wait is dropped but whose producer is ordered
  * before it through other tasks must still pass (the path search).  Then
  * random faults (boxes moved by one, waits and signals dropped or moved to
@@ -214,17 +214,22 @@ static void planted(const char *name, ir_sched *s)
 		break;
 	}
 
-	/* 11: a whole-tile matmul (mm.full) given a box of part tiles */
-	for (int i = 0; i < s->ntasks; i++) {
-		ir_task *t = &s->tasks[i];
-		int nd = p->tensors[t->write.tensor].ndim;
-		if (t->kind != TASK_MATMUL || !p->ops[t->op].plan.mm.full)
-			continue;
-		t->write.hi[nd - 2]--;
-		expect_fail(name, s, "a box of part tiles", "a box of part tiles for an engine");
-		t->write.hi[nd - 2]++;
-		break;
-	}
+	/* 11: a whole-tile matmul (mm.full; then one stored by TMA that is
+	 * not FULL, mm.tma_store: chain's, with its relu) given a box of part
+	 * tiles */
+	for (int tma = 0; tma < 2; tma++)
+		for (int i = 0; i < s->ntasks; i++) {
+			ir_task *t = &s->tasks[i];
+			int nd = p->tensors[t->write.tensor].ndim;
+			const ir_mm_plan *m = t->kind == TASK_MATMUL ? &p->ops[t->op].plan.mm : NULL;
+			if (!m || !(tma ? m->tma_store && !m->full : m->full))
+				continue;
+			t->write.hi[nd - 2]--;
+			expect_fail(name, s, tma ? "a box of part tiles stored by TMA" : "a box of part tiles",
+				    "a box of part tiles for an engine");
+			t->write.hi[nd - 2]++;
+			break;
+		}
 
 	/* 4: a write shrunk along its last dimension leaves a read uncovered
 	 * (not a whole-tile matmul's: check 11 refuses its box first) */
@@ -232,7 +237,9 @@ static void planted(const char *name, ir_sched *s)
 		ir_task *t = &s->tasks[i];
 		int nd = p->tensors[t->write.tensor].ndim;
 		if (t->kind == TASK_RDMA || t->write.hi[nd - 1] - t->write.lo[nd - 1] < 2 ||
-		    !is_read(s, &t->write) || (t->kind == TASK_MATMUL && p->ops[t->op].plan.mm.full))
+		    !is_read(s, &t->write) ||
+		    (t->kind == TASK_MATMUL &&
+		     (p->ops[t->op].plan.mm.full || p->ops[t->op].plan.mm.tma_store)))
 			continue;
 		t->write.hi[nd - 1]--;
 		expect_fail(name, s, "a shrunk write", "no task writes");
@@ -513,6 +520,14 @@ int main(void)
 		if (s) {
 			check(verifies(s), "%s: the schedule does not verify", name);
 			check(expanded_verifies(s), "%s: the oracle refuses the schedule", name);
+			if (!strcmp(cases[k].sample, "chain")) {  /* check 11's second case has its task */
+				int tma = 0;
+				for (int i = 0; i < s->ntasks; i++)
+					tma |= s->tasks[i].kind == TASK_MATMUL &&
+					       s->prog->ops[s->tasks[i].op].plan.mm.tma_store &&
+					       !s->prog->ops[s->tasks[i].op].plan.mm.full;
+				check(tma, "%s: no matmul stored by TMA that is not FULL", name);
+			}
 			fault_no_task(name, s);
 			fault_rdma_view(name, s);
 			pool_faults(name, s);
