@@ -3,7 +3,11 @@
  *
  * For each shape: random bf16 inputs written through libmk; the pipeline
  * timed with mk_run_timed (CUDA events around one launch, as cuBLAS is
- * timed around one call), median of 20 after 3 warm-ups; both results
+ * timed around one call), median of 20 after 3 warm-ups, run by run
+ * alternating with cuBLAS's (both sides under the same clocks: measured
+ * one after the other, the long shapes' times moved by up to 15% from run
+ * to run, one side's without the other's; docs/perf-notes.md, thirtieth
+ * session); both results
  * checked on 4096 random elements against a double-precision CPU dot
  * product of the same (bf16-rounded) inputs.  Prints a table last.
  */
@@ -101,31 +105,35 @@ int main(void)
 			B[i] = mk_f32_to_bf16((float)((double)(rng(&seed) >> 11) / 9007199254740992.0 * 2 - 1));
 		if (mk_tensor_write(pl, "A", 0, A, na * 2) != MK_OK || mk_tensor_write(pl, "B", 0, B, nb * 2) != MK_OK)
 			return 1;
-		float t[N_RUNS];
+		/* cuBLAS on the pipeline's own A and B, into a C of its own */
+		CUstream st = NULL;
+		blas_run g = {&blas, 0, 0, 0, M, N, K};
+		if (have_blas) {
+			unsigned long long dA, dB;
+			mk_tensor_devptr(pl, "A", 0, &dA);
+			mk_tensor_devptr(pl, "B", 0, &dB);
+			g.A = dA, g.B = dB;
+			if (cu->cuMemAlloc(&g.C, nc * 2) != CUDA_SUCCESS || cu->cuStreamCreate(&st, 0))
+				return 1;
+		}
+		float t[N_RUNS], tb[N_RUNS];
 		for (int i = 0; i < WARM + N_RUNS; i++) {
-			float ms;
+			float ms, mb = 0;
 			if (mk_run_timed(pl, &ms) != MK_OK) {
 				fprintf(stderr, "bench_gemm: %s\n%s", mk_ctx_error(ctx), mk_stall_report(pl));
 				return 1;
 			}
+			if (have_blas && mkt_time_events(cu, st, 0, 1, blas_gemm, &g, &mb))
+				return 1;
 			if (i >= WARM)
-				t[i - WARM] = ms;
+				t[i - WARM] = ms, tb[i - WARM] = mb;
 		}
 		qsort(t, N_RUNS, sizeof *t, mkt_cmp_float);
-		float ours = t[N_RUNS / 2];
+		qsort(tb, N_RUNS, sizeof *tb, mkt_cmp_float);
+		float ours = t[N_RUNS / 2], theirs = have_blas ? tb[N_RUNS / 2] : 0;
 		mk_tensor_read(pl, "C", 0, C, nc * 2);
 		double e_ours = check(A, B, C, M, N, K, seed), e_blas = 0;
-		float theirs = 0;
 		if (have_blas) {
-			unsigned long long dA, dB;
-			CUstream st;
-			blas_run g = {&blas, 0, 0, 0, M, N, K};
-			mk_tensor_devptr(pl, "A", 0, &dA);
-			mk_tensor_devptr(pl, "B", 0, &dB);
-			g.A = dA, g.B = dB;
-			if (cu->cuMemAlloc(&g.C, nc * 2) != CUDA_SUCCESS || cu->cuStreamCreate(&st, 0) ||
-			    mkt_time_events(cu, st, WARM, N_RUNS, blas_gemm, &g, &theirs))
-				return 1;
 			cu->cuMemcpyDtoH(C, g.C, nc * 2);
 			e_blas = check(A, B, C, M, N, K, seed);
 			cu->cuMemFree(g.C);
