@@ -582,6 +582,17 @@ struct mkd_wgmma_tile {
 		return kt0 > early ? kt0 : early;
 	}
 
+	/* a consumer warpgroup's own barrier around its epilogue staging, by
+	 * an immediate id (a register id makes ptxas count all 16 barriers
+	 * used) */
+	static MKD_INLINE void epi_sync()
+	{
+		if (threadIdx.x < 256)
+			mkd_wg_bar<MKD_WG_BAR_STG>();
+		else
+			mkd_wg_bar<MKD_WG_BAR_STG + 1>();
+	}
+
 	/* store() through shared memory: a warpgroup's 64 rows go out in chunks
 	 * of 128 bytes a row (64 bf16 or f16 columns, 32 fp32).  Each thread
 	 * writes its fragment's pairs of a chunk into the staging rows at stg
@@ -601,14 +612,7 @@ struct mkd_wgmma_tile {
 		enum { E = 16 / sizeof(TC), CH = 128 / sizeof(TC), NCH = CN > CH ? CN / CH : 1,
 		       JS = (CN < CH ? CN : CH) / 8 };
 		const int t = threadIdx.x & 127, lane = threadIdx.x & 31;
-		/* the warpgroup's own barrier, by an immediate id (a register id
-		 * makes ptxas count all 16 barriers used) */
-		auto sync = [] {
-			if (threadIdx.x < 256)
-				mkd_wg_bar<MKD_WG_BAR_STG>();
-			else
-				mkd_wg_bar<MKD_WG_BAR_STG + 1>();
-		};
+		auto sync = epi_sync;
 		const int r0 = (t >> 5) * 16 + (lane >> 2), q = lane & 3;
 		const int er = r_off + r0, left = N - 2 * q;
 		/* 16-byte stores where C's rows allow them, else one by one */
@@ -692,12 +696,7 @@ struct mkd_wgmma_tile {
 		enum { CH = 128 / sizeof(TC), NCH = CN / CH, JS = CH / 8 };
 		static_assert(CN % CH == 0, "whole 128-byte chunks");
 		const int t = threadIdx.x & 127, lane = threadIdx.x & 31;
-		auto sync = [] {
-			if (threadIdx.x < 256)
-				mkd_wg_bar<MKD_WG_BAR_STG>();
-			else
-				mkd_wg_bar<MKD_WG_BAR_STG + 1>();
-		};
+		auto sync = epi_sync;
 		const int g = lane >> 2, r0 = (t >> 5) * 16 + g, q = lane & 3;
 		const int er = r_off + r0, left = N - 2 * q;
 		auto fin = [&](float v, int r, int c) { return RAW ? v : epi(v, r, c); };
