@@ -241,10 +241,14 @@ void cg_stage_attention(cg_em *E, const ir_op *op)
 			  "\tint &good = st->ok;\n"
 			  "\tmkd_attn_begin<%lld>(st, Qp, MK_T[qb.tensor].st[1], rows, %.9gf);\n",
 			  (long long)D, (long long)D, (long long)D, scale);
+	/* through the blocks the tile's first and last query as ints, the
+	 * box not (beside a matmul on the engine, 168 registers a thread, it
+	 * was spilled: samples/llama_layer.mk) */
 	sb_printf(E->o,
+		  "\tconst int q0 = (int)lo[1], qlast = q0 + rows - 1;\n"
 		  "\tfor (int b = 1; b + 1 < t.nread; b += 2) {\n"
 		  "\t\tconst mkd_box kb = mkd_read_box(rank, t, b), vb = mkd_read_box(rank, t, b + 1);\n"
-		  "\t\tif (%d && kb.lo[1] > lo[1] + rows - 1)\n"
+		  "\t\tif (%d && kb.lo[1] > qlast)\n"
 		  "\t\t\tcontinue;  // causal: the whole block lies after the last query\n"
 		  "\t\tif (threadIdx.x == 0) {\n"
 		  "\t\t\tbool ok = true;\n"
@@ -265,19 +269,22 @@ void cg_stage_attention(cg_em *E, const ir_op *op)
 			      : "\n\t\t\treturn false;", tk, tk, tk, tk);
 	if (tc)
 		sb_printf(E->o,
-			  "\t\tfa.block(Kp, Vp, MK_T[kb.tensor].st[1], MK_T[vb.tensor].st[1], (int)(kb.hi[1] - kb.lo[1]), rows, %s, lo[1], kb.lo[1]);\n",
+			  "\t\tfa.block(Kp, Vp, MK_T[kb.tensor].st[1], MK_T[vb.tensor].st[1], (int)(kb.hi[1] - kb.lo[1]), rows, %s, q0, kb.lo[1]);\n",
 			  causal ? "true" : "false");
 	else
 		sb_printf(E->o,
-			  "\t\tmkd_attn_block<%lld>(st, Kp, Vp, MK_T[kb.tensor].st[1], MK_T[vb.tensor].st[1], (int)(kb.hi[1] - kb.lo[1]), rows, %d, lo[1], kb.lo[1]);\n",
+			  "\t\tmkd_attn_block<%lld>(st, Kp, Vp, MK_T[kb.tensor].st[1], MK_T[vb.tensor].st[1], (int)(kb.hi[1] - kb.lo[1]), rows, %d, q0, kb.lo[1]);\n",
 			  (long long)D, causal);
-	/* the output's pointer after the blocks: not live through them */
-	sb_printf(E->o, "\t}\n\t%s *Op = (%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, lo[0], lo[1], 0);\n",
-		  to, to, o->name, o->name);
+	/* the box again and the output's pointer after the blocks: not live
+	 * through them */
+	sb_printf(E->o, "\t}\n\tmkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_%s], rank, t.lo, t.hi, lo, hi);\n"
+		  "\t%s *Op = (%s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, lo[0], lo[1], 0);\n",
+		  o->name, to, to, o->name, o->name);
 	if (tc)
-		sb_printf(E->o, "\tfa.end(Op, MK_T[T_%s].st[1], rows);\n", o->name);
+		sb_printf(E->o, "\tfa.end(Op, MK_T[T_%s].st[1], (int)(hi[1] - lo[1]));\n", o->name);
 	else
-		sb_printf(E->o, "\tmkd_attn_end<%lld>(st, Op, MK_T[T_%s].st[1], rows);\n", (long long)D, o->name);
+		sb_printf(E->o, "\tmkd_attn_end<%lld>(st, Op, MK_T[T_%s].st[1], (int)(hi[1] - lo[1]));\n",
+			  (long long)D, o->name);
 	sb_puts(E->o, "\treturn true;\n}\n\n");
 }
 

@@ -23,9 +23,12 @@
 # CU: mkd_fa_wg<128, mkd_bf16, 128, 3, 1> fa(
 # CU: mkd_fa<128, mkd_bf16> fa;
 # CU: fa.begin(Qp,
+# CU: const int q0 = (int)lo[1], qlast = q0 + rows - 1;
+# CU: if (1 && kb.lo[1] > qlast)
 # CU: ok = mkd_task_wait(
-# CU: fa.block(Kp, Vp, {{.*}}, rows, true, lo[1], kb.lo[1]);
-# CU: fa.end(Op,
+# CU: fa.block(Kp, Vp, {{.*}}, rows, true, q0, kb.lo[1]);
+# CU: mkd_box_shift<MK_NODES, MK_GPUS>(MK_T[T_O], rank, t.lo, t.hi, lo, hi);
+# CU: fa.end(Op, MK_T[T_O].st[1], (int)(hi[1] - lo[1]));
 # CU-NOT: mkd_attn_state
 # PTX: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 # PTX: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
