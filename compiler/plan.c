@@ -1201,8 +1201,30 @@ static void plan_tensors(planner *P)
 	}
 }
 
+/* The plan's errors, from d->v[from] on, in source order (stable): its
+ * ops are planned kind by kind, attention before the matmuls
+ * (narrow_beside).  Only where all are errors (a note follows its error). */
+static void errors_in_order(diags *d, int from)
+{
+	for (int i = from; i < d->n; i++)
+		if (d->v[i].level != DIAG_ERROR)
+			return;
+	for (int i = from + 1; i < d->n; i++) {  /* insertion: a few */
+		const diag x = d->v[i];
+		int j = i;
+		while (j > from && (x.where.file != d->v[j - 1].where.file
+				    ? x.where.file < d->v[j - 1].where.file
+				    : x.where.start < d->v[j - 1].where.start)) {
+			d->v[j] = d->v[j - 1];
+			j--;
+		}
+		d->v[j] = x;
+	}
+}
+
 int plan_run(ir_prog *p, const compile_opts *o, diags *d, arena *a)
 {
+	const int from = d ? d->n : 0;
 	static const compile_opts none;
 	planner P = {.p = p, .o = o ? o : &none, .d = d, .a = a};
 	P.dev = P.o->dev ? *P.o->dev : costmodel_h200();
@@ -1294,5 +1316,7 @@ int plan_run(ir_prog *p, const compile_opts *o, diags *d, arena *a)
 		}
 	}
 	plan_views(p, P.gpu && !P.o->no_views);
+	if (d)
+		errors_in_order(d, from);
 	return P.err || a->failed ? 1 : 0;
 }
