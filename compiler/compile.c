@@ -170,12 +170,10 @@ int compile_run(srcset *src, int file, const compile_opts *o,
 	const int so = env_pick(d, "MK_SCHED_ORDER", orders, "ready or wave");
 	if (so)
 		opt.sched_order = so == 1 ? ORDER_READY : ORDER_WAVE;
-	/* MK_WG_BN=128: 128-column engine tiles wherever the plan takes 256;
-	 * 256: 256 beside the attention tile too (A/B) */
-	static const char *const bns[] = {"128", "256", NULL};
-	const int bn = env_pick(d, "MK_WG_BN", bns, "128 or 256");
-	if (bn)
-		opt.wg_bn = bn == 1 ? 128 : 256;
+	/* MK_WG_BN=128: 128-column engine tiles where the plan takes 256 (A/B) */
+	static const char *const bns[] = {"128", NULL};
+	if (env_pick(d, "MK_WG_BN", bns, "128"))
+		opt.wg_bn128 = 1;
 	/* MK_WG_TRADE=0: no setmaxnreg in the engine's wide tiles (A/B) */
 	if (env_pick(d, "MK_WG_TRADE", offon, "0 or 1") == 1)
 		opt.no_trade = 1;

@@ -92,11 +92,8 @@ typedef struct compile_opts {
 	                           tables its CTA's tasks read in L2
 	                           (MKD_PREFETCH, MK_PREFETCH=1; an opt-in:
 	                           1-2% on decode attention, an H100) */
-	int wg_bn;              /* MK_WG_BN (A/B): 128, the Hopper engine's
-	                           tiles 128 columns wide wherever the plan
-	                           would take 256; 256, wide beside the
-	                           attention tile too (plan.c narrow_beside);
-	                           0 the plan's */
+	int wg_bn128;           /* the Hopper engine's tiles 128 columns wide
+	                           where the plan would take 256 (MK_WG_BN=128) */
 	int attn_keys;          /* the Hopper attention tile's keys a stage
 	                           (64 or 128; 0: the plan's; MK_ATTN_KEYS=N) */
 	int attn_overlap;       /* its S of one chunk beside P V of the last:

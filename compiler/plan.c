@@ -169,25 +169,6 @@ static int walks_wide(const planner *P, const ir_op *op)
 	return n >= 256 && nb * ((rows + bm - 1) / bm) * ((n + 255) / 256) > cap;
 }
 
-/* Whether the kernel's matmuls take 128-column tiles where they would
- * take 256 because the Hopper attention tile runs in the same kernel (the
- * attention ops are planned first).  Beside a matmul on the engine every
- * thread has 168 registers (384 a CTA); in the llama layer the 128 x 256
- * tiles' 128 accumulators a thread, beside the attention tile and the row
- * ops, spilled 1244 bytes, some in the engine's mainloops, 128 x 128 tiles
- * 36, outside them (CUDA 13.0's ptxas), and the layer ran as fast (3069 /
- * 3072 us against 3100 / 3078 with 128 x 128, an H100: docs/perf-notes.md,
- * eighteenth session).  MK_WG_BN=256: not (A/B). */
-static int narrow_beside(const planner *P)
-{
-	if (P->o->wg_bn == 256)
-		return 0;
-	for (int i = 0; i < P->p->nops; i++)
-		if (P->p->ops[i].kind == OP_ATTENTION && P->p->ops[i].plan.attn.engine == IR_ATTN_WGMMA)
-			return 1;
-	return 0;
-}
-
 /* Tiles per task of a matmul with nb x nm x nn tiles (batch, rows,
  * columns) and at most cap tasks: cw column tiles first, then rb row
  * tiles. */
@@ -582,10 +563,11 @@ static void plan_matmul(planner *P, ir_op *op, int wide)
 	const int64_t bm = op->hints.ntile >= 1 ? op->hints.tile[0] : 128;
 	int64_t bn = op->hints.ntile >= 2 ? op->hints.tile[1]
 					  : m->wgmma ? (n >= 256 ? 256 : n > 64 ? 128 : 64) : 128;
-	/* 128-column tiles where a walk over 256-wide ones would spill
-	 * (walks_wide), beside the attention tile (narrow_beside), or with
-	 * MK_WG_BN=128 (A/B) */
-	if (m->wgmma && op->hints.ntile < 2 && bn == 256 && (wide || P->o->wg_bn == 128))
+	/* MK_WG_BN=128 (A/B): 128-column tiles where the plan would take 256
+	 * (in the llama layer the 128 x 256 tiles' 128 accumulators a thread,
+	 * beside the attention tile and the row ops in one kernel, spill 3.2
+	 * KB, some in the mainloops; 128-column tiles 40 bytes) */
+	if (m->wgmma && op->hints.ntile < 2 && bn == 256 && (wide || P->o->wg_bn128))
 		bn = 128;
 	else if (m->wgmma && op->hints.ntile < 2 && bn == 256 && !op->hints.split && bm == 128)
 		bn = decode_bn(P, op, bm);
@@ -1201,30 +1183,8 @@ static void plan_tensors(planner *P)
 	}
 }
 
-/* The plan's errors, from d->v[from] on, in source order (stable): its
- * ops are planned kind by kind, attention before the matmuls
- * (narrow_beside).  Only where all are errors (a note follows its error). */
-static void errors_in_order(diags *d, int from)
-{
-	for (int i = from; i < d->n; i++)
-		if (d->v[i].level != DIAG_ERROR)
-			return;
-	for (int i = from + 1; i < d->n; i++) {  /* insertion: a few */
-		const diag x = d->v[i];
-		int j = i;
-		while (j > from && (x.where.file != d->v[j - 1].where.file
-				    ? x.where.file < d->v[j - 1].where.file
-				    : x.where.start < d->v[j - 1].where.start)) {
-			d->v[j] = d->v[j - 1];
-			j--;
-		}
-		d->v[j] = x;
-	}
-}
-
 int plan_run(ir_prog *p, const compile_opts *o, diags *d, arena *a)
 {
-	const int from = d ? d->n : 0;
 	static const compile_opts none;
 	planner P = {.p = p, .o = o ? o : &none, .d = d, .a = a};
 	P.dev = P.o->dev ? *P.o->dev : costmodel_h200();
@@ -1237,19 +1197,13 @@ int plan_run(ir_prog *p, const compile_opts *o, diags *d, arena *a)
 	for (int i = 0; i < p->nops; i++) {
 		memset(&p->ops[i].plan, 0, sizeof p->ops[i].plan);
 		p->ops[i].plan.mm.tmap = p->ops[i].plan.mm.bucket = -1;
-	}
-	/* attention first: its tile narrows the matmuls' (narrow_beside) */
-	for (int i = 0; i < p->nops; i++)
-		if (p->ops[i].kind == OP_ATTENTION)
-			plan_attention(&P, &p->ops[i]);
-	const int beside = narrow_beside(&P);
-	for (int i = 0; i < p->nops; i++)
 		if (p->ops[i].kind == OP_MATMUL)
-			plan_matmul(&P, &p->ops[i], beside || walks_wide(&P, &p->ops[i]));
+			plan_matmul(&P, &p->ops[i], walks_wide(&P, &p->ops[i]));
+	}
 	for (int i = 0; i < p->nops; i++) {
 		ir_op *op = &p->ops[i];
 		switch (op->kind) {
-		case OP_ATTENTION: break;
+		case OP_ATTENTION: plan_attention(&P, op); break;
 		case OP_REDUCE_SCATTER:
 		case OP_ALLREDUCE: plan_reduce(&P, op); break;
 		case OP_DISPATCH: plan_dispatch(&P, op); break;
@@ -1316,7 +1270,5 @@ int plan_run(ir_prog *p, const compile_opts *o, diags *d, arena *a)
 		}
 	}
 	plan_views(p, P.gpu && !P.o->no_views);
-	if (d)
-		errors_in_order(d, from);
 	return P.err || a->failed ? 1 : 0;
 }

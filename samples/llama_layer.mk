@@ -12,7 +12,7 @@
 # own heads, the output and down projections are row-parallel, and an
 # allreduce after each brings the partial sums together (Megatron-style).
 #
-# KNOWN-SPILL: in one kernel beside the attention tile and the row ops (168 registers a thread) the matmuls take 128 x 128 tiles (plan.c narrow_beside; 1.2 KB of spills with 128 x 256, MK_WG_BN=256); 8 bytes stay spilled, two values of the task loop and the attention stage's key-block loop, stored once a task; a back-end issue
+# KNOWN-SPILL: the Hopper attention tile inlined beside the layer's five wgmma GEMMs and row ops in one kernel (168 registers a thread) spills about 1.2 KB (8 bytes with MK_WG_BN=128, whose 128 x 128 tiles ran the layer 5% slower on an H100: docs/perf-notes.md, thirty-first session); a back-end issue
 pipeline llama_layer {
   mesh  nodes x gpus
   param T = 2048, E = 4096, H = 32, D = 128, F = 14336

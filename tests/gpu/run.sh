@@ -96,10 +96,9 @@ done
 # Llama-3-8B sizes at 1 rank, and tensor-parallel over 2 virtual ranks
 check "llama_layer.torch.r1" python3 tests/gpu/llama_layer.py --mkrun "$MKRUN"
 check "llama_layer.torch.r2" python3 tests/gpu/llama_layer.py --mkrun "$MKRUN" -T 1024 --ranks 2
-# MK_WG_BN=256 (128 x 256 engine tiles beside the attention tile, where
-# the plan takes 128 x 128: plan.c narrow_beside; A/B)
+# MK_WG_BN=128 (128-column engine tiles where the plan takes 256, A/B)
 for r in 1 2; do
-	check "llama_layer.bn256.r$r" env MK_WG_BN=256 "$MKRUN" samples/llama_layer.mk --ranks $r -D T=256 \
+	check "llama_layer.bn128.r$r" env MK_WG_BN=128 "$MKRUN" samples/llama_layer.mk --ranks $r -D T=256 \
 		-D E=512 -D H=8 -D D=64 -D F=1024 --iters 3 --quiet
 done
 # MoE routing data (tests/tools/moe_inputs.py): skewed routing with empty
