@@ -12,7 +12,7 @@
 # own heads, the output and down projections are row-parallel, and an
 # allreduce after each brings the partial sums together (Megatron-style).
 #
-# KNOWN-SPILL: the Hopper attention tile inlined beside the layer's five wgmma GEMMs and row ops in one kernel (168 registers a thread) spills about 1.2 KB (8 bytes with MK_WG_BN=128, whose 128 x 128 tiles ran the layer 5% slower on an H100: docs/perf-notes.md, thirty-first session); a back-end issue
+# KNOWN-SPILL: the layer's five wgmma GEMMs, the Hopper attention tile and the row ops in one kernel (168 registers a thread) spill 16-40 bytes, values of the task loop and of the attention stage's key-block loop stored once a task (1.2 KB before the rmsnorm stages stopped keeping rows in registers); a back-end issue
 pipeline llama_layer {
   mesh  nodes x gpus
   param T = 2048, E = 4096, H = 32, D = 128, F = 14336

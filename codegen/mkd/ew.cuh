@@ -189,9 +189,10 @@ MKD_INLINE float mkd_warp_max(float v)
 	return v;
 }
 
-/* Row ops on 16-bit rows of up to 32 lanes x 8 vectors x 8 elements (2048):
- * the warp keeps its row in registers (one read of memory, 16-byte loads
- * all in flight), computes the statistic, writes once. */
+/* Row ops on 16-bit rows, 16-byte loads.  softmax on rows of up to 32
+ * lanes x 4 vectors x 8 elements (1024): the warp keeps its row in
+ * registers (one read of memory, the loads all in flight), computes the
+ * statistic, writes once; rmsnorm reads a row twice (long_rows). */
 enum { MKD_ROW_VECS = 4 };
 
 template <typename TX, typename TY, typename TW,
@@ -213,47 +214,13 @@ struct mkd_row_vec<TX, TY, TW, true> {
 			return false;
 		if ((cols & 7) == 0 && mkd_al16(x, ldx) && mkd_al16(y, ldy) && rows * 2 <= (int)(blockDim.x >> 5))
 			return few_rows(x, ldx, w, y, ldy, rows, cols);
-		if (!ok(x, ldx, y, ldy, cols))
-			return (cols & 7) == 0 && mkd_al16(x, ldx) && mkd_al16(y, ldy) &&
-			       long_rows(x, ldx, w, y, ldy, rows, cols);
-		const int lane = threadIdx.x & 31, nw = blockDim.x >> 5, nv = cols >> 3;
-		for (int r = threadIdx.x >> 5; r < rows; r += nw) {
-			const TX *xr = x + (i64)r * ldx;
-			uint4 v[MKD_ROW_VECS];
-			float ss = 0.f;
-#pragma unroll
-			for (int k = 0; k < MKD_ROW_VECS; k++) {
-				int c = lane + 32 * k;
-				if (c < nv)
-					v[k] = *(const uint4 *)(xr + 8 * c);
-			}
-#pragma unroll
-			for (int k = 0; k < MKD_ROW_VECS; k++)
-				if (lane + 32 * k < nv) {
-					float f[8];
-					mkd_vec8<TX>::get(f, v[k]);
-#pragma unroll
-					for (int j = 0; j < 8; j++)
-						ss += f[j] * f[j];
-				}
-			ss = mkd_warp_sum(ss);
-			const float inv = rsqrtf(ss / cols + 1e-6f);
-#pragma unroll
-			for (int k = 0; k < MKD_ROW_VECS; k++) {
-				int c = lane + 32 * k;
-				if (c >= nv)
-					continue;
-				float f[8], g[8] = {1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f};
-				mkd_vec8<TX>::get(f, v[k]);
-				if (w)
-					mkd_row_w<TW>::get(g, w + 8 * c);
-#pragma unroll
-				for (int j = 0; j < 8; j++)
-					f[j] *= inv * g[j];
-				*(uint4 *)(y + (i64)r * ldy + 8 * c) = mkd_vec8<TY>::pack(f);
-			}
-		}
-		return true;
+		/* no row kept in registers, as softmax keeps it: in a noinline
+		 * stage beside 128 x 256 matmul tiles that made ptxas spill 1.2 KB
+		 * in the kernel (samples/llama_layer.mk: 24 bytes without it, with
+		 * CUDA 13.0); rows of up to 1024 read twice, the second time from
+		 * the cache, as longer ones always were */
+		return (cols & 7) == 0 && mkd_al16(x, ldx) && mkd_al16(y, ldy) &&
+		       long_rows(x, ldx, w, y, ldy, rows, cols);
 	}
 	/* rows fewer than half the CTA's warps (decode: a token or two): g =
 	 * warps / rows warps a row, each over every g-th group of 32 vectors,
@@ -303,11 +270,11 @@ struct mkd_row_vec<TX, TY, TW, true> {
 		__syncthreads();  /* part[] free for the next call */
 		return true;
 	}
-	/* rows longer than a warp's registers (Llama: 4096): 16-byte loads,
-	 * unrolled so that several are in flight a lane, over the row twice
-	 * (the second pass hits the cache).  Keeping 4 vectors a lane live
-	 * here, as the short path does, made ptxas spill the kernel's matmul
-	 * stages (samples/mlp_chain.mk: 3.4 KB) */
+	/* rmsnorm, a warp a row: 16-byte loads, unrolled so that several are
+	 * in flight a lane, over the row twice (the second pass hits the
+	 * cache).  Keeping the row's vectors live, as softmax does, made
+	 * ptxas spill the kernel's matmul stages (samples/mlp_chain.mk: 3.4
+	 * KB; samples/llama_layer.mk: 1.2 KB) */
 	static MKD_INLINE bool long_rows(const TX *x, i64 ldx, const TW *w, TY *y, i64 ldy, int rows,
 					 int cols)
 	{
