@@ -288,10 +288,14 @@ struct mkd_fa_wg {
 	MKD_INLINE void softmax(float *s, int nkc, int diag, float *corr)
 	{
 		const int tq4 = threadIdx.x & 3;
-		int kmax[2];  /* the last key a row half keeps */
+		/* the last key a row half keeps, less this thread's column in
+		 * a group of 8: then every key is compared as a constant (the
+		 * keys themselves, 32 values in registers, were spilled beside
+		 * a matmul engine) */
+		int kmax[2];
 #pragma unroll
 		for (int h = 0; h < 2; h++)
-			kmax[h] = nkc - 1 < diag + 8 * h ? nkc - 1 : diag + 8 * h;
+			kmax[h] = (nkc - 1 < diag + 8 * h ? nkc - 1 : diag + 8 * h) - 2 * tq4;
 		float mp[2][4];
 #pragma unroll
 		for (int i = 0; i < 8; i++)
@@ -300,9 +304,8 @@ struct mkd_fa_wg {
 		for (int j = 0; j < BN / 8; j++)
 #pragma unroll
 			for (int e = 0; e < 4; e++) {
-				const int key = 8 * j + 2 * tq4 + (e & 1);
-				if (MASK)
-					s[4 * j + e] = key > kmax[e >> 1] ? mkd_ninf() : s[4 * j + e];
+				if (MASK)  /* key 8 j + 2 tq4 + (e & 1) */
+					s[4 * j + e] = 8 * j + (e & 1) > kmax[e >> 1] ? mkd_ninf() : s[4 * j + e];
 				float &x = mp[e >> 1][2 * (j & 1) + (e & 1)];
 				x = fmaxf(x, s[4 * j + e]);
 			}

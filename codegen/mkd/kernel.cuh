@@ -79,6 +79,14 @@ static __device__ __forceinline__ void mkd_prefetch_tables(int cta)
 }
 #endif
 
+// Task i's row of the trace (p.trace set): an unsigned index, so the task
+// needs no 64-bit copy kept through its stage (the llama layer's kernel
+// spilled one).
+static __device__ __forceinline__ mkd_trace_rec &mkd_trace_at(const mkd_params &p, int rank, int i)
+{
+	return p.trace[(u64)((u32)rank * (u32)MK_NTASKS + (u32)i)];
+}
+
 // Task i is done (thread 0): its signals, and its end in the trace.
 static __device__ __forceinline__ void mkd_task_done(const mkd_params &p, int rank, int cta, int i)
 {
@@ -93,8 +101,8 @@ static __device__ __forceinline__ void mkd_task_done(const mkd_params &p, int ra
 		mkd_signal((u64 *)p.ranks[fr].flags + f.index);
 	}
 	if (p.trace) {
-		p.trace[(i64)rank * MK_NTASKS + i].t1 = mkd_globaltimer();
-		p.trace[(i64)rank * MK_NTASKS + i].cta = cta;
+		mkd_trace_at(p, rank, i).t1 = mkd_globaltimer();
+		mkd_trace_at(p, rank, i).cta = cta;
 	}
 }
 
@@ -120,7 +128,7 @@ static __device__ __forceinline__ bool mkd_run_task(const mkd_params &p, int ran
 #endif
 		*ok = good;
 		if (p.trace)
-			p.trace[(i64)rank * MK_NTASKS + i].t0 = mkd_globaltimer();
+			mkd_trace_at(p, rank, i).t0 = mkd_globaltimer();
 	}
 	__syncthreads();
 	bool done = *ok;
@@ -210,7 +218,7 @@ static __device__ __forceinline__ int mkd_pool_take(const mkd_params &p, int ran
 			if (task >= 0 && k < 32 && (mkd_pool_ran >> k & 1u) &&
 			    mk_pool_past(q.stage, p, rank, task)) {
 				if (p.trace)
-					p.trace[(i64)rank * MK_NTASKS + task].t0 = mkd_globaltimer();
+					mkd_trace_at(p, rank, task).t0 = mkd_globaltimer();
 				mkd_task_done(p, rank, cta, task);
 				continue;
 			}

@@ -74,15 +74,17 @@ __attribute__((unused)) static __device__ __forceinline__ bool mkd_task_wait_all
 // the task.
 __shared__ int mkd_next_task;
 
-// The task after task i on this CTA when it is a task of the same stage
-// whose flags are all set already (thread 0 only, no waiting: a stage's
-// engine may start on its loads early), else -1.  Not for stages that wait
-// per read (MK_PROGRESSIVE).
-__attribute__((unused)) static __device__ __forceinline__ int mkd_next_ready(const mkd_params &p, int rank, int i,
+// The task after this one on this CTA when it is a task of `stage` (the
+// calling stage's own, a constant there: the task's stage read from the
+// table stayed live through the engine and was spilled) whose flags are all
+// set already (thread 0 only, no waiting: a stage's engine may start on its
+// loads early), else -1.  Not for stages that wait per read
+// (MK_PROGRESSIVE).
+__attribute__((unused)) static __device__ __forceinline__ int mkd_next_ready(const mkd_params &p, int rank, int stage,
 							 u64 epoch)
 {
 	const int j = mkd_next_task;
-	if (j < 0 || MK_TASKS[j].stage != MK_TASKS[i].stage)
+	if (j < 0 || MK_TASKS[j].stage != stage)
 		return -1;
 	const mkd_task &t = MK_TASKS[j];
 	for (int w = 0; w < t.nwait; w++) {

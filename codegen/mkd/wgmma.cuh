@@ -148,8 +148,10 @@ struct mkd_wg_last {
 };
 
 /* Which tile a call runs, for the ring carried between calls: tile q of
- * task i's walk (a task of one tile: q = 0). */
-MKD_INLINE i64 mkd_wg_key(int task, int q) { return (i64)task << 24 | q; }
+ * task i's walk (a task of one tile: q = 0).  Both are >= 0: made from
+ * unsigned values, the key needs no sign word of the task (one the llama
+ * layer's kernel kept through every stage, and spilled). */
+MKD_INLINE i64 mkd_wg_key(int task, int q) { return (i64)((u64)(u32)task << 24 | (u32)q); }
 
 /* The flags a tile's operands wait on, when the engine waits for them
  * itself (a stage that waits per read, MK_PROGRESSIVE): thread 0 calls b()

@@ -28,7 +28,7 @@
 # SM: each rank: 132 CTAs x 384 threads, {{[0-9]+}} bytes of shared memory per CTA, in clusters of 2 on sm_90a
 # CU: #define MK_CLUSTER 2
 # CU: mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 256, 64, {{[0-9]+}}, false, false, true, MKD_CLUSTER>::run(loads(i), mkd_wg_key(i, 0), [&](mkd_wg_loads &n) -> i64 {
-# CU-NEXT: const int j = mkd_next_ready(p, rank, i, epoch);
+# CU-NEXT: const int j = mkd_next_ready(p, rank, S_C, epoch);
 # PAIRS: 24 tasks on 24 CTAs, 12 clusters: every place paired
 # ODD: each rank: 132 CTAs x 384 threads, {{[0-9]+}} bytes of shared memory per CTA{{$}}
 # DEF-NOT: MK_CLUSTER

@@ -41,7 +41,7 @@
 # CU: auto loads = [&](int j) {
 # CU-NEXT: const mkd_box ja = mkd_read_box(rank, MK_TASKS[j], 0), jb = mkd_read_box(rank, MK_TASKS[j], 1);
 # CU: if (!mkd_wgmma_tile<mkd_bf16, float, 128, 128, 64, {{[0-9]+}}, true>::run(loads(i), mkd_wg_key(i, 0), [&](mkd_wg_loads &n) -> i64 {
-# CU-NEXT: const int j = mkd_next_ready(p, rank, i, epoch);
+# CU-NEXT: const int j = mkd_next_ready(p, rank, W_H, epoch);
 # CU: mkd_wg_waited(),
 # CU-NEXT: c, W.st[1], rows, cols, smem, mkd_epi_none()))
 # LATE: mkd_mm_waits<false>{p, rank, cta, i, epoch, T_X, T_W, -1},

@@ -43,7 +43,7 @@
 # CU: return true;
 # NOPOOL: if (tile(i, q + 1, n))  // this task's next tile
 # NOPOOL-NEXT: return mkd_wg_key(i, q + 1);
-# NOPOOL-NEXT: const int j = mkd_next_ready(p, rank, i, epoch);  // or the next task's first
+# NOPOOL-NEXT: const int j = mkd_next_ready(p, rank, S_He, epoch);  // or the next task's first
 # NOPOOL-NEXT: return j >= 0 && tile(j, 0, n) ? mkd_wg_key(j, 0) : -1;
 # NOCARRY: if (r0 >= filled) {  // no tokens here
 # NOCARRY-NOT: auto tile

@@ -110,7 +110,7 @@ static __device__ __forceinline__ bool stage_H(const mkd_params &p, int rank, in
 			(int)(0 * B.local[1]), (int)(l[2] - mkd_base<MK_GPUS>(B, 2, rank)), (int)((K + 63) / 64)};
 	};
 	if (!mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 256, 64, 4, false, false, false, 1, 2>::run(loads(i), mkd_wg_key(i, 0), [&](mkd_wg_loads &n) -> i64 {
-			const int j = mkd_next_ready(p, rank, i, epoch);
+			const int j = mkd_next_ready(p, rank, S_H, epoch);
 			if (j < 0)
 				return -1;
 			n = loads(j);

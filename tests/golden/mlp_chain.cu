@@ -218,7 +218,7 @@ static __device__ __forceinline__ bool stage_H1(const mkd_params &p, int rank, i
 			(int)(0 * B.local[1]), (int)(l[2] - mkd_base<MK_GPUS>(B, 2, rank)), (int)((K + 63) / 64)};
 	};
 	if (!mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 6>::run(loads(i), mkd_wg_key(i, 0), [&](mkd_wg_loads &n) -> i64 {
-			const int j = mkd_next_ready(p, rank, i, epoch);
+			const int j = mkd_next_ready(p, rank, S_H1, epoch);
 			if (j < 0)
 				return -1;
 			n = loads(j);
@@ -260,7 +260,7 @@ static __device__ __forceinline__ bool stage_M1(const mkd_params &p, int rank, i
 			(int)(0 * B.local[1]), (int)(l[2] - mkd_base<MK_GPUS>(B, 2, rank)), (int)((K + 63) / 64)};
 	};
 	if (!mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 6>::run(loads(i), mkd_wg_key(i, 0), [&](mkd_wg_loads &n) -> i64 {
-			const int j = mkd_next_ready(p, rank, i, epoch);
+			const int j = mkd_next_ready(p, rank, S_M1, epoch);
 			if (j < 0)
 				return -1;
 			n = loads(j);
@@ -317,7 +317,7 @@ static __device__ __forceinline__ bool stage_H2(const mkd_params &p, int rank, i
 			(int)(0 * B.local[1]), (int)(l[2] - mkd_base<MK_GPUS>(B, 2, rank)), (int)((K + 63) / 64)};
 	};
 	if (!mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 6>::run(loads(i), mkd_wg_key(i, 0), [&](mkd_wg_loads &n) -> i64 {
-			const int j = mkd_next_ready(p, rank, i, epoch);
+			const int j = mkd_next_ready(p, rank, S_H2, epoch);
 			if (j < 0)
 				return -1;
 			n = loads(j);
@@ -389,7 +389,7 @@ static __device__ __forceinline__ bool stage_M2(const mkd_params &p, int rank, i
 			(int)(0 * B.local[1]), (int)(l[2] - mkd_base<MK_GPUS>(B, 2, rank)), (int)((K + 63) / 64)};
 	};
 	if (!mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 6>::run(loads(i), mkd_wg_key(i, 0), [&](mkd_wg_loads &n) -> i64 {
-			const int j = mkd_next_ready(p, rank, i, epoch);
+			const int j = mkd_next_ready(p, rank, S_M2, epoch);
 			if (j < 0)
 				return -1;
 			n = loads(j);
@@ -447,7 +447,7 @@ static __device__ __forceinline__ bool stage_Y(const mkd_params &p, int rank, in
 			(int)(0 * B.local[1]), (int)(l[2] - mkd_base<MK_GPUS>(B, 2, rank)), (int)((K + 63) / 64)};
 	};
 	if (!mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, 6, false, false, true, 1, 2>::run(loads(i), mkd_wg_key(i, 0), [&](mkd_wg_loads &n) -> i64 {
-			const int j = mkd_next_ready(p, rank, i, epoch);
+			const int j = mkd_next_ready(p, rank, S_Y, epoch);
 			if (j < 0)
 				return -1;
 			n = loads(j);
