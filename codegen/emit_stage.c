@@ -456,7 +456,8 @@ static void epilogue_what(const cg_em *E, const ir_op *op, char *what, size_t nw
  * one deeper), thread 0 asks for the next task's through the second
  * argument, and the waits come third.  ta, tb, tx: the tensors of A, B
  * and the epilogue's operand (NULL: none). */
-static void wg_run(cg_em *E, const char *in, const char *stage, const ir_mm_plan *mp, const char *tin,
+static void wg_run(cg_em *E, const char *in, const char *kind, const char *stage,
+		   const ir_mm_plan *mp, const char *tin,
 		   const char *tout, const char *body, const char *dst, const char *epi,
 		   const char *ta, const char *tb, const char *tx, const char *act,
 		   const char *empty, int mc)
@@ -477,12 +478,12 @@ static void wg_run(cg_em *E, const char *in, const char *stage, const ir_mm_plan
 	if (mp->carry)
 		sb_printf(E->o,
 			  "[&](mkd_wg_loads &n) -> i64 {\n"
-			  "%s\t\tconst int j = mkd_next_ready(p, rank, %s, epoch);\n"
+			  "%s\t\tconst int j = mkd_next_ready(p, rank, %s_%s, epoch);\n"
 			  "%s\t\tif (j < 0%s)\n"
 			  "%s\t\t\treturn -1;\n"
 			  "%s\t\tn = loads(j);\n"
 			  "%s\t\treturn mkd_wg_key(j, 0);\n"
-			  "%s\t},\n", in, stage, in, empty ? " || empty(j)" : "", in, in, in, in);
+			  "%s\t},\n", in, kind, stage, in, empty ? " || empty(j)" : "", in, in, in, in);
 	else
 		sb_puts(E->o, "mkd_wg_last(),\n");
 	if (mp->late)
@@ -561,9 +562,7 @@ static void stage_matmul_split(cg_em *E, const ir_op *op, char *what, size_t nw)
 				  "#ifdef MKD_HAS_WGMMA\n"
 				  "\t\tconst mkd_tmap *tm = (const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + %d;\n",
 				  mp.tmap);
-			char wname[160];
-			snprintf(wname, sizeof wname, "W_%s", op->stage);
-			wg_run(E, "\t\t", wname, &mp, cg_ctype(A->dtype), "float",
+			wg_run(E, "\t\t", "W", op->stage, &mp, cg_ctype(A->dtype), "float",
 			       "\t\t\tconst mkd_box ja = mkd_read_box(rank, MK_TASKS[j], 0), jb = mkd_read_box(rank, MK_TASKS[j], 1);\n"
 			       "\t\t\treturn mkd_wg_loads{tm, tm + 1, (int)(ja.lo[1] - mkd_base<MK_GPUS>(A, 1, rank)),\n"
 			       "\t\t\t\t(int)(ja.lo[2] - mkd_base<MK_GPUS>(A, 2, rank)), (int)(jb.lo[1] - mkd_base<MK_GPUS>(B, 1, rank)),\n"
@@ -660,10 +659,8 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 		return;
 	}
 	const char *R = walk ? "r0" : "lo[1]", *N = walk ? "n0" : "lo[2]";
-	/* the stage whose tasks run this engine: the op's own (only a split
-	 * has others, its W_ partials) */
-	char sname[160];
-	snprintf(sname, sizeof sname, "S_%s", op->stage);
+	/* the stage whose tasks run this engine is the op's own, S_ (only a
+	 * split has others, its W_ partials) */
 	if (cg_stage_find(E, (int)(op - p->ops), CG_W) >= 0) {
 		cg_fail(E, "an unsplit matmul with tasks of a second stage", op->stage);
 		return;
@@ -775,10 +772,15 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 	if (wcarry) {
 		sb_puts(E->o, "#ifdef MKD_HAS_WGMMA\n");
 		wg_out(E, &mp, R, N);
-		char nx[300];
-		snprintf(nx, sizeof nx,
-			 "\t\t\tconst int j = mkd_next_ready(p, rank, %s, epoch);  // or the next task's first\n"
-			 "\t\t\treturn j >= 0 && tile(j, 0, n) ? mkd_wg_key(j, 0) : -1;\n", sname);
+		strbuf nx;
+		sb_init(&nx);
+		if (ir_next_known(op))
+			sb_printf(&nx,
+				  "\t\t\tconst int j = mkd_next_ready(p, rank, S_%s, epoch);  // or the next task's first\n"
+				  "\t\t\treturn j >= 0 && tile(j, 0, n) ? mkd_wg_key(j, 0) : -1;\n",
+				  op->stage);
+		else  /* a pool's next task is taken when this one ends (sched.c) */
+			sb_puts(&nx, "\t\t\treturn -1;  // a pool's next task is taken at its end\n");
 		sb_printf(E->o,
 			  "\tconst int q = (int)((r0 - lo[1]) / %d * ((hi[2] - lo[2] + %d) / %d) + (n0 - lo[2]) / %d);\n"
 			  "\tmkd_wg_loads ld;\n"
@@ -793,11 +795,8 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 			  "#else\n",
 			  mp.bm, mp.bn - 1, mp.bn, mp.bn, cg_ctype(A->dtype), cg_ctype(C->dtype), mp.bm,
 			  mp.bn, mp.wg_stages, wg_targs(&mp, 0, mc),
-			  /* a pool's next task is taken when this one ends (sched.c) */
-			  !ir_next_known(op)
-				  ? "\t\t\treturn -1;  // a pool's next task is taken at its end\n"
-				  : nx,
-			  epi, mp.tma_store ? ", mkd_epi_none(), out" : "");
+			  sb_str(&nx), epi, mp.tma_store ? ", mkd_epi_none(), out" : "");
+		sb_free(&nx);
 	}
 	/* plan.c: one tile a task, never skipped (a gate-up tile: always) */
 	else if (mp.wgmma && (mp.carry || mp.late || op->gate)) {
@@ -816,7 +815,7 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 			  "\tconst mkd_tmap *tm = (const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + %d;\n",
 			  mp.tmap);
 		wg_out(E, &mp, R, N);
-		wg_run(E, "\t", sname, &mp, cg_ctype(A->dtype), cg_ctype(C->dtype), lb, "c, C.st[1]", epi,
+		wg_run(E, "\t", "S", op->stage, &mp, cg_ctype(A->dtype), cg_ctype(C->dtype), lb, "c, C.st[1]", epi,
 		       A->name, B->name, op->epi2 ? p->tensors[op->in[2]].name : NULL,
 		       op->gate ? act : NULL, rt >= 0 ? em : NULL, mc);
 		sb_puts(E->o, "#else\n");
