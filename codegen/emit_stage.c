@@ -454,7 +454,8 @@ static void epilogue_what(const cg_em *E, const ir_op *op, char *what, size_t nw
  * into the next task (carry) or the engine wait for its operands itself
  * (late): `loads(j)` gives task j's loads (its body: lines at indent in,
  * one deeper), thread 0 asks for the next task's through the second
- * argument, and the waits come third.  ta, tb, tx: the tensors of A, B
+ * argument (a task of the stage kind_stage, "S" or "W" and the op's
+ * stage name), and the waits come third.  ta, tb, tx: the tensors of A, B
  * and the epilogue's operand (NULL: none). */
 static void wg_run(cg_em *E, const char *in, const char *kind, const char *stage,
 		   const ir_mm_plan *mp, const char *tin,
