@@ -99,9 +99,12 @@ void cg_stage_reduce(cg_em *E, const ir_op *op)
  * (mkd_attn_merge, split.cuh).  Every read is waited on up front. */
 /* mkd_wgmma_tile's template arguments past STAGES: COLS and GATE (a
  * gate-up tile: both), or FULL (plan.c: every tile inside C), MC and STG
- * 2 (the epilogue stored by TMA), where not the defaults */
-static const char *wg_targs(const ir_mm_plan *mp, int gate, int mc)
+ * 2 (the epilogue stored by TMA), or COLS and NORM (an rmsnorm in the
+ * tile: plan.c keeps it to 64-row tiles), where not the defaults */
+static const char *wg_targs(const ir_mm_plan *mp, int gate, int mc, int norm)
 {
+	if (norm)
+		return ", true, false, false, 1, MKD_WG_STAGED, true";
 	if (mp->tma_store) {  /* STG 2, with MC before it (plan.c: no gate, no COLS) */
 		if (mc > 1)
 			return mp->full ? ", false, false, true, MKD_CLUSTER, 2"
@@ -461,7 +464,7 @@ static void wg_run(cg_em *E, const char *in, const char *kind, const char *stage
 		   const ir_mm_plan *mp, const char *tin,
 		   const char *tout, const char *body, const char *dst, const char *epi,
 		   const char *ta, const char *tb, const char *tx, const char *act,
-		   const char *empty, int mc)
+		   const char *empty, int mc, int norm)
 {
 	/* act: a gate-up tile's unary op on A Wg (the engine's BN is 128: 64
 	 * columns of each weight), NULL for any other tile; empty: the body
@@ -475,7 +478,8 @@ static void wg_run(cg_em *E, const char *in, const char *kind, const char *stage
 			  "%sauto empty = [&](int j) {\n%s%s};\n", in, in, empty, in);
 	sb_printf(E->o,
 		  "%sif (!mkd_wgmma_tile<%s, %s, %d, %d, 64, %d%s>::run(loads(i), mkd_wg_key(i, 0), ",
-		  in, tin, tout, mp->bm, act ? 128 : mp->bn, mp->wg_stages, wg_targs(mp, act != NULL, mc));
+		  in, tin, tout, mp->bm, act ? 128 : mp->bn, mp->wg_stages,
+		  wg_targs(mp, act != NULL, mc, norm));
 	if (mp->carry)
 		sb_printf(E->o,
 			  "[&](mkd_wg_loads &n) -> i64 {\n"
@@ -493,7 +497,9 @@ static void wg_run(cg_em *E, const char *in, const char *kind, const char *stage
 	else
 		sb_printf(E->o, "%s\tmkd_wg_waited(),\n", in);
 	sb_printf(E->o, "%s\t%s, rows, cols, smem, %s%s%s%s))\n%s\treturn false;\n", in, dst, epi,
-		  act ? ", " : "", act ? act : "", mp->tma_store ? ", mkd_epi_none(), out" : "", in);
+		  act ? ", " : "", act ? act : "",
+		  mp->tma_store ? ", mkd_epi_none(), out"
+		  : norm ? ", mkd_epi_none(), mkd_wg_out(), mkd_wg_norm{nw, (int)K}" : "", in);
 }
 
 /* Lines: the tile's origin in C's tensor map (tm + 2), as `out`, where the
@@ -568,7 +574,7 @@ static void stage_matmul_split(cg_em *E, const ir_op *op, char *what, size_t nw)
 			       "\t\t\treturn mkd_wg_loads{tm, tm + 1, (int)(ja.lo[1] - mkd_base<MK_GPUS>(A, 1, rank)),\n"
 			       "\t\t\t\t(int)(ja.lo[2] - mkd_base<MK_GPUS>(A, 2, rank)), (int)(jb.lo[1] - mkd_base<MK_GPUS>(B, 1, rank)),\n"
 			       "\t\t\t\t(int)(jb.lo[2] - mkd_base<MK_GPUS>(B, 2, rank)), (int)((ja.hi[2] - ja.lo[2] + 63) / 64)};\n",
-			       "c, W.st[1]", "mkd_epi_none()", A->name, B->name, NULL, NULL, NULL, 1);
+			       "c, W.st[1]", "mkd_epi_none()", A->name, B->name, NULL, NULL, NULL, 1, 0);
 			sb_puts(E->o, "#else\n");
 		}
 		else if (mp.wgmma)
@@ -642,6 +648,11 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 	else
 		snprintf(what, sizeof what, "tile %d x %d x %d, %d-stage ring (mma.sync)", mp.bm, mp.bn,
 			 mp.bk, mp.stages);
+	if (op->norm) {  /* expand.c fuse_norms */
+		size_t n = strlen(what);
+		snprintf(what + n, sizeof what - n, "; A = rmsnorm(%s%s%s) in the tile", A->name,
+			 op->norm_w ? ", " : "", op->norm_w ? p->tensors[op->norm_w - 1].name : "");
+	}
 	epilogue_what(E, op, what, sizeof what);
 	/* a task of several tiles walks them row tile by row tile, column
 	 * tile by column tile (lower.c: the `tasks` bound) */
@@ -729,6 +740,17 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 			  mp.bm, mp.bm, mp.bn, mp.bn);
 	else
 		sb_puts(E->o, "\tconst int rows = (int)(hi[1] - lo[1]), cols = (int)(hi[2] - lo[2]);\n");
+	if (op->norm) {  /* expand.c fuse_norms: A is X, normalised in the tile */
+		const ir_tensor *G = op->norm_w ? &p->tensors[op->norm_w - 1] : NULL;
+		if (G)
+			sb_printf(E->o,
+				  "\t// A is %s, its rmsnorm made in the tile: %s, its weight, from A's column k0\n"
+				  "\tconst %s *nw = (const %s *)mkd_at<MK_GPUS>(p, T_%s, MK_T[T_%s], rank, 0, 0, k0);\n",
+				  A->name, G->name, cg_ctype(A->dtype), cg_ctype(A->dtype), G->name, G->name);
+		else
+			sb_printf(E->o, "\t// A is %s, its rmsnorm (no weight) made in the tile\n"
+				  "\tconst %s *nw = nullptr;\n", A->name, cg_ctype(A->dtype));
+	}
 	/* rows of a dispatch's buckets: tiles past the tokens are zeros, or
 	 * left unwritten where nothing reads them (plan.c: skip_past) */
 	const char *zt = op->plan.skip_past ? "" : "\t\tmkd_zero_tile(c, C.st[1], rows, cols);\n";
@@ -795,8 +817,9 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 			  "\t\treturn false;\n"
 			  "#else\n",
 			  mp.bm, mp.bn - 1, mp.bn, mp.bn, cg_ctype(A->dtype), cg_ctype(C->dtype), mp.bm,
-			  mp.bn, mp.wg_stages, wg_targs(&mp, 0, mc),
-			  sb_str(&nx), epi, mp.tma_store ? ", mkd_epi_none(), out" : "");
+			  mp.bn, mp.wg_stages, wg_targs(&mp, 0, mc, op->norm),
+			  sb_str(&nx), epi, mp.tma_store ? ", mkd_epi_none(), out"
+			  : op->norm ? ", mkd_epi_none(), mkd_wg_out(), mkd_wg_norm{nw, (int)K}" : "");
 		sb_free(&nx);
 	}
 	/* plan.c: one tile a task, never skipped (a gate-up tile: always) */
@@ -818,7 +841,7 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 		wg_out(E, &mp, R, N);
 		wg_run(E, "\t", "S", op->stage, &mp, cg_ctype(A->dtype), cg_ctype(C->dtype), lb, "c, C.st[1]", epi,
 		       A->name, B->name, op->epi2 ? p->tensors[op->in[2]].name : NULL,
-		       op->gate ? act : NULL, rt >= 0 ? em : NULL, mc);
+		       op->gate ? act : NULL, rt >= 0 ? em : NULL, mc, op->norm);
 		sb_puts(E->o, "#else\n");
 	}
 	else if (mp.wgmma && mc > 1)  /* (mm_cluster: a bucket's, one tile a task) */
@@ -847,12 +870,13 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 			  "\tconst int b_row = (int)(%s * B.local[1]);\n"
 			  "\tconst int b_col = (int)(%s - mkd_base<MK_GPUS>(B, 2, rank));\n"
 			  "\tmkd_wgmma_tile<%s, %s, %d, %d, 64, %d%s>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,\n"
-			  "\t\tc, C.st[1], rows, cols, smem, %s%s%s%s);\n"
+			  "\t\tc, C.st[1], rows, cols, smem, %s%s%s%s%s);\n"
 			  "#else\n",
 			  mp.tmap, R, B->ndim == 3 ? "(lo[0] - mkd_base<MK_GPUS>(B, 0, rank))" : "0",
 			  N, cg_ctype(A->dtype), cg_ctype(C->dtype), mp.bm, mp.bn, mp.wg_stages,
-			  wg_targs(&mp, 0, mc), epi, rt >= 0 ? ", (int)(filled - " : "",
-			  rt >= 0 ? R : "", rt >= 0 ? ")" : "");
+			  wg_targs(&mp, 0, mc, op->norm), epi, rt >= 0 ? ", (int)(filled - " : "",
+			  rt >= 0 ? R : "", rt >= 0 ? ")" : "",
+			  op->norm ? ", 0, mkd_wg_norm{nw, (int)K}" : "");
 	sb_printf(E->o,
 		  "\tconst %s *a = (const %s *)mkd_at<MK_GPUS>(p, T_%s, A, rank, lo[0], %s, k0);\n"
 		  "\tconst %s *b = (const %s *)mkd_at<MK_GPUS>(p, T_%s, B, rank, %s, k0, %s);\n",
@@ -874,11 +898,23 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 			 ft, cg_ctype(C->dtype), f);
 		epi = eb;
 	}
-	sb_printf(E->o,
-		  "\tmkd_mma_tile<%s, %s, %d, %d, %d, %d>::run(a, A.st[1], b, B.st[1], c, C.st[1],\n"
-		  "\t\trows, cols, (int)K, 0, 0, smem, %s);\n%s",
-		  cg_ctype(A->dtype), cg_ctype(C->dtype), mp.bm, mp.bn, mp.bk, mp.stages, epi,
-		  mp.wgmma ? "#endif\n" : "");
+	if (op->norm) {  /* the rows' 1/rms past the ring (plan.c), then A times the weight */
+		char tt[96];
+		snprintf(tt, sizeof tt, "mkd_mma_tile<%s, %s, %d, %d, %d, %d, true>", cg_ctype(A->dtype),
+			 cg_ctype(C->dtype), mp.bm, mp.bn, mp.bk, mp.stages);
+		sb_printf(E->o,
+			  "\tfloat *rs = (float *)(smem + %s::SMEM);  // the rows' 1/rms\n"
+			  "\tmkd_rms_rows(a, A.st[1], rows, (int)K, rs);\n"
+			  "\t%s::run(a, A.st[1], b, B.st[1], c, C.st[1],\n"
+			  "\t\trows, cols, (int)K, 0, 0, smem, mkd_by_rows(rs, %s), nw);\n%s",
+			  tt, tt, epi, mp.wgmma ? "#endif\n" : "");
+	} else {
+		sb_printf(E->o,
+			  "\tmkd_mma_tile<%s, %s, %d, %d, %d, %d>::run(a, A.st[1], b, B.st[1], c, C.st[1],\n"
+			  "\t\trows, cols, (int)K, 0, 0, smem, %s);\n%s",
+			  cg_ctype(A->dtype), cg_ctype(C->dtype), mp.bm, mp.bn, mp.bk, mp.stages, epi,
+			  mp.wgmma ? "#endif\n" : "");
+	}
 	if (walk) {  /* the tile's body, one level deeper (preprocessor lines stay put) */
 		E->o = o;
 		for (const char *l = body.s; l && *l;) {

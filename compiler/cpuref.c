@@ -336,6 +336,21 @@ typedef struct mm_job {
 
 static double ew_value(const ir_op *op, double a, double b);
 
+/* out = rmsnorm of `rows` rows of len (weight w, or none), rounded to o's type */
+static void rms_rows(const ctx *c, const float *x, const float *w, int64_t rows, int64_t len,
+		     const ir_tensor *o, float *out)
+{
+	for (int64_t i = 0; i < rows; i++) {
+		const float *xr = x + i * len;
+		double ss = 0;
+		for (int64_t k = 0; k < len; k++)
+			ss += (double)xr[k] * xr[k];
+		double inv = 1 / sqrt(ss / (double)len + 1e-6);
+		for (int64_t k = 0; k < len; k++)
+			out[i * len + k] = cr_st(c, o, xr[k] * inv * (w ? w[k] : 1.0));
+	}
+}
+
 static void mm_rows(void *arg, int64_t lo, int64_t hi, double *acc)
 {
 	const mm_job *j = arg;
@@ -421,13 +436,28 @@ static int op_matmul(ctx *c, const ir_op *op, int r)
 		gepi.kind = (ir_opkind)(op->gate_epi - 1);
 		gepi.scalar = op->gate_scalar;
 	}
+	/* an rmsnorm in the tile (expand.c fuse_norms): A = rmsnorm(X, g)
+	 * first, rounded to the folded N's type, as the op it replaced */
+	float *na = NULL;
+	if (op->norm) {
+		const ir_tensor *g = op->norm_w ? cr_T(c, op->norm_w - 1) : NULL;
+		if (nd != 2 || a->local[1] != a->shape[1] || (g && (g->ndim != 1 || g->local[0] != K)))
+			return cr_fail(c, "matmul '%s': the rmsnorm of '%s' needs whole 2-D rows%s",
+				       o->name, a->name, g ? " and a weight of their length" : "");
+		if (!(na = malloc((size_t)(M * K > 0 ? M * K : 1) * sizeof *na)))
+			return cr_fail(c, "out of memory for the rmsnorm of '%s'", a->name);
+		rms_rows(c, cr_piece(c, op->in[0], r), g ? cr_piece(c, op->norm_w - 1, r) : NULL, M,
+			 K, cr_T(c, op->norm - 1), na);
+	}
 	mm_job j = {c, op->epi ? &epi : NULL, op->epi2 ? &epi2 : NULL,
 		    op->epi2 && op->epi3 ? &epi3 : NULL, x, o,
-		    cr_piece(c, op->in[0], r), cr_piece(c, op->in[1], r),
+		    na ? na : cr_piece(c, op->in[0], r), cr_piece(c, op->in[1], r),
 		    cr_outp(c, r), M, N, K, b->ndim == 2,
 		    op->gate ? cr_piece(c, op->gate - 1, r) : NULL, op->gate_epi ? &gepi : NULL};
-	return par_rows(c, E * M, (double)E * M * N * K * (op->gate ? 2 : 1),
-			(size_t)N * (op->gate ? 2 : 1), mm_rows, &j);
+	const int rc = par_rows(c, E * M, (double)E * M * N * K * (op->gate ? 2 : 1),
+				(size_t)N * (op->gate ? 2 : 1), mm_rows, &j);
+	free(na);
+	return rc;
 }
 
 /* The value of elementwise op `op` at operands a (and b). */
@@ -510,18 +540,7 @@ static int op_rmsnorm(ctx *c, const ir_op *op, int r)
 	const float *w;
 	if (rows_check(c, op, r, &rows, &len, &w))
 		return -1;
-	const ir_tensor *o = cr_T(c, op->out);
-	const float *x = cr_piece(c, op->in[0], r);
-	float *out = cr_outp(c, r);
-	for (int64_t i = 0; i < rows; i++) {
-		const float *xr = x + i * len;
-		double ss = 0;
-		for (int64_t k = 0; k < len; k++)
-			ss += (double)xr[k] * xr[k];
-		double inv = 1 / sqrt(ss / (double)len + 1e-6);
-		for (int64_t k = 0; k < len; k++)
-			out[i * len + k] = cr_st(c, o, xr[k] * inv * (w ? w[k] : 1.0));
-	}
+	rms_rows(c, cr_piece(c, op->in[0], r), w, rows, len, cr_T(c, op->out), cr_outp(c, r));
 	return 0;
 }
 

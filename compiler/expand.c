@@ -251,6 +251,75 @@ static void fuse_gates(expand *X)
 	}
 }
 
+/* ---- 2c. an rmsnorm in the tiles that read it --------------------------------
+ * N = rmsnorm(X, g) (or rmsnorm(X)) of a few rows (at most 64 a rank: the
+ * Hopper engine's 64-row tiles), read by nothing but matmuls as their A:
+ * each of them reads X instead and computes N in its tile (A's stages
+ * scaled by g as they land, the rows by their 1/rms in the epilogue,
+ * codegen/mkd/wgmma.cuh NORM), so no tile waits for an rmsnorm stage.
+ * X, N and g of one 16-bit type, whole rows on every rank (the mean runs
+ * over the row), 2-D results; no reader with a split hint (a piece of K
+ * cannot know the row's mean) or already fused (gate, norm). */
+static int norm_reader(const ir_prog *p, const ir_op *u, int n)
+{
+	if (u->kind != OP_MATMUL || u->nin < 2 || u->in[0] != n || u->in[1] == n ||
+	    (u->nin > 2 && u->in[2] == n) || u->gate || u->norm || u->hints.split > 1)
+		return 0;
+	const ir_tensor *c = &p->tensors[u->out], *b = &p->tensors[u->in[1]];
+	return c->ndim == 2 && b->ndim == 2;
+}
+
+static void fuse_norms(expand *X)
+{
+	ir_prog *p = X->p;
+	for (int i = 0; i < p->nops; i++) {
+		const ir_op *op = &p->ops[i];
+		if (op->kind != OP_RMSNORM)
+			continue;
+		const int ni = op->out, xi = op->in[0], gi = op->nin > 1 ? op->in[1] : -1;
+		const ir_tensor *n = &p->tensors[ni], *x = &p->tensors[xi];
+		const ir_tensor *g = gi >= 0 ? &p->tensors[gi] : NULL;
+		if (n->kind != TK_TEMP || n->nwriters != 1 || n->nuses < 1 || n->ndim != 2 ||
+		    x->ndim != 2 || n->local[0] > 64 || (n->dtype != DT_BF16 && n->dtype != DT_F16) ||
+		    x->dtype != n->dtype || x->local[0] != n->local[0] || x->local[1] != n->local[1] ||
+		    x->local[1] != x->shape[1] || n->local[1] != n->shape[1] ||
+		    !same_place(p, x->place, n->place))
+			continue;
+		if (g && (g->ndim != 1 || g->dtype != n->dtype || g->local[0] != x->local[1]))
+			continue;
+		int readers = 0, ok = 1;
+		for (int j = 0; j < p->nops && ok; j++) {
+			const ir_op *u = &p->ops[j];
+			int reads = 0;
+			for (int k = 0; k < u->nin; k++)
+				reads += u->in[k] == ni;
+			if (!reads)
+				continue;
+			if (j > i && norm_reader(p, u, ni))
+				readers++;
+			else
+				ok = 0;
+		}
+		if (!ok || readers != n->nuses)
+			continue;
+		for (int j = i + 1; j < p->nops; j++) {
+			ir_op *u = &p->ops[j];
+			if (u->kind != OP_MATMUL || u->in[0] != ni)
+				continue;
+			u->in[0] = xi;
+			u->norm = 1 + ni;
+			u->norm_w = gi >= 0 ? 1 + gi : 0;
+		}
+		/* the rmsnorm's read of X (and g) becomes the readers' */
+		p->tensors[xi].nuses += readers - 1;
+		if (gi >= 0)
+			p->tensors[gi].nuses += readers - 1;
+		ir_fold_tensor(&p->tensors[ni]);
+		ir_remove_op(p, i);
+		i--;
+	}
+}
+
 /* ---- 3. collectives in terms of others -------------------------------------
  * allreduce(X) = allgather(reduce_scatter(X, 0), 0): rank r reduces rows
  * r*M/world..., then everyone gathers the reduced rows.  attention(Q, K, V)
@@ -511,6 +580,8 @@ int expand_run(ir_prog *p, const compile_opts *o, diags *d, arena *a)
 	fuse_epilogues(&X, !o || !o->no_epi2);
 	if (o && o->gateup)
 		fuse_gates(&X);
+	if (o && o->normfold == 2)
+		fuse_norms(&X);
 	expand_collectives(&X);
 	if (!X.err)
 		hidden_tensors(&X);

@@ -64,6 +64,8 @@ void inspect_plans(const ir_prog *p, strbuf *out)
 						  p->tensors[op->gate - 1].name, p->tensors[op->in[1]].name);
 				else if (pl->mm.wg_cols)
 					sb_puts(out, ", 64 rows: the warpgroups split the columns");
+				if (op->norm)
+					sb_printf(out, ", %s's rmsnorm in the tile", p->tensors[op->in[0]].name);
 				if (pl->mm.carry && !ir_next_known(op))  /* the next is taken when this ends */
 					sb_puts(out, ", the ring goes on into the task's next tile");
 				else if (pl->mm.carry)
@@ -74,9 +76,12 @@ void inspect_plans(const ir_prog *p, strbuf *out)
 					sb_puts(out, ", the epilogue through shared memory, stored by TMA");
 				else if (pl->mm.staged)
 					sb_puts(out, ", the epilogue through shared memory");
-			} else
+			} else {
 				sb_printf(out, "tile %d x %d x %d, mma.sync, %d-stage ring", pl->mm.bm,
 					  pl->mm.bn, pl->mm.bk, pl->mm.stages);
+				if (op->norm)
+					sb_printf(out, ", %s's rmsnorm in the tile", p->tensors[op->in[0]].name);
+			}
 			if (pl->mm.tiles_m * pl->mm.tiles_n > 1)
 				sb_printf(out, ", %d x %d tiles a task", pl->mm.tiles_m, pl->mm.tiles_n);
 			if (pl->mm.ksplit > 1)
@@ -352,6 +357,8 @@ void inspect_json(const ir_sched *s, strbuf *out)
 			sb_puts(out, "]");
 			if (ir_op_class(p->ops[t->op].kind) == 'L')  /* a layout op's copy */
 				sb_printf(out, ", \"layout\": \"%s\"", ir_op_name(p->ops[t->op].kind));
+			if (p->ops[t->op].norm_w)  /* its last read: the weight of an rmsnorm in the tile */
+				sb_puts(out, ", \"norm_weight\": true");
 			int late = 0;  /* the waits its engine does after it starts */
 			for (int j = 0; j < t->nwaits; j++)
 				if (ir_wait_late(p, t, j))
@@ -581,8 +588,14 @@ void inspect_program(const ir_prog *p, strbuf *out)
 				  peers_name(op->peers), transport_name(op->transport));
 		} else {
 			sb_printf(x, "%s = %s(", o, ir_op_name(op->kind));
-			for (int j = 0; j < op->nin; j++)
-				sb_printf(x, "%s%s", j ? ", " : "", p->tensors[op->in[j]].name);
+			for (int j = 0; j < op->nin; j++) {
+				const char *in = p->tensors[op->in[j]].name;
+				if (j == 0 && op->norm)  /* expand.c fuse_norms */
+					sb_printf(x, "rmsnorm(%s%s%s)", in, op->norm_w ? ", " : "",
+						  op->norm_w ? p->tensors[op->norm_w - 1].name : "");
+				else
+					sb_printf(x, "%s%s", j ? ", " : "", in);
+			}
 			switch (op->kind) {
 			case OP_SCALE: sb_printf(x, ", %g", op->scalar); break;
 			case OP_CAST: sb_printf(x, ", %s", ir_dtype_name(op->to)); break;

@@ -377,6 +377,11 @@ typedef struct ir_op {
 	                           expand.c), 0 none */
 	int gate_epi;           /* 1 + the kind of the unary op on A Wg, 0 none */
 	double gate_scalar;     /* its scale factor */
+	int norm;               /* matmul: 1 + N where A = N = rmsnorm(X, g) is
+	                           computed in the tile (expand.c fuse_norms):
+	                           in[0] is X, N is folded (its dtype is what
+	                           the CPU reference rounds A to), 0 none */
+	int norm_w;             /* 1 + the rmsnorm's weight g, 0 none */
 	ir_transport transport; /* explicit stages; TR_AUTO otherwise */
 	ir_peers peers;         /* explicit stages: `for p in node|remote|world` */
 	ir_hints hints;

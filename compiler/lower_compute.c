@@ -71,7 +71,9 @@ void lower_matmul(lower *L, int oi)
 	 * band of A or a slab of B), the workspace written and read back */
 	const int xi = op->nin > 2 ? op->in[2] : -1;  /* the epilogue's operand */
 	const int gw = op->gate - 1;  /* a gate-up tile's second weight (expand.c), -1 */
+	const int nw = op->norm_w - 1;  /* the weight of an rmsnorm in the tile, -1 */
 	const double hbm = ((double)ir_tensor_bytes(&p->tensors[op->in[0]]) +
+			    (nw >= 0 ? (double)ir_tensor_bytes(&p->tensors[nw]) : 0) +
 			    (double)ir_tensor_bytes(&p->tensors[op->in[1]]) +
 			    (gw >= 0 ? (double)ir_tensor_bytes(&p->tensors[gw]) : 0) +
 			    (double)ir_tensor_bytes(C) +
@@ -130,10 +132,12 @@ void lower_matmul(lower *L, int oi)
 					bs.tensor = gw;
 					lower_read(L, t, bs);
 				}
+				if (nw >= 0)  /* the rmsnorm's weight: all of it (no split-K) */
+					lower_read(L, t, lower_full(p, nw, 0));
 				t->write = S > 1 ? ksplit_slice(c, mp->work, s) : c;
-				const double kk = S > 1 ? (double)(k1 - k0) : (double)K, nw = gw >= 0 ? 2 : 1;
-				t->flops = 2.0 * rows * cols * kk * nw;
-				t->bytes = (rows + nw * cols) * kk * es;
+				const double kk = S > 1 ? (double)(k1 - k0) : (double)K, nwt = gw >= 0 ? 2 : 1;
+				t->flops = 2.0 * rows * cols * kk * nwt;
+				t->bytes = (rows + nwt * cols + (nw >= 0 ? 1 : 0)) * kk * es;
 				t->hbm = hbm;
 			}
 		}

@@ -110,6 +110,10 @@ typedef struct compile_opts {
 	int gateup;             /* fuse a gate and up projection of a few rows
 	                           into one matmul (expand.c; the driver reads
 	                           MK_GATEUP=1) */
+	int normfold;           /* an rmsnorm of a few rows read only by
+	                           matmuls computed in their tiles (expand.c
+	                           fuse_norms): 0 the default (off), 1 off, 2 on
+	                           (MK_NORMFOLD=0|1) */
 	int64_t max_mem;        /* bytes the compile's arena may hold (0: the
 	                           driver's COMPILE_MAX_MEM); past it the compile
 	                           ends with "program too large" */

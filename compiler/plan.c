@@ -68,11 +68,13 @@ enum { MM_GATE_BYTES = 128 * 32 * 4, MM_EPI_BYTES = 2 * 64 * 160 };
 /* Staged by TMA (staged 2: ir_mm_plan.tma_store), two buffers of 64 rows
  * of 128 bytes (swizzled, unpadded) per consumer warpgroup. */
 enum { MM_TMA_EPI_BYTES = 2 * 2 * 64 * 128 };
+/* An rmsnorm in the tile (op->norm): one more mbarrier a stage and the
+ * rows' 1/rms, 64 fp32 (mkd_wgmma_tile::NORM_BYTES). */
 static int64_t wg_bytes(const ir_op *op, int64_t a_rows, int64_t bn, int stages, int staged)
 {
 	if (op->gate)
 		return wg_smem(64, 128, stages) + MM_GATE_BYTES;
-	return wg_smem(a_rows, bn, stages) +
+	return wg_smem(a_rows, bn, stages) + (op->norm ? 8 * stages + 64 * 4 : 0) +
 	       (staged == 2 ? MM_TMA_EPI_BYTES : staged ? MM_EPI_BYTES : 0);
 }
 
@@ -373,7 +375,9 @@ static void mm_split(planner *P, ir_op *op)
 	m->ksplit = 1;
 	m->kstep = K;
 	m->work = -1;
-	const int can = C->ndim == 2 && m->bucket < 0 && m->tiles_m * m->tiles_n == 1 && !op->gate;
+	/* (an rmsnorm in the tile needs the whole row: expand.c fuse_norms) */
+	const int can = C->ndim == 2 && m->bucket < 0 && m->tiles_m * m->tiles_n == 1 && !op->gate &&
+			!op->norm;
 	int64_t S = 1;
 	if (op->hints.split) {
 		S = op->hints.split;
@@ -574,13 +578,18 @@ static void plan_matmul(planner *P, ir_op *op, int wide)
 	if (op->gate)  /* 64 columns of the result: 64 of each weight (expand.c) */
 		bn = 64;
 	const int64_t bk = op->hints.ntile >= 3 ? op->hints.tile[2] : 64;
+	/* the portable tile's rmsnorm in the tile: the rows' 1/rms past the
+	 * ring (mkd_rms_rows) */
+	const int64_t rs_bytes = op->norm ? bm * 4 : 0;
 	int stages;
 	for (stages = 4; stages > 2; stages--) {
 		int64_t s = mma_smem(bm, bn, bk, stages);
-		if (s >= 0 && s <= limit)
+		if (s >= 0 && s + rs_bytes <= limit)
 			break;
 	}
 	int64_t smem = mma_smem(bm, bn, bk, stages);
+	if (smem >= 0)
+		smem += rs_bytes;
 	if (smem < 0 || smem > limit) {
 		diag_error(P->d, op->hints.ntile ? op->hints.tile_where : op->where,
 			   "tile %lld x %lld x %lld needs %s bytes of shared memory for %d stages; %lld fit",
@@ -616,7 +625,10 @@ static void plan_matmul(planner *P, ir_op *op, int wide)
 		for (m->wg_stages = want;
 		     m->wg_stages > 2 && wg_bytes(op, a_rows, m->bn, m->wg_stages, stg) > limit; m->wg_stages--)
 			;
-		if (wg_bytes(op, a_rows, m->bn, m->wg_stages, stg) > limit || (op->gate && !m->wg_cols))
+		/* the rmsnorm in the Hopper tile: 64-row tiles (COLS) only;
+		 * others take the portable tile */
+		if (wg_bytes(op, a_rows, m->bn, m->wg_stages, stg) > limit ||
+		    ((op->gate || op->norm) && !m->wg_cols))
 			m->wgmma = 0;
 	}
 	m->wg_cols = m->wg_cols && m->wgmma;
@@ -657,7 +669,7 @@ static void plan_matmul(planner *P, ir_op *op, int wide)
 	const int one = m->wgmma && m->tiles_m * m->tiles_n == 1 && m->bucket < 0;
 	m->carry = m->wgmma && !P->o->no_carry && (m->bucket < 0 || !p->ops[m->bucket].rroute1) &&
 		   (ir_next_known(op) || m->tiles_m * m->tiles_n > 1);
-	m->late = one && !P->o->no_late && !op->gate &&
+	m->late = one && !P->o->no_late && !op->gate && !op->norm &&
 		  (P->o->all_late || mm_delivered(P->p, op));
 	m->cluster = mm_cluster(P, op) ? 2 : 1;
 	/* every tile inside C (its sides multiples of the tile's) and no
@@ -1132,7 +1144,7 @@ static int past_unread(const ir_prog *p, int t, int depth)
 		return 0;
 	for (int j = 0; j < p->nops; j++) {
 		const ir_op *op = &p->ops[j];
-		if (op->gate && op->gate - 1 == t)
+		if ((op->gate && op->gate - 1 == t) || (op->norm_w && op->norm_w - 1 == t))
 			return 0;
 		for (int k = 0; k < op->nin; k++) {
 			if (op->in[k] != t)

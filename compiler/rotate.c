@@ -93,6 +93,8 @@ int ir_rotate(ir_prog *p, diags *dg, arena *a)
 			uf_union(&u, DIMNODE(A, b + 0), DIMNODE(o, b + 0));
 			uf_union(&u, DIMNODE(B, b + 1), DIMNODE(o, b + 1));
 			uf_union(&u, DIMNODE(A, b + 1), DIMNODE(B, b + 0));
+			if (op->norm_w)  /* the rmsnorm in the tile: its weight along K */
+				uf_union(&u, DIMNODE(op->norm_w - 1, 0), DIMNODE(A, b + 1));
 			if (op->gate) {  /* the gate's weight, as B */
 				uf_union(&u, DIMNODE(op->gate - 1, b + 1), DIMNODE(o, b + 1));
 				uf_union(&u, DIMNODE(A, b + 1), DIMNODE(op->gate - 1, b + 0));

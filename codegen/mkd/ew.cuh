@@ -382,6 +382,28 @@ MKD_INLINE void mkd_rmsnorm(const TX *x, i64 ldx, const TW *w, TY *y, i64 ldy, i
 	}
 }
 
+/* rs[r] = 1 / sqrt(mean(x[r]^2) + eps) for rows < `rows`, one warp a row:
+ * the portable tile's rmsnorm folded into a matmul (mkd_mma_tile NORM; on
+ * sm_90a the Hopper tile sums the squares as its stages pass).  All
+ * threads of the CTA call it; a CTA barrier after it. */
+template <typename TX>
+MKD_INLINE void mkd_rms_rows(const TX *x, i64 ldx, int rows, int cols, float *rs)
+{
+	const int lane = threadIdx.x & 31, nw = blockDim.x >> 5;
+	for (int r = threadIdx.x >> 5; r < rows; r += nw) {
+		const TX *xr = x + (i64)r * ldx;
+		float ss = 0.f;
+		for (int c = lane; c < cols; c += 32) {
+			const float v = mkd_elem<TX>::ld(xr + c);
+			ss += v * v;
+		}
+		ss = mkd_warp_sum(ss);
+		if (lane == 0)
+			rs[r] = rsqrtf(ss / cols + 1e-6f);
+	}
+	__syncthreads();
+}
+
 /* layernorm over each row: y = (x - mean) / sqrt(var + 1e-5) * w + b, the
  * biased variance (PyTorch's layer_norm); one warp a row, two passes. */
 template <typename TX, typename TW, typename TB, typename TY>

@@ -14,11 +14,16 @@
  * discipline is the same) and multiplied by the f16 mma, exactly.
  * The CTA may have more than 8 warps (kernels built for the Hopper engine
  * have 12): all threads load, the first 8 warps compute.
+ * NORM (an rmsnorm folded into the tile, compiler/expand.c fuse_norms): A
+ * is X, each chunk multiplied by the rmsnorm's weight at its columns as it
+ * is loaded (plain loads); the stage gives the rows' 1/rms to the
+ * epilogue (mkd_epi_rows, with mkd_rms_rows of ew.cuh).
  */
 #ifndef MKD_MMA_CUH
 #define MKD_MMA_CUH
 
 #include "base.cuh"
+#include "ew.cuh"
 
 MKD_INLINE void mkd_cp_async16(u32 dst, const void *src, bool full)
 {
@@ -170,7 +175,18 @@ template <typename F, typename Op, typename TX, typename G> struct mkd_epi2 {
 	}
 };
 
-template <typename T, typename TC, int BM, int BN, int BK, int STAGES>
+/* epi(v * rs[r], r, c): the rows' 1/rms of a NORM tile */
+template <typename Epi> struct mkd_epi_rows {
+	const float *rs;
+	Epi e;
+	MKD_INLINE float operator()(float v, int r, int c) const { return e(v * rs[r], r, c); }
+};
+template <typename Epi> MKD_INLINE mkd_epi_rows<Epi> mkd_by_rows(const float *rs, Epi e)
+{
+	return mkd_epi_rows<Epi>{rs, e};
+}
+
+template <typename T, typename TC, int BM, int BN, int BK, int STAGES, bool NORM = false>
 struct mkd_mma_tile {
 	enum {
 		THREADS = 256,
@@ -193,7 +209,7 @@ struct mkd_mma_tile {
 
 	static MKD_INLINE void load_stage(const T *A, i64 lda, const T *B, i64 ldb,
 					  int M, int N, int K, int m0, int n0, int k0,
-					  S *as, S *bs)
+					  S *as, S *bs, const T *nw)
 	{
 		const int t = threadIdx.x, nt = blockDim.x;
 		/* A: BM rows x BK/8 chunks */
@@ -202,7 +218,22 @@ struct mkd_mma_tile {
 			int gr = m0 + r, gc = k0 + c;
 			bool ok = gr < M && gc < K;
 			const T *src = ok ? A + (i64)gr * lda + gc : A;
-			mkd_mma_chunk(as + r * AS + c, src, ok);
+			if constexpr (NORM) {  /* X's 8 values (a 16-byte piece) times the weight's */
+				uint4 v = make_uint4(0, 0, 0, 0);
+				if (ok) {
+					float f[8];
+					mkd_vec8<T>::get(f, *(const uint4 *)src);
+					if (nw) {
+#pragma unroll
+						for (int e = 0; e < 8; e++)
+							f[e] *= mkd_elem<T>::ld(nw + gc + e);
+					}
+					v = mkd_vec8<T>::pack(f);
+				}
+				*(uint4 *)(as + r * AS + c) = v;
+			} else {
+				mkd_mma_chunk(as + r * AS + c, src, ok);
+			}
 		}
 		/* B: BK rows x BN/8 chunks */
 		for (int i = t; i < BK * (BN / 8); i += nt) {
@@ -214,9 +245,11 @@ struct mkd_mma_tile {
 		}
 	}
 
+	/* NORM: nw is the rmsnorm's weight at A's column 0 (nullptr: none) */
 	template <typename Epi>
 	static __device__ void run(const T *A, i64 lda, const T *B, i64 ldb, TC *C, i64 ldc,
-				   int M, int N, int K, int m0, int n0, char *smem, Epi epi)
+				   int M, int N, int K, int m0, int n0, char *smem, Epi epi,
+				   const T *nw = nullptr)
 	{
 		S *as = (S *)smem;
 		S *bs = as + STAGES * A_ELEMS;
@@ -236,7 +269,7 @@ struct mkd_mma_tile {
 		for (int s = 0; s < STAGES - 1; s++) {
 			if (s < kt_n)
 				load_stage(A, lda, B, ldb, M, N, K, m0, n0, s * BK,
-					   as + s * A_ELEMS, bs + s * B_ELEMS);
+					   as + s * A_ELEMS, bs + s * B_ELEMS, nw);
 			mkd_cp_async_commit();
 		}
 		for (int kt = 0; kt < kt_n; kt++) {
@@ -245,7 +278,7 @@ struct mkd_mma_tile {
 			int nk = kt + STAGES - 1;
 			if (nk < kt_n)
 				load_stage(A, lda, B, ldb, M, N, K, m0, n0, nk * BK,
-					   as + (nk % STAGES) * A_ELEMS, bs + (nk % STAGES) * B_ELEMS);
+					   as + (nk % STAGES) * A_ELEMS, bs + (nk % STAGES) * B_ELEMS, nw);
 			mkd_cp_async_commit();
 			const S *a_s = as + (kt % STAGES) * A_ELEMS;
 			const S *b_s = bs + (kt % STAGES) * B_ELEMS;

@@ -17,6 +17,14 @@
  *         WG1 hands act(A Wg) to WG2 through GATE_BYTES of shared memory
  *         past the barriers (named barrier 5); WG2 stores
  *         epi(A B) * act(A Wg) over the 64 columns.
+ *         With NORM as well (A = rmsnorm(X, g) folded into the tile:
+ *         compiler/expand.c fuse_norms) A's loads are X's, and warps 2-3
+ *         of WG0 normalise each stage before the consumers read it: the
+ *         thread of row j scales its row's 64 values by g in place, sums
+ *         their squares, and arrives on norm[s]; the consumers wait for
+ *         norm[s] instead of full[s], and multiply row j of their
+ *         results by 1/rms(X[j]) before the epilogue.  Nothing waits for
+ *         a separate rmsnorm stage, and no normalised copy of X is made.
  *
  * Ring and barriers.  Stage s holds A[128][64] (16 KB, one TMA box; with
  * COLS A[64][64], 8 KB) and B[64][BN] (BN/64 TMA boxes of 64 x 64, 8 KB
@@ -110,6 +118,7 @@
 #include "mbar.cuh"
 #include "copy.cuh"
 #include "mma.cuh"
+#include "ew.cuh"
 
 /* A TMA descriptor (CUtensorMap) as the host encodes it: 128 opaque bytes.
  * Kernel parameters (__grid_constant__), constant or global memory. */
@@ -139,6 +148,14 @@ struct mkd_wg_loads {
 struct mkd_wg_out {
 	const mkd_tmap *map;
 	int row, col;
+};
+
+/* A NORM tile's rmsnorm (mkd_wgmma_tile): g, the weight at A's column 0
+ * (nullptr: rmsnorm without one), and k, the length of X's rows, which
+ * the mean of the squares divides by. */
+struct mkd_wg_norm {
+	const void *g;
+	int k;
 };
 
 /* The next call has no tile to go on into (the stage function's `next`
@@ -380,7 +397,7 @@ template <int ID> MKD_INLINE void mkd_wg_bar()
 /* ---- the tile engine ------------------------------------------------------- */
 
 template <typename T, typename TC, int BM, int BN, int BK, int STAGES, bool COLS = false,
-	  bool GATE = false, bool FULL = false, int MC = 1, int STG = MKD_WG_STAGED>
+	  bool GATE = false, bool FULL = false, int MC = 1, int STG = MKD_WG_STAGED, bool NORM = false>
 struct mkd_wgmma_tile {
 	enum {
 		THREADS = 384,
@@ -412,7 +429,9 @@ struct mkd_wgmma_tile {
 		 * staging first (1024-byte aligned, as the swizzle wants it),
 		 * then the barriers */
 		BARS_AT = RING + (STG == 2 ? EPI_BYTES : 0),
-		SMEM = 1024 + RING + 2 * STAGES * 8 + GATE_BYTES + EPI_BYTES,
+		/* NORM: norm[] past empty[], then the rows' 1/rms (64 fp32) */
+		NORM_BYTES = NORM ? 8 * STAGES + 64 * 4 : 0,
+		SMEM = 1024 + RING + 2 * STAGES * 8 + GATE_BYTES + EPI_BYTES + NORM_BYTES,
 		TRADE_REGS = (BN > 128) && !COLS && MKD_WG_TRADE,
 		/* MC > 1: B's boxes this CTA loads for the whole cluster; an
 		 * empty barrier waits for the consumer warps of every CTA */
@@ -432,6 +451,8 @@ struct mkd_wgmma_tile {
 	static_assert(STG != 2 || (!COLS && !GATE), "TMA stores: whole 128-row tiles");
 	static_assert(MC == 1 || (!COLS && !GATE && B_BOXES % MC == 0),
 		      "a cluster shares B's boxes: whole 128-row tiles, BN >= 128");
+	static_assert(!NORM || (COLS && !GATE && MC == 1),
+		      "the rmsnorm in the tile: 64 rows (COLS), one weight, no cluster");
 
 	static MKD_INLINE u32 full_bar(u32 bars, int s) { return bars + 8 * s; }
 	/* One thread: the ring's barriers live (empty[s] counting EMPTY_COUNT
@@ -442,6 +463,8 @@ struct mkd_wgmma_tile {
 		for (int s = 0; s < STAGES; s++) {
 			mkd_mbar_init(full_bar(bars, s), 1);
 			mkd_mbar_init(empty_bar(bars, s), EMPTY_COUNT);
+			if (NORM)
+				mkd_mbar_init(norm_bar(bars, s), 64);
 		}
 	}
 	static MKD_INLINE void inval_bars(u32 bars)
@@ -450,6 +473,8 @@ struct mkd_wgmma_tile {
 		for (int s = 0; s < STAGES; s++) {
 			mkd_mbar_inval(full_bar(bars, s));
 			mkd_mbar_inval(empty_bar(bars, s));
+			if (NORM)
+				mkd_mbar_inval(norm_bar(bars, s));
 		}
 	}
 	/* The warpgroups' register trade (setmaxnreg, warp-uniform wg): in,
@@ -485,6 +510,12 @@ struct mkd_wgmma_tile {
 		return EPI_BYTES ? bars + 16 * STAGES + GATE_BYTES + wg * (EPI_BYTES / 2) : 0;
 	}
 	static MKD_INLINE u32 empty_bar(u32 bars, int s) { return bars + 8 * (STAGES + s); }
+	/* NORM (COLS: no gate's values, no staging past the barriers): stage
+	 * s normalised, count 64; then the rows' 1/rms */
+	static MKD_INLINE u32 norm_bar(u32 bars, int s) { return bars + 8 * (2 * STAGES + s); }
+	static MKD_INLINE u32 norm_rs(u32 bars) { return bars + 8 * 3 * STAGES; }
+	/* the barrier a consumer waits on before it reads stage s */
+	static MKD_INLINE u32 ready_bar(u32 bars, int s) { return NORM ? norm_bar(bars, s) : full_bar(bars, s); }
 
 	/* one thread: stage s for its next load of tile l, of round parity ph:
 	 * wait for it to be free and announce the whole stage's bytes (B's
@@ -582,6 +613,70 @@ struct mkd_wgmma_tile {
 		}
 		*okp = ok;
 		return kt0 > early ? kt0 : early;
+	}
+
+	/* NORM, the 64 threads of WG0's warps 2-3: tile l's loads pos.. as
+	 * they land, thread j the 128-byte line of A's row j (its 16-byte
+	 * piece c at c ^ (j % 8): the 128-byte swizzle).  Each value is
+	 * multiplied by g at its column, in place, and its square summed;
+	 * after the tile's last stage the row's 1/rms goes to norm_rs (before
+	 * the last arrival, which the consumers' epilogue follows).  A row
+	 * past X's (zeros from TMA) stays zero.  g's 64 values of a stage are
+	 * the same for every thread (one line of L1) and are read before the
+	 * stage is waited for. */
+	static MKD_INLINE uint4 norm_w(const T *g)  /* 8 of g's values (X's rows have 8k) */
+	{
+		if (((u64)g & 15) == 0)
+			return __ldg((const uint4 *)g);
+		const unsigned short *h = (const unsigned short *)g;
+		return make_uint4(h[0] | (u32)h[1] << 16, h[2] | (u32)h[3] << 16,
+				  h[4] | (u32)h[5] << 16, h[6] | (u32)h[7] << 16);
+	}
+	static MKD_INLINE void normalize(const mkd_wg_loads &l, const mkd_wg_norm &nm, u32 pos,
+					 u32 ring, u32 bars, u64 tmo)
+	{
+		const u32 j = threadIdx.x - 64;
+		u32 s = pos % STAGES, ph = (pos / STAGES) & 1;
+		const T *g = (const T *)nm.g;
+		float ss = 0.f;
+		for (int kt = 0; kt < l.nk; kt++) {
+			const int k0 = l.a_col + kt * BK;
+			uint4 gv[8];
+#pragma unroll
+			for (int c = 0; c < 8; c++)
+				gv[c] = g && k0 + 8 * c < nm.k ? norm_w(g + k0 + 8 * c) : make_uint4(0, 0, 0, 0);
+			mkd_mbar_wait(full_bar(bars, s), ph, tmo);
+			const u32 line = ring + s * STAGE_BYTES + j * 128;
+#pragma unroll
+			for (int c = 0; c < 8; c++) {
+				const u32 at = line + ((c ^ (j & 7)) << 4);
+				uint4 v;
+				asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+					     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(at) : "memory");
+				float f[8], w[8];
+				mkd_vec8<T>::get(f, v);
+				if (g)
+					mkd_vec8<T>::get(w, gv[c]);
+#pragma unroll
+				for (int e = 0; e < 8; e++) {
+					ss += f[e] * f[e];
+					f[e] = g ? f[e] * w[e] : f[e];
+				}
+				v = mkd_vec8<T>::pack(f);
+				asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};"
+					     :: "r"(at), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+			}
+			if (kt == l.nk - 1)
+				asm volatile("st.shared.f32 [%0], %1;"
+					     :: "r"(norm_rs(bars) + 4 * j), "f"(rsqrtf(ss / nm.k + 1e-6f)) : "memory");
+			/* the generic writes before the wgmma's reads of the stage */
+			asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+			mkd_mbar_arrive(norm_bar(bars, s));
+			if (++s == STAGES) {
+				s = 0;
+				ph ^= 1;
+			}
+		}
 	}
 
 	/* a consumer warpgroup's own barrier around its epilogue staging, by
@@ -847,7 +942,7 @@ struct mkd_wgmma_tile {
 			}
 		} else {
 			for (int kt = 0; kt < nk; kt++) {
-				mkd_mbar_wait(full_bar(bars, s), ph, tmo);
+				mkd_mbar_wait(ready_bar(bars, s), ph, tmo);
 				const u64 off = (u64)((s * STAGE_BYTES) >> 4);
 #pragma unroll
 				for (int i = 0; i < CACC; i++)
@@ -877,6 +972,19 @@ struct mkd_wgmma_tile {
 				mkd_wg_pin(d[i]);
 			if (nk > 0 && lane == 0)  /* the last stage too: the next tile's loads may use it */
 				release(bars, prev);
+		}
+		if (NORM && nk > 0) {  /* rows r0 and r0 + 8 by their 1/rms (normalize) */
+			const u32 r0 = (t >> 5) * 16 + (lane >> 2);
+			float s0, s1;
+			asm volatile("ld.shared.f32 %0, [%1];" : "=f"(s0) : "r"(norm_rs(bars) + 4 * r0) : "memory");
+			asm volatile("ld.shared.f32 %0, [%1];" : "=f"(s1) : "r"(norm_rs(bars) + 4 * r0 + 32) : "memory");
+#pragma unroll
+			for (int i = 0; i < CACC; i += 4) {
+				d[i] *= s0;
+				d[i + 1] *= s0;
+				d[i + 2] *= s1;
+				d[i + 3] *= s1;
+			}
 		}
 		if (X) {  /* the epilogue's operand: its flags, by the first consumer thread */
 			if (threadIdx.x == 128)
@@ -939,12 +1047,13 @@ struct mkd_wgmma_tile {
 	 * (l.tg), C = epi(A B) * act(A Wg) over N <= 64 columns.  STG 2: o is
 	 * the tile's place in C's tensor map (C, ldc, M and N still give the
 	 * tile's bounds to the epilogue); where the ring goes on into no next
-	 * tile the call ends with its stores drained (mkd_wg_drain).  All
+	 * tile the call ends with its stores drained (mkd_wg_drain).  NORM:
+	 * nm is the rmsnorm's weight and X's row length (normalize).  All
 	 * THREADS threads call it; false when a wait saw the run aborted. */
 	template <typename Epi, typename Next, typename W, typename Act = mkd_epi_none>
 	static __device__ bool run(const mkd_wg_loads &l, i64 key, Next next, const W &w, TC *C,
 				   i64 ldc, int M, int N, char *smem, Epi epi, Act act = Act(),
-				   mkd_wg_out o = mkd_wg_out())
+				   mkd_wg_out o = mkd_wg_out(), mkd_wg_norm nm = mkd_wg_norm())
 	{
 		const u32 ring = (mkd_smem_addr(smem) + 1023) & ~1023u;
 		const u32 bars = ring + BARS_AT;
@@ -1010,6 +1119,8 @@ struct mkd_wgmma_tile {
 				mkd_wg_ring.ok = ok;
 			}
 			__syncwarp();
+			if (NORM && threadIdx.x >= 64)  /* warps 2-3: the rmsnorm of A's stages */
+				normalize(l, nm, pos, ring, bars, MKD_WG_TIMEOUT_NS + w.flag_ns());
 			if (TRADE_REGS)
 				trade_out(0);
 		} else {
@@ -1040,16 +1151,17 @@ struct mkd_wgmma_tile {
 
 	/* One tile of no task, K columns from (a_row, a_col) of A and from
 	 * (b_row, b_col) of B: nothing carried in or out; live as in
-	 * mkd_wg_loads. */
+	 * mkd_wg_loads; NORM: nm as in the other run. */
 	template <typename Epi>
 	static __device__ void run(const mkd_tmap *ta, int a_row, int a_col, const mkd_tmap *tb,
 				   int b_row, int b_col, int K, TC *C, i64 ldc, int M, int N,
-				   char *smem, Epi epi, int live = 0)
+				   char *smem, Epi epi, int live = 0, mkd_wg_norm nm = mkd_wg_norm())
 	{
 		static_assert(STG != 2 || !sizeof(Epi *), "a tile stored by TMA needs its place in C's map");
 		const mkd_wg_loads l = {ta, tb, a_row, a_col, b_row, b_col, K > 0 ? (K + BK - 1) / BK : 0,
 					nullptr, live};
-		run(l, -1, mkd_wg_last(), mkd_wg_waited(), C, ldc, M, N, smem, epi);
+		run(l, -1, mkd_wg_last(), mkd_wg_waited(), C, ldc, M, N, smem, epi, mkd_epi_none(),
+		    mkd_wg_out(), nm);
 	}
 };
 

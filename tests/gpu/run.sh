@@ -387,6 +387,37 @@ for t in 1 3 17; do
 done
 check "decode_mlp.gateup.mma" env MK_GATEUP=1 MK_NO_WGMMA=1 "$MKRUN" samples/decode_mlp.mk -D T=5 \
 	-D D=512 -D F=1000 --iters 3 --quiet
+# the rmsnorm in the tiles that read it (MK_NORMFOLD=1: the gate and up
+# tiles read X and normalise each stage themselves, compiler/expand.c
+# fuse_norms): ragged T and K (D 1000: a last k block of 40), 1, 2 and 8
+# ranks, T = 100 (more than 64 rows: the rmsnorm stays a stage), the
+# portable tile, an rmsnorm without a weight, X's rows split over 2 ranks,
+# and the Llama layer at a decode size (its second rmsnorm's rows made in
+# the kernel)
+for t in 1 3 17 100; do
+	for r in 1 2 8; do
+		check "decode_mlp.normfold.t$t.r$r" env MK_NORMFOLD=1 "$MKRUN" samples/decode_mlp.mk --ranks "$r" \
+			-D T="$t" -D D=1024 -D F=2048 --iters 3 --quiet
+	done
+done
+check "decode_mlp.normfold.d1000" env MK_NORMFOLD=1 "$MKRUN" samples/decode_mlp.mk -D T=3 -D D=1000 \
+	-D F=1000 --iters 3 --quiet
+check "decode_mlp.normfold.mma" env MK_NORMFOLD=1 MK_NO_WGMMA=1 "$MKRUN" samples/decode_mlp.mk -D T=5 \
+	-D D=1000 -D F=1000 --iters 3 --quiet
+sed -e 's/^  N = rmsnorm(X, g)$/  N = rmsnorm(X)/' -e '/^  in  g  : bf16\[D\]$/d' samples/decode_mlp.mk \
+	>"$dec_dir/mlp_now.mk"
+for r in 1 2; do
+	check "decode_mlp.normfold.noweight.r$r" env MK_NORMFOLD=1 "$MKRUN" "$dec_dir/mlp_now.mk" --ranks "$r" \
+		-D T=3 -D D=512 -D F=1000 --iters 3 --quiet
+done
+sed -e 's/^  in  X  : bf16\[T, D\]$/  in  X  : bf16[T, D] split(0)/' \
+	-e 's/^  out Y  : bf16\[T, D\]$/  out Y  : bf16[T, D] split(0)/' samples/decode_mlp.mk >"$dec_dir/mlp_rows.mk"
+check "decode_mlp.normfold.rows.r2" env MK_NORMFOLD=1 "$MKRUN" "$dec_dir/mlp_rows.mk" --ranks 2 \
+	-D T=6 -D D=512 -D F=1000 --iters 3 --quiet
+for r in 1 2; do
+	check "llama_layer.normfold.t16.r$r" env MK_NORMFOLD=1 "$MKRUN" samples/llama_layer.mk --ranks "$r" \
+		-D T=16 -D E=512 -D H=8 -D D=64 -D F=1024 --iters 3 --quiet
+done
 # the list schedule by wave (MK_SCHED_ORDER=wave; the model takes it for
 # the llama layer and for ring attention over virtual ranks at their own
 # sizes): G's and U's tiles side by side with the waits per operand, and

@@ -808,15 +808,29 @@ class Checker:
             self.tensors[g["tensor"]]["shape"] == self.tensors[b["tensor"]]["shape"] and \
             list(g["lo"]) == list(b["lo"]) and list(g["hi"]) == list(b["hi"])
 
+    def norm_read(self, g, a):
+        """The weight of an rmsnorm in a matmul's tile (compiler/expand.c
+        fuse_norms), its last read: all of a 1-D tensor of A's row length,
+        on A's rank."""
+        n = self.tensors[a["tensor"]]["shape"][-1]
+        return self.tensors[g["tensor"]]["shape"] == [n] and g["rank"] == a["rank"] and \
+            list(g["lo"]) == [0] and list(g["hi"]) == [n]
+
     def check_df_matmul(self, t, w):
-        if len(t["reads"]) == 3 and len(w["lo"]) >= 2 and \
-                not self.gate_read(t["reads"][2], t["reads"][1]):
-            e = self.check_df_epilogue(t["reads"][2], w)
+        reads = t["reads"]
+        if t.get("norm_weight"):
+            if len(reads) < 3 or not self.norm_read(reads[-1], reads[0]):
+                return "reads %s as its rmsnorm's weight: not all of a row of %s" % (
+                    self.rdesc(reads[-1]), self.rdesc(reads[0]))
+            reads = reads[:-1]
+        if len(reads) == 3 and len(w["lo"]) >= 2 and \
+                not self.gate_read(reads[2], reads[1]):
+            e = self.check_df_epilogue(reads[2], w)
             if e:
                 return e
-        elif len(t["reads"]) != 2 or len(w["lo"]) < 2:
+        elif len(reads) != 2 or len(w["lo"]) < 2:
             return None  # another layout of operands: not checked
-        a, b = t["reads"][:2]
+        a, b = reads[:2]
         if len(a["lo"]) != len(w["lo"]) or len(b["lo"]) != len(w["lo"]):
             return None
         if not self.within([w["lo"][-2]], [w["hi"][-2]], [a["lo"][-2]], [a["hi"][-2]]):
