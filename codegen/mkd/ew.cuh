@@ -385,11 +385,13 @@ MKD_INLINE void mkd_rmsnorm(const TX *x, i64 ldx, const TW *w, TY *y, i64 ldy, i
 /* rs[r] = 1 / sqrt(mean(x[r]^2) + eps) for rows < `rows`, one warp a row:
  * the portable tile's rmsnorm folded into a matmul (mkd_mma_tile NORM; on
  * sm_90a the Hopper tile sums the squares as its stages pass).  All
- * threads of the CTA call it; a CTA barrier after it. */
+ * threads of the CTA call it; a CTA barrier before it (a task's last tile
+ * may still read rs in its epilogue) and after it. */
 template <typename TX>
 MKD_INLINE void mkd_rms_rows(const TX *x, i64 ldx, int rows, int cols, float *rs)
 {
 	const int lane = threadIdx.x & 31, nw = blockDim.x >> 5;
+	__syncthreads();
 	for (int r = threadIdx.x >> 5; r < rows; r += nw) {
 		const TX *xr = x + (i64)r * ldx;
 		float ss = 0.f;

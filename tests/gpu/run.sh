@@ -392,7 +392,7 @@ check "decode_mlp.gateup.mma" env MK_GATEUP=1 MK_NO_WGMMA=1 "$MKRUN" samples/dec
 # fuse_norms): ragged T and K (D 1000: a last k block of 40), 1, 2 and 8
 # ranks, T = 100 (more than 64 rows: the rmsnorm stays a stage), the
 # portable tile, an rmsnorm without a weight, X's rows split over 2 ranks,
-# and the Llama layer at a decode size (its second rmsnorm's rows made in
+# tasks that walk several tiles (both engines), and the Llama layer at a decode size (its second rmsnorm's rows made in
 # the kernel)
 for t in 1 3 17 100; do
 	for r in 1 2 8; do
@@ -414,6 +414,11 @@ sed -e 's/^  in  X  : bf16\[T, D\]$/  in  X  : bf16[T, D] split(0)/' \
 	-e 's/^  out Y  : bf16\[T, D\]$/  out Y  : bf16[T, D] split(0)/' samples/decode_mlp.mk >"$dec_dir/mlp_rows.mk"
 check "decode_mlp.normfold.rows.r2" env MK_NORMFOLD=1 "$MKRUN" "$dec_dir/mlp_rows.mk" --ranks 2 \
 	-D T=6 -D D=512 -D F=1000 --iters 3 --quiet
+sed -e 's/^  G = matmul(N, Wg)$/  G = matmul(N, Wg)  tasks 2/' samples/decode_mlp.mk >"$dec_dir/mlp_walk.mk"
+check "decode_mlp.normfold.walk" env MK_NORMFOLD=1 "$MKRUN" "$dec_dir/mlp_walk.mk" -D T=3 -D D=512 \
+	-D F=1000 --iters 3 --quiet
+check "decode_mlp.normfold.walk.mma" env MK_NORMFOLD=1 MK_NO_WGMMA=1 "$MKRUN" "$dec_dir/mlp_walk.mk" \
+	-D T=3 -D D=512 -D F=1000 --iters 3 --quiet
 for r in 1 2; do
 	check "llama_layer.normfold.t16.r$r" env MK_NORMFOLD=1 "$MKRUN" samples/llama_layer.mk --ranks "$r" \
 		-D T=16 -D E=512 -D H=8 -D D=64 -D F=1024 --iters 3 --quiet
