@@ -103,8 +103,14 @@ void cg_stage_reduce(cg_em *E, const ir_op *op)
  * tile: plan.c keeps it to 64-row tiles), where not the defaults */
 static const char *wg_targs(const ir_mm_plan *mp, int gate, int mc, int norm)
 {
-	if (norm)
-		return ", true, false, false, 1, MKD_WG_STAGED, true";
+	if (norm) {  /* (plan.c: no gate, no cluster) */
+		static const char *const t[2][2][2] = {
+			{{", false, false, false, 1, MKD_WG_STAGED, true", ", false, false, false, 1, 2, true"},
+			 {", false, false, true, 1, MKD_WG_STAGED, true", ", false, false, true, 1, 2, true"}},
+			{{", true, false, false, 1, MKD_WG_STAGED, true", ", true, false, false, 1, 2, true"},
+			 {", true, false, true, 1, MKD_WG_STAGED, true", ", true, false, true, 1, 2, true"}}};
+		return t[mp->wg_cols != 0][mp->full != 0][mp->tma_store != 0];
+	}
 	if (mp->tma_store) {  /* STG 2, with MC before it (plan.c: no gate, no COLS) */
 		if (mc > 1)
 			return mp->full ? ", false, false, true, MKD_CLUSTER, 2"
@@ -114,6 +120,17 @@ static const char *wg_targs(const ir_mm_plan *mp, int gate, int mc, int norm)
 	if (mc > 1)  /* (plan.c mm_cluster: no gate, no COLS) */
 		return mp->full ? ", false, false, true, MKD_CLUSTER" : ", false, false, false, MKD_CLUSTER";
 	return gate ? ", true, true" : mp->full ? ", false, false, true" : mp->wg_cols ? ", true" : "";
+}
+
+/* The engine's run() arguments past the epilogue: a gate-up tile's act,
+ * the tile's place in C's map (TMA stores), the rmsnorm in the tile. */
+static const char *wg_tail(const ir_mm_plan *mp, const char *act, int norm, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s%s%s%s%s", act || mp->tma_store || norm ? ", " : "",
+		 act ? act : mp->tma_store || norm ? "mkd_epi_none()" : "",
+		 mp->tma_store ? ", out" : norm ? ", mkd_wg_out()" : "",
+		 norm ? ", mkd_wg_norm{nw, (int)K}" : "", "");
+	return buf;
 }
 
 /* mkd_fa's template arguments past D and T: the plan's ring, tile rows and
@@ -496,10 +513,9 @@ static void wg_run(cg_em *E, const char *in, const char *kind, const char *stage
 			  tx ? "true" : "false", ta, tb, tx ? "T_" : "-1", tx ? tx : "");
 	else
 		sb_printf(E->o, "%s\tmkd_wg_waited(),\n", in);
-	sb_printf(E->o, "%s\t%s, rows, cols, smem, %s%s%s%s))\n%s\treturn false;\n", in, dst, epi,
-		  act ? ", " : "", act ? act : "",
-		  mp->tma_store ? ", mkd_epi_none(), out"
-		  : norm ? ", mkd_epi_none(), mkd_wg_out(), mkd_wg_norm{nw, (int)K}" : "", in);
+	char tail[160];
+	sb_printf(E->o, "%s\t%s, rows, cols, smem, %s%s))\n%s\treturn false;\n", in, dst, epi,
+		  wg_tail(mp, act, norm, tail, sizeof tail), in);
 }
 
 /* Lines: the tile's origin in C's tensor map (tm + 2), as `out`, where the
@@ -793,6 +809,7 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 		snprintf(act, sizeof act, "mkd_epi1<%s>{%s}", ft, f);
 	}
 	if (wcarry) {
+		char tail[160];
 		sb_puts(E->o, "#ifdef MKD_HAS_WGMMA\n");
 		wg_out(E, &mp, R, N);
 		strbuf nx;
@@ -818,8 +835,7 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 			  "#else\n",
 			  mp.bm, mp.bn - 1, mp.bn, mp.bn, cg_ctype(A->dtype), cg_ctype(C->dtype), mp.bm,
 			  mp.bn, mp.wg_stages, wg_targs(&mp, 0, mc, op->norm),
-			  sb_str(&nx), epi, mp.tma_store ? ", mkd_epi_none(), out"
-			  : op->norm ? ", mkd_epi_none(), mkd_wg_out(), mkd_wg_norm{nw, (int)K}" : "");
+			  sb_str(&nx), epi, wg_tail(&mp, NULL, op->norm, tail, sizeof tail));
 		sb_free(&nx);
 	}
 	/* plan.c: one tile a task, never skipped (a gate-up tile: always) */

@@ -252,8 +252,8 @@ static void fuse_gates(expand *X)
 }
 
 /* ---- 2c. an rmsnorm in the tiles that read it --------------------------------
- * N = rmsnorm(X, g) (or rmsnorm(X)) of a few rows (at most 64 a rank: the
- * Hopper engine's 64-row tiles), read by nothing but matmuls as their A:
+ * N = rmsnorm(X, g) (or rmsnorm(X)) of a few rows (at most 128 a rank: one
+ * row tile of the Hopper engine), read by nothing but matmuls as their A:
  * each of them reads X instead and computes N in its tile (A's stages
  * scaled by g as they land, the rows by their 1/rms in the epilogue,
  * codegen/mkd/wgmma.cuh NORM), so no tile waits for an rmsnorm stage.
@@ -280,7 +280,7 @@ static void fuse_norms(expand *X)
 		const ir_tensor *n = &p->tensors[ni], *x = &p->tensors[xi];
 		const ir_tensor *g = gi >= 0 ? &p->tensors[gi] : NULL;
 		if (n->kind != TK_TEMP || n->nwriters != 1 || n->nuses < 1 || n->ndim != 2 ||
-		    x->ndim != 2 || n->local[0] > 64 || (n->dtype != DT_BF16 && n->dtype != DT_F16) ||
+		    x->ndim != 2 || n->local[0] > 128 || (n->dtype != DT_BF16 && n->dtype != DT_F16) ||
 		    x->dtype != n->dtype || x->local[0] != n->local[0] || x->local[1] != n->local[1] ||
 		    x->local[1] != x->shape[1] || n->local[1] != n->shape[1] ||
 		    !same_place(p, x->place, n->place))

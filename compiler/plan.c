@@ -69,12 +69,12 @@ enum { MM_GATE_BYTES = 128 * 32 * 4, MM_EPI_BYTES = 2 * 64 * 160 };
  * of 128 bytes (swizzled, unpadded) per consumer warpgroup. */
 enum { MM_TMA_EPI_BYTES = 2 * 2 * 64 * 128 };
 /* An rmsnorm in the tile (op->norm): one more mbarrier a stage and the
- * rows' 1/rms, 64 fp32 (mkd_wgmma_tile::NORM_BYTES). */
+ * rows' 1/rms, a_rows fp32 (mkd_wgmma_tile::NORM_BYTES). */
 static int64_t wg_bytes(const ir_op *op, int64_t a_rows, int64_t bn, int stages, int staged)
 {
 	if (op->gate)
 		return wg_smem(64, 128, stages) + MM_GATE_BYTES;
-	return wg_smem(a_rows, bn, stages) + (op->norm ? 8 * stages + 64 * 4 : 0) +
+	return wg_smem(a_rows, bn, stages) + (op->norm ? 8 * stages + a_rows * 4 : 0) +
 	       (staged == 2 ? MM_TMA_EPI_BYTES : staged ? MM_EPI_BYTES : 0);
 }
 
@@ -134,7 +134,7 @@ static int mm_cluster(const planner *P, const ir_op *op)
 	const ir_prog *p = P->p;
 	const ir_mm_plan *m = &op->plan.mm;
 	const ir_tensor *A = &p->tensors[op->in[0]], *B = &p->tensors[op->in[1]];
-	if (P->o->cluster != 2 || !m->wgmma || m->wg_cols || op->gate || m->bm != 128 ||
+	if (P->o->cluster != 2 || !m->wgmma || m->wg_cols || op->gate || op->norm || m->bm != 128 ||
 	    m->bn < 128 || m->ksplit > 1 || P->ctas % 2)
 		return 0;
 	if (op->plan.pool)
@@ -625,10 +625,7 @@ static void plan_matmul(planner *P, ir_op *op, int wide)
 		for (m->wg_stages = want;
 		     m->wg_stages > 2 && wg_bytes(op, a_rows, m->bn, m->wg_stages, stg) > limit; m->wg_stages--)
 			;
-		/* the rmsnorm in the Hopper tile: 64-row tiles (COLS) only;
-		 * others take the portable tile */
-		if (wg_bytes(op, a_rows, m->bn, m->wg_stages, stg) > limit ||
-		    ((op->gate || op->norm) && !m->wg_cols))
+		if (wg_bytes(op, a_rows, m->bn, m->wg_stages, stg) > limit || (op->gate && !m->wg_cols))
 			m->wgmma = 0;
 	}
 	m->wg_cols = m->wg_cols && m->wgmma;

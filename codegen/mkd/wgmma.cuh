@@ -17,14 +17,15 @@
  *         WG1 hands act(A Wg) to WG2 through GATE_BYTES of shared memory
  *         past the barriers (named barrier 5); WG2 stores
  *         epi(A B) * act(A Wg) over the 64 columns.
- *         With NORM as well (A = rmsnorm(X, g) folded into the tile:
- *         compiler/expand.c fuse_norms) A's loads are X's, and warps 2-3
- *         of WG0 normalise each stage before the consumers read it: the
- *         thread of row j scales its row's 64 values by g in place, sums
- *         their squares, and arrives on norm[s]; the consumers wait for
- *         norm[s] instead of full[s], and multiply row j of their
- *         results by 1/rms(X[j]) before the epilogue.  Nothing waits for
- *         a separate rmsnorm stage, and no normalised copy of X is made.
+ *   NORM  (A = rmsnorm(X, g) folded into the tile: compiler/expand.c
+ *         fuse_norms; 64 rows with COLS, else 128) A's loads are X's, and
+ *         warps 2-3 of WG0 normalise each stage before the consumers read
+ *         it: the thread of row j (and j + 64) scales the row's 64 values
+ *         by g in place, sums their squares, and arrives on norm[s]; the
+ *         consumers wait for norm[s] instead of full[s], and multiply row
+ *         j of their results by 1/rms(X[j]) before the epilogue.  Nothing
+ *         waits for a separate rmsnorm stage, and no normalised copy of X
+ *         is made.
  *
  * Ring and barriers.  Stage s holds A[128][64] (16 KB, one TMA box; with
  * COLS A[64][64], 8 KB) and B[64][BN] (BN/64 TMA boxes of 64 x 64, 8 KB
@@ -429,8 +430,11 @@ struct mkd_wgmma_tile {
 		 * staging first (1024-byte aligned, as the swizzle wants it),
 		 * then the barriers */
 		BARS_AT = RING + (STG == 2 ? EPI_BYTES : 0),
-		/* NORM: norm[] past empty[], then the rows' 1/rms (64 fp32) */
-		NORM_BYTES = NORM ? 8 * STAGES + 64 * 4 : 0,
+		/* NORM: norm[] past empty[] and what follows them (the gate's
+		 * values, the staging; STG 2's is before the barriers), then
+		 * the rows' 1/rms (A_ROWS fp32) */
+		NORM_AT = 16 * STAGES + GATE_BYTES + (STG == 2 ? 0 : EPI_BYTES),
+		NORM_BYTES = NORM ? 8 * STAGES + A_ROWS * 4 : 0,
 		SMEM = 1024 + RING + 2 * STAGES * 8 + GATE_BYTES + EPI_BYTES + NORM_BYTES,
 		TRADE_REGS = (BN > 128) && !COLS && MKD_WG_TRADE,
 		/* MC > 1: B's boxes this CTA loads for the whole cluster; an
@@ -451,8 +455,7 @@ struct mkd_wgmma_tile {
 	static_assert(STG != 2 || (!COLS && !GATE), "TMA stores: whole 128-row tiles");
 	static_assert(MC == 1 || (!COLS && !GATE && B_BOXES % MC == 0),
 		      "a cluster shares B's boxes: whole 128-row tiles, BN >= 128");
-	static_assert(!NORM || (COLS && !GATE && MC == 1),
-		      "the rmsnorm in the tile: 64 rows (COLS), one weight, no cluster");
+	static_assert(!NORM || (!GATE && MC == 1), "the rmsnorm in the tile: one weight, no cluster");
 
 	static MKD_INLINE u32 full_bar(u32 bars, int s) { return bars + 8 * s; }
 	/* One thread: the ring's barriers live (empty[s] counting EMPTY_COUNT
@@ -510,10 +513,9 @@ struct mkd_wgmma_tile {
 		return EPI_BYTES ? bars + 16 * STAGES + GATE_BYTES + wg * (EPI_BYTES / 2) : 0;
 	}
 	static MKD_INLINE u32 empty_bar(u32 bars, int s) { return bars + 8 * (STAGES + s); }
-	/* NORM (COLS: no gate's values, no staging past the barriers): stage
-	 * s normalised, count 64; then the rows' 1/rms */
-	static MKD_INLINE u32 norm_bar(u32 bars, int s) { return bars + 8 * (2 * STAGES + s); }
-	static MKD_INLINE u32 norm_rs(u32 bars) { return bars + 8 * 3 * STAGES; }
+	/* NORM: stage s normalised, count 64; then the rows' 1/rms */
+	static MKD_INLINE u32 norm_bar(u32 bars, int s) { return bars + NORM_AT + 8 * s; }
+	static MKD_INLINE u32 norm_rs(u32 bars) { return bars + NORM_AT + 8 * STAGES; }
 	/* the barrier a consumer waits on before it reads stage s */
 	static MKD_INLINE u32 ready_bar(u32 bars, int s) { return NORM ? norm_bar(bars, s) : full_bar(bars, s); }
 
@@ -616,14 +618,14 @@ struct mkd_wgmma_tile {
 	}
 
 	/* NORM, the 64 threads of WG0's warps 2-3: tile l's loads pos.. as
-	 * they land, thread j the 128-byte line of A's row j (its 16-byte
-	 * piece c at c ^ (j % 8): the 128-byte swizzle).  Each value is
-	 * multiplied by g at its column, in place, and its square summed;
-	 * after the tile's last stage the row's 1/rms goes to norm_rs (before
-	 * the last arrival, which the consumers' epilogue follows).  A row
-	 * past X's (zeros from TMA) stays zero.  g's 64 values of a stage are
-	 * the same for every thread (one line of L1) and are read before the
-	 * stage is waited for. */
+	 * they land, thread j the 128-byte line of A's row j, and of row j +
+	 * 64 in a 128-row box (the 16-byte piece c of line m at c ^ (m % 8):
+	 * the 128-byte swizzle).  Each value is multiplied by g at its column,
+	 * in place, and its square summed; after the tile's last stage each
+	 * row's 1/rms goes to norm_rs (before the last arrival, which the
+	 * consumers' epilogue follows).  A row past X's (zeros from TMA) stays
+	 * zero.  g's 64 values of a stage are the same for every thread (one
+	 * line of L1) and are read before the stage is waited for. */
 	static MKD_INLINE uint4 norm_w(const T *g)  /* 8 of g's values (X's rows have 8k) */
 	{
 		if (((u64)g & 15) == 0)
@@ -635,10 +637,14 @@ struct mkd_wgmma_tile {
 	static MKD_INLINE void normalize(const mkd_wg_loads &l, const mkd_wg_norm &nm, u32 pos,
 					 u32 ring, u32 bars, u64 tmo)
 	{
+		enum { H = A_ROWS / 64 };  /* rows a thread */
 		const u32 j = threadIdx.x - 64;
 		u32 s = pos % STAGES, ph = (pos / STAGES) & 1;
 		const T *g = (const T *)nm.g;
-		float ss = 0.f;
+		float ss[H];
+#pragma unroll
+		for (int h = 0; h < H; h++)
+			ss[h] = 0.f;
 		for (int kt = 0; kt < l.nk; kt++) {
 			const int k0 = l.a_col + kt * BK;
 			uint4 gv[8];
@@ -646,29 +652,34 @@ struct mkd_wgmma_tile {
 			for (int c = 0; c < 8; c++)
 				gv[c] = g && k0 + 8 * c < nm.k ? norm_w(g + k0 + 8 * c) : make_uint4(0, 0, 0, 0);
 			mkd_mbar_wait(full_bar(bars, s), ph, tmo);
-			const u32 line = ring + s * STAGE_BYTES + j * 128;
 #pragma unroll
-			for (int c = 0; c < 8; c++) {
-				const u32 at = line + ((c ^ (j & 7)) << 4);
-				uint4 v;
-				asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
-					     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(at) : "memory");
-				float f[8], w[8];
-				mkd_vec8<T>::get(f, v);
-				if (g)
-					mkd_vec8<T>::get(w, gv[c]);
+			for (int h = 0; h < H; h++) {
+				/* lines j and j + 64: the same line mod 8 */
+				const u32 line = ring + s * STAGE_BYTES + (j + 64 * h) * 128;
 #pragma unroll
-				for (int e = 0; e < 8; e++) {
-					ss += f[e] * f[e];
-					f[e] = g ? f[e] * w[e] : f[e];
+				for (int c = 0; c < 8; c++) {
+					const u32 at = line + ((c ^ (j & 7)) << 4);
+					uint4 v;
+					asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+						     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(at) : "memory");
+					float f[8], w[8];
+					mkd_vec8<T>::get(f, v);
+					if (g)
+						mkd_vec8<T>::get(w, gv[c]);
+#pragma unroll
+					for (int e = 0; e < 8; e++) {
+						ss[h] += f[e] * f[e];
+						f[e] = g ? f[e] * w[e] : f[e];
+					}
+					v = mkd_vec8<T>::pack(f);
+					asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};"
+						     :: "r"(at), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
 				}
-				v = mkd_vec8<T>::pack(f);
-				asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};"
-					     :: "r"(at), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+				if (kt == l.nk - 1)
+					asm volatile("st.shared.f32 [%0], %1;"
+						     :: "r"(norm_rs(bars) + 4 * (j + 64 * h)),
+							"f"(rsqrtf(ss[h] / nm.k + 1e-6f)) : "memory");
 			}
-			if (kt == l.nk - 1)
-				asm volatile("st.shared.f32 [%0], %1;"
-					     :: "r"(norm_rs(bars) + 4 * j), "f"(rsqrtf(ss / nm.k + 1e-6f)) : "memory");
 			/* the generic writes before the wgmma's reads of the stage */
 			asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 			mkd_mbar_arrive(norm_bar(bars, s));
@@ -932,7 +943,7 @@ struct mkd_wgmma_tile {
 			 * with an empty wgmma (C7519), so that the wait for the
 			 * previous group waits for this one */
 			for (int kt = 0; kt < nk; kt++) {
-				mkd_mbar_wait(full_bar(bars, s), ph, tmo);
+				mkd_mbar_wait(ready_bar(bars, s), ph, tmo);
 				if (lane == 0)
 					release(bars, s);
 				if (++s == STAGES) {
@@ -974,7 +985,7 @@ struct mkd_wgmma_tile {
 				release(bars, prev);
 		}
 		if (NORM && nk > 0) {  /* rows r0 and r0 + 8 by their 1/rms (normalize) */
-			const u32 r0 = (t >> 5) * 16 + (lane >> 2);
+			const u32 r0 = 64 * arow + (t >> 5) * 16 + (lane >> 2);
 			float s0, s1;
 			asm volatile("ld.shared.f32 %0, [%1];" : "=f"(s0) : "r"(norm_rs(bars) + 4 * r0) : "memory");
 			asm volatile("ld.shared.f32 %0, [%1];" : "=f"(s1) : "r"(norm_rs(bars) + 4 * r0 + 32) : "memory");

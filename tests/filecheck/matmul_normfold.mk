@@ -1,5 +1,5 @@
 # An rmsnorm in the tiles that read it (MK_NORMFOLD=1, expand.c
-# fuse_norms; docs/gemm.md): N = rmsnorm(X, g) of at most 64 rows a rank,
+# fuse_norms; docs/gemm.md): N = rmsnorm(X, g) of at most 128 rows a rank,
 # read only as the A of matmuls, is folded into them: each reads X, the
 # Hopper engine's producer warpgroup scales every stage of A by g and sums
 # its squares (codegen/mkd/wgmma.cuh NORM), the epilogue multiplies each
@@ -9,9 +9,11 @@
 # at T = 3, D = 512, F = 1000.
 #   EXP   the expansion: N's op gone, N folded, G and U read X
 #   OFF   without MK_NORMFOLD nothing changes
-#   ROWS  more than 64 rows a rank (T = 100): not folded
+#   ROWS  more than 128 rows a rank (T = 129): not folded
 #   PLAN  wgmma with the warpgroups splitting the columns, the rmsnorm in
 #         the tile, no split-K
+#   P100  100 rows: 128-row tiles (two rows a normalising thread), the
+#         template's COLS false, NORM true
 #   CU    the engine with COLS and NORM, the weight's pointer and X's row
 #         length passed; the portable path's 1/rms past its ring, A
 #         scaled on load
@@ -29,7 +31,10 @@
 # RUN: env MK_NORMFOLD=1 %mkc --emit=expand samples/decode_mlp.mk -D T=3 -D D=512 -D F=1000 | FileCheck %s --check-prefix=EXP
 # RUN: %mkc --emit=expand samples/decode_mlp.mk -D T=3 -D D=512 -D F=1000 | FileCheck %s --check-prefix=OFF
 # RUN: env MK_NORMFOLD=0 %mkc --emit=expand samples/decode_mlp.mk -D T=3 -D D=512 -D F=1000 | FileCheck %s --check-prefix=OFF
-# RUN: env MK_NORMFOLD=1 %mkc --emit=expand samples/decode_mlp.mk -D T=100 -D D=512 -D F=1000 | FileCheck %s --check-prefix=ROWS
+# RUN: env MK_NORMFOLD=1 %mkc --emit=expand samples/decode_mlp.mk -D T=129 -D D=512 -D F=1000 | FileCheck %s --check-prefix=ROWS
+# RUN: env MK_NORMFOLD=1 %mkc --emit=plan samples/decode_mlp.mk -D T=100 | FileCheck %s --check-prefix=P100
+# RUN: env MK_NORMFOLD=1 %mkc --emit=cu samples/decode_mlp.mk -D T=100 | FileCheck %s --check-prefix=C100
+# RUN: env MK_NORMFOLD=1 %mkc --emit=cubin --no-cache samples/decode_mlp.mk -D T=100 -o %t.100.cubin 2>&1 | FileCheck %s --check-prefix=BIN
 # RUN: env MK_NORMFOLD=1 %mkc --emit=plan samples/decode_mlp.mk -D T=3 -D D=512 -D F=1000 | FileCheck %s --check-prefix=PLAN
 # RUN: env MK_NORMFOLD=1 %mkc --emit=cu samples/decode_mlp.mk -D T=3 -D D=512 -D F=1000 | FileCheck %s --check-prefix=CU
 # RUN: env MK_NORMFOLD=1 %mkc --emit=cubin --no-cache samples/decode_mlp.mk -D T=3 -D D=512 -D F=1000 -o %t.cubin 2>&1 | FileCheck %s --check-prefix=BIN
@@ -56,6 +61,9 @@
 # OFF-NEXT: N  N = rmsnorm(X, g)
 # OFF-NEXT: G  S = matmul(N, Wg)  then silu in the epilogue
 # ROWS: N  N = rmsnorm(X, g)
+# P100: G            matmul        tile 128 x 128 x 64, wgmma, {{[0-9]+}}-stage ring {{.*}}, X's rmsnorm in the tile,
+# P100-NOT: 64 rows
+# C100: mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, {{[0-9]+}}, false, false, false, 1, MKD_WG_STAGED, true>::run(loads(i)
 # PLAN: G            matmul        tile 128 x {{[0-9]+}} x 64, wgmma, {{[0-9]+}}-stage ring {{.*}}, 64 rows: the warpgroups split the columns, X's rmsnorm in the tile, the ring goes on into the next task, silu in the epilogue; smem
 # PLAN-NOT: split-K {{.*}} into S
 # PLAN: U            matmul        {{.*}}, X's rmsnorm in the tile,

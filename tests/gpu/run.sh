@@ -390,7 +390,7 @@ check "decode_mlp.gateup.mma" env MK_GATEUP=1 MK_NO_WGMMA=1 "$MKRUN" samples/dec
 # the rmsnorm in the tiles that read it (MK_NORMFOLD=1: the gate and up
 # tiles read X and normalise each stage themselves, compiler/expand.c
 # fuse_norms): ragged T and K (D 1000: a last k block of 40), 1, 2 and 8
-# ranks, T = 100 (more than 64 rows: the rmsnorm stays a stage), the
+# ranks, T = 100 (128-row tiles: two rows a normalising thread), the
 # portable tile, an rmsnorm without a weight, X's rows split over 2 ranks,
 # tasks that walk several tiles (both engines), and the Llama layer at a decode size (its second rmsnorm's rows made in
 # the kernel)

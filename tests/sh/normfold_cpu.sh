@@ -32,7 +32,7 @@ MK_NORMFOLD=1 "$MKC" --emit=expand samples/decode_mlp.mk -D T=3 -D D=512 -D F=10
 	grep -q 'matmul(rmsnorm(X, g), Wg)' || { echo "normfold_cpu: not folded"; exit 1; }
 MK_NORMFOLD=1 "$MKC" --emit=expand samples/llama_layer.mk -D T=16 -D E=512 -D H=8 -D D=64 -D F=1024 |
 	grep -q 'matmul(rmsnorm(Hs, Wn2), Wg)' || { echo "normfold_cpu: llama not folded"; exit 1; }
-for T in 1 3 17; do
+for T in 1 3 17 100; do
 	for r in 1 2; do
 		same "decode_mlp T=$T ranks $r" $r samples/decode_mlp.mk -D T=$T -D D=512 -D F=1000
 	done
