@@ -99,8 +99,8 @@ void cg_stage_reduce(cg_em *E, const ir_op *op)
  * (mkd_attn_merge, split.cuh).  Every read is waited on up front. */
 /* mkd_wgmma_tile's template arguments past STAGES: COLS and GATE (a
  * gate-up tile: both), or FULL (plan.c: every tile inside C), MC and STG
- * 2 (the epilogue stored by TMA), or COLS and NORM (an rmsnorm in the
- * tile: plan.c keeps it to 64-row tiles), where not the defaults */
+ * 2 (the epilogue stored by TMA), where not the defaults; with NORM (an
+ * rmsnorm in the tile, expand.c fuse_norms) all of them */
 static const char *wg_targs(const ir_mm_plan *mp, int gate, int mc, int norm)
 {
 	if (norm) {  /* (plan.c: no gate, no cluster) */
@@ -126,10 +126,10 @@ static const char *wg_targs(const ir_mm_plan *mp, int gate, int mc, int norm)
  * the tile's place in C's map (TMA stores), the rmsnorm in the tile. */
 static const char *wg_tail(const ir_mm_plan *mp, const char *act, int norm, char *buf, size_t n)
 {
-	snprintf(buf, n, "%s%s%s%s%s", act || mp->tma_store || norm ? ", " : "",
+	snprintf(buf, n, "%s%s%s%s", act || mp->tma_store || norm ? ", " : "",
 		 act ? act : mp->tma_store || norm ? "mkd_epi_none()" : "",
 		 mp->tma_store ? ", out" : norm ? ", mkd_wg_out()" : "",
-		 norm ? ", mkd_wg_norm{nw, (int)K}" : "", "");
+		 norm ? ", mkd_wg_norm{nw, (int)K}" : "");
 	return buf;
 }
 
