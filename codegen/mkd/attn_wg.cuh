@@ -165,7 +165,6 @@ struct mkd_fa_wg {
 	float o[OACC];       /* rows g, g + 8 of this warp's 16: o[4j + 2h + {0,1}], columns 8j + 2q */
 	float m[2], l[2];    /* reference max (log2 units), this thread's partial sum */
 	float scale2;
-	u32 qs;              /* shared address of Q; the ring, then the barriers follow */
 	int it;              /* chunks of the tile so far: the ring's position */
 	/* Q's map (K's and V's follow) and where Q, K and V start: thread 0
 	 * alone reads them, so after begin they live in shared memory (ptrs),
@@ -179,9 +178,19 @@ struct mkd_fa_wg {
 	{
 	}
 
-	MKD_INLINE u32 full_bar(int s) const { return qs + Q_BYTES + STAGES * STAGE_BYTES + 8 * s; }
+	/* The shared address of Q (the ring, then the barriers follow): the
+	 * kernel's dynamic shared memory, 1024-byte aligned, as each use
+	 * finds it.  Kept in a register from begin to quit, it was spilled in
+	 * the llama layer's kernel (16 of its 20 bytes, read again on a
+	 * wait's failure path); from the symbol ptxas makes it anew. */
+	static MKD_INLINE u32 qs()
+	{
+		extern __shared__ __align__(128) char mkd_dyn_smem[];
+		return (mkd_smem_addr(mkd_dyn_smem) + 1023) & ~1023u;
+	}
+	MKD_INLINE u32 full_bar(int s) const { return qs() + Q_BYTES + STAGES * STAGE_BYTES + 8 * s; }
 	MKD_INLINE u32 q_bar() const { return full_bar(STAGES); }
-	MKD_INLINE u32 stage(int s) const { return qs + Q_BYTES + s * STAGE_BYTES; }
+	MKD_INLINE u32 stage(int s) const { return qs() + Q_BYTES + s * STAGE_BYTES; }
 	/* the maps (0), K's start (1), V's (2) */
 	MKD_INLINE u32 ptrs(int i) const { return full_bar(STAGES + 1) + 8 * i; }
 	/* the block being read: K's first row (0) and column (1), V's (2, 3),
@@ -189,11 +198,12 @@ struct mkd_fa_wg {
 	MKD_INLINE u32 blk(int i) const { return full_bar(STAGES + 4) + 4 * i; }
 	MKD_INLINE u32 cnt(int s) const { return full_bar(STAGES + 8 + s); }
 
-	/* q: the tile's first row in Q's buffer (row stride ldq) */
+	/* q: the tile's first row in Q's buffer (row stride ldq); smem: the
+	 * kernel's dynamic shared memory (qs() finds it by its symbol) */
 	MKD_INLINE void begin(const T *q, i64 ldq, int rows, float scale, char *smem)
 	{
 		(void)rows;
-		qs = (mkd_smem_addr(smem) + 1023) & ~1023u;
+		(void)smem;
 		it = 0;
 		scale2 = scale * 1.44269504088896341f;
 #pragma unroll
@@ -225,7 +235,7 @@ struct mkd_fa_wg {
 			mkd_mbar_arrive_tx(q_bar(), Q_BYTES);
 #pragma unroll
 			for (int cb = 0; cb < CB; cb++)
-				mkd_tma_load_2d(qs + cb * Q_BOX, tq, col + 64 * cb, row, q_bar());
+				mkd_tma_load_2d(qs() + cb * Q_BOX, tq, col + 64 * cb, row, q_bar());
 		}
 	}
 
@@ -254,7 +264,7 @@ struct mkd_fa_wg {
 	/* S = Q K^T for consumer w from stage s (issued, committed) */
 	MKD_INLINE void qk(float *s, int w, int st)
 	{
-		const u64 dq = mkd_wg_desc(qs + w * 64 * 128, 16, 1024);
+		const u64 dq = mkd_wg_desc(qs() + w * 64 * 128, 16, 1024);
 		const u64 dk = mkd_wg_desc(stage(st), 16, 1024);
 #pragma unroll
 		for (int kk = 0; kk < D / 16; kk++)  /* box kk/4, 32 bytes per 16-wide slice */
