@@ -19,9 +19,10 @@
  *         epi(A B) * act(A Wg) over the 64 columns.
  *   NORM  (A = rmsnorm(X, g) folded into the tile: compiler/expand.c
  *         fuse_norms; 64 rows with COLS, else 128) A's loads are X's, and
- *         warps 2-3 of WG0 normalise each stage before the consumers read
- *         it: the thread of row j (and j + 64) scales the row's 64 values
- *         by g in place, sums their squares, and arrives on norm[s]; the
+ *         warps 1-3 of WG0 normalise each stage before the consumers read
+ *         it: they scale the valid rows' 64 values by g in place (the
+ *         16-byte pieces shared out), sum their squares, and arrive on
+ *         norm[s]; the
  *         consumers wait for norm[s] instead of full[s], and multiply row
  *         j of their results by 1/rms(X[j]) before the epilogue.  Nothing
  *         waits for a separate rmsnorm stage, and no normalised copy of X
@@ -436,7 +437,8 @@ struct mkd_wgmma_tile {
 		NORM_AT = 16 * STAGES + GATE_BYTES + (STG == 2 ? 0 : EPI_BYTES),
 		NORM_BYTES = NORM ? 8 * STAGES + A_ROWS * 4 : 0,
 		SMEM = 1024 + RING + 2 * STAGES * 8 + GATE_BYTES + EPI_BYTES + NORM_BYTES,
-		TRADE_REGS = (BN > 128) && !COLS && MKD_WG_TRADE,
+		/* (not with NORM: warps of WG0 normalise, at the usual budget) */
+		TRADE_REGS = (BN > 128) && !COLS && MKD_WG_TRADE && !NORM,
 		/* MC > 1: B's boxes this CTA loads for the whole cluster; an
 		 * empty barrier waits for the consumer warps of every CTA */
 		MC_BOXES = B_BOXES / MC,
@@ -467,7 +469,7 @@ struct mkd_wgmma_tile {
 			mkd_mbar_init(full_bar(bars, s), 1);
 			mkd_mbar_init(empty_bar(bars, s), EMPTY_COUNT);
 			if (NORM)
-				mkd_mbar_init(norm_bar(bars, s), 64);
+				mkd_mbar_init(norm_bar(bars, s), 96);
 		}
 	}
 	static MKD_INLINE void inval_bars(u32 bars)
@@ -513,7 +515,7 @@ struct mkd_wgmma_tile {
 		return EPI_BYTES ? bars + 16 * STAGES + GATE_BYTES + wg * (EPI_BYTES / 2) : 0;
 	}
 	static MKD_INLINE u32 empty_bar(u32 bars, int s) { return bars + 8 * (STAGES + s); }
-	/* NORM: stage s normalised, count 64; then the rows' 1/rms */
+	/* NORM: stage s normalised, count 96; then the rows' 1/rms */
 	static MKD_INLINE u32 norm_bar(u32 bars, int s) { return bars + NORM_AT + 8 * s; }
 	static MKD_INLINE u32 norm_rs(u32 bars) { return bars + NORM_AT + 8 * STAGES; }
 	/* the barrier a consumer waits on before it reads stage s */
@@ -617,15 +619,20 @@ struct mkd_wgmma_tile {
 		return kt0 > early ? kt0 : early;
 	}
 
-	/* NORM, the 64 threads of WG0's warps 2-3: tile l's loads pos.. as
-	 * they land, thread j the 128-byte line of A's row j, and of row j +
-	 * 64 in a 128-row box (the 16-byte piece c of line m at c ^ (m % 8):
-	 * the 128-byte swizzle).  Each value is multiplied by g at its column,
-	 * in place, and its square summed; after the tile's last stage each
-	 * row's 1/rms goes to norm_rs (before the last arrival, which the
-	 * consumers' epilogue follows).  A row past X's (zeros from TMA) stays
-	 * zero.  g's 64 values of a stage are the same for every thread (one
-	 * line of L1) and are read before the stage is waited for. */
+	/* NORM, the 96 threads of WG0's warps 1-3: tile l's loads pos.. as
+	 * they land, the 16-byte pieces of A's first `rows` rows (the others
+	 * are never stored) shared out, piece i of a stage (row i / 8, its
+	 * 8-column group c = i % 8, at c ^ (row % 8) of the row's 128-byte
+	 * line: the 128-byte swizzle) to thread i % 96, so a thread's pieces
+	 * are all of one column group c and the 8 pieces of a row lie with 8
+	 * neighbouring lanes.  A stage's pieces are read first, all in
+	 * flight, then each is multiplied by g's 8 values of its columns and
+	 * written back, its squares summed; at the tile's end the 8 lanes of
+	 * a row add their sums and the first writes the row's 1/rms to
+	 * norm_rs (before the last arrival, which the consumers' epilogue
+	 * follows).  The decode MLP streams a stage in ~0.6 us on an H100:
+	 * one thread a row over all 8 pieces took twice that (thirty-third
+	 * session). */
 	static MKD_INLINE uint4 norm_w(const T *g)  /* 8 of g's values (X's rows have 8k) */
 	{
 		if (((u64)g & 15) == 0)
@@ -634,52 +641,67 @@ struct mkd_wgmma_tile {
 		return make_uint4(h[0] | (u32)h[1] << 16, h[2] | (u32)h[3] << 16,
 				  h[4] | (u32)h[5] << 16, h[6] | (u32)h[7] << 16);
 	}
-	static MKD_INLINE void normalize(const mkd_wg_loads &l, const mkd_wg_norm &nm, u32 pos,
-					 u32 ring, u32 bars, u64 tmo)
+	static MKD_INLINE void normalize(const mkd_wg_loads &l, const mkd_wg_norm &nm, int rows,
+					 u32 pos, u32 ring, u32 bars, u64 tmo)
 	{
-		enum { H = A_ROWS / 64 };  /* rows a thread */
-		const u32 j = threadIdx.x - 64;
+		enum { NT = 96, Q = (8 * A_ROWS + NT - 1) / NT };  /* pieces a thread, at most */
+		const int t = (int)threadIdx.x - 32, c = t & 7, lane = threadIdx.x & 31;
+		const int np = 8 * (rows < A_ROWS ? rows : A_ROWS);
 		u32 s = pos % STAGES, ph = (pos / STAGES) & 1;
 		const T *g = (const T *)nm.g;
-		float ss[H];
+		float ss[Q];
 #pragma unroll
-		for (int h = 0; h < H; h++)
-			ss[h] = 0.f;
+		for (int q = 0; q < Q; q++)
+			ss[q] = 0.f;
 		for (int kt = 0; kt < l.nk; kt++) {
-			const int k0 = l.a_col + kt * BK;
-			uint4 gv[8];
-#pragma unroll
-			for (int c = 0; c < 8; c++)
-				gv[c] = g && k0 + 8 * c < nm.k ? norm_w(g + k0 + 8 * c) : make_uint4(0, 0, 0, 0);
+			const int k0 = l.a_col + kt * BK + 8 * c;
+			const uint4 gv = g && k0 < nm.k ? norm_w(g + k0) : make_uint4(0, 0, 0, 0);
 			mkd_mbar_wait(full_bar(bars, s), ph, tmo);
+			const u32 a = ring + s * STAGE_BYTES;
+			uint4 v[Q];
 #pragma unroll
-			for (int h = 0; h < H; h++) {
-				/* lines j and j + 64: the same line mod 8 */
-				const u32 line = ring + s * STAGE_BYTES + (j + 64 * h) * 128;
-#pragma unroll
-				for (int c = 0; c < 8; c++) {
-					const u32 at = line + ((c ^ (j & 7)) << 4);
-					uint4 v;
+			for (int q = 0; q < Q; q++) {
+				const int i = t + NT * q, r = i >> 3;
+				if (i < np)
 					asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
-						     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(at) : "memory");
-					float f[8], w[8];
-					mkd_vec8<T>::get(f, v);
-					if (g)
-						mkd_vec8<T>::get(w, gv[c]);
-#pragma unroll
-					for (int e = 0; e < 8; e++) {
-						ss[h] += f[e] * f[e];
-						f[e] = g ? f[e] * w[e] : f[e];
-					}
-					v = mkd_vec8<T>::pack(f);
-					asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};"
-						     :: "r"(at), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
-				}
-				if (kt == l.nk - 1)
-					asm volatile("st.shared.f32 [%0], %1;"
-						     :: "r"(norm_rs(bars) + 4 * (j + 64 * h)),
-							"f"(rsqrtf(ss[h] / nm.k + 1e-6f)) : "memory");
+						     : "=r"(v[q].x), "=r"(v[q].y), "=r"(v[q].z), "=r"(v[q].w)
+						     : "r"(a + r * 128 + ((c ^ (r & 7)) << 4)) : "memory");
 			}
+			float w[8];
+			if (g)
+				mkd_vec8<T>::get(w, gv);
+#pragma unroll
+			for (int q = 0; q < Q; q++) {
+				const int i = t + NT * q, r = i >> 3;
+				if (i >= np)
+					continue;
+				float f[8];
+				mkd_vec8<T>::get(f, v[q]);
+#pragma unroll
+				for (int e = 0; e < 8; e++) {
+					ss[q] += f[e] * f[e];
+					f[e] = g ? f[e] * w[e] : f[e];
+				}
+				const uint4 o = mkd_vec8<T>::pack(f);
+				asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};"
+					     :: "r"(a + r * 128 + ((c ^ (r & 7)) << 4)), "r"(o.x), "r"(o.y), "r"(o.z),
+						"r"(o.w) : "memory");
+			}
+			if (kt == l.nk - 1) {  /* the rows' sums: 8 neighbouring lanes a row */
+#pragma unroll
+				for (int q = 0; q < Q; q++) {
+					float x = ss[q];
+					x += __shfl_xor_sync(0xffffffffu, x, 1);
+					x += __shfl_xor_sync(0xffffffffu, x, 2);
+					x += __shfl_xor_sync(0xffffffffu, x, 4);
+					const int i = t + NT * q;
+					if (c == 0 && i < np)
+						asm volatile("st.shared.f32 [%0], %1;"
+							     :: "r"(norm_rs(bars) + 4 * (i >> 3)),
+								"f"(rsqrtf(x / nm.k + 1e-6f)) : "memory");
+				}
+			}
+			(void)lane;
 			/* the generic writes before the wgmma's reads of the stage */
 			asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 			mkd_mbar_arrive(norm_bar(bars, s));
@@ -1130,8 +1152,8 @@ struct mkd_wgmma_tile {
 				mkd_wg_ring.ok = ok;
 			}
 			__syncwarp();
-			if (NORM && threadIdx.x >= 64)  /* warps 2-3: the rmsnorm of A's stages */
-				normalize(l, nm, pos, ring, bars, MKD_WG_TIMEOUT_NS + w.flag_ns());
+			if (NORM && threadIdx.x >= 32)  /* warps 1-3: the rmsnorm of A's stages */
+				normalize(l, nm, M, pos, ring, bars, MKD_WG_TIMEOUT_NS + w.flag_ns());
 			if (TRADE_REGS)
 				trade_out(0);
 		} else {
