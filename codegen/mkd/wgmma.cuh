@@ -645,7 +645,7 @@ struct mkd_wgmma_tile {
 					 u32 pos, u32 ring, u32 bars, u64 tmo)
 	{
 		enum { NT = 96, Q = (8 * A_ROWS + NT - 1) / NT };  /* pieces a thread, at most */
-		const int t = (int)threadIdx.x - 32, c = t & 7, lane = threadIdx.x & 31;
+		const int t = (int)threadIdx.x - 32, c = t & 7;
 		const int np = 8 * (rows < A_ROWS ? rows : A_ROWS);
 		u32 s = pos % STAGES, ph = (pos / STAGES) & 1;
 		const T *g = (const T *)nm.g;
@@ -701,9 +701,10 @@ struct mkd_wgmma_tile {
 								"f"(rsqrtf(x / nm.k + 1e-6f)) : "memory");
 				}
 			}
-			(void)lane;
-			/* the generic writes before the wgmma's reads of the stage */
-			asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+			/* this thread's generic writes before the wgmma's reads of
+			 * the stage (a thread with no piece wrote nothing) */
+			if (t < np)
+				asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 			mkd_mbar_arrive(norm_bar(bars, s));
 			if (++s == STAGES) {
 				s = 0;
