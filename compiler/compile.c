@@ -194,7 +194,8 @@ int compile_run(srcset *src, int file, const compile_opts *o,
 	if (env_on("MK_GATEUP"))  /* gate and up projections as one matmul */
 		opt.gateup = 1;
 	/* an rmsnorm of a few rows read only by matmuls, computed in their
-	 * tiles (expand.c fuse_norms); MK_NORMFOLD=1 on, 0 off */
+	 * tiles (expand.c fuse_norms); MK_NORMFOLD=1 on, 0 off; off by
+	 * default: on an H100 9-39% slower (docs/gemm.md) */
 	opt.normfold = env_pick(d, "MK_NORMFOLD", offon, "0 or 1");
 	if (!a->limit)
 		a->limit = (size_t)(opt.max_mem > 0 ? opt.max_mem : COMPILE_MAX_MEM);

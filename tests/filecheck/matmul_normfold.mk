@@ -5,8 +5,8 @@
 # its squares (codegen/mkd/wgmma.cuh NORM), the epilogue multiplies each
 # row by its 1/rms; the portable tile scales A as it loads it and takes
 # the rows' 1/rms from mkd_rms_rows.  No tile waits for an rmsnorm stage.
-# Off by default until the GPU has measured it.  On samples/decode_mlp.mk
-# at T = 3, D = 512, F = 1000.
+# Off by default: measured slower on an H100 (docs/gemm.md).  On
+# samples/decode_mlp.mk at T = 3, D = 512, F = 1000.
 #   EXP   the expansion: N's op gone, N folded, G and U read X
 #   OFF   without MK_NORMFOLD nothing changes
 #   ROWS  more than 128 rows a rank (T = 129): not folded
