@@ -50,10 +50,12 @@ static int64_t mma_smem(int64_t bm, int64_t bn, int64_t bk, int stages)
 
 /* mkd_wgmma_tile::SMEM: 1 KB of alignment slack, per stage an A box of
  * a_rows x 64 (BM, or 64 when the warpgroups split the columns) and BN/64
- * B boxes of 64 x 64 (16-bit), two mbarriers */
+ * B boxes of 64 x 64 (16-bit), two mbarriers; and 64 bytes for each of
+ * the 8 consumer warps to keep its epilogue's pointers in over the
+ * mainloop (KEEP_BYTES) */
 static int64_t wg_smem(int64_t a_rows, int64_t bn, int stages)
 {
-	return 1024 + stages * (a_rows * 64 * 2 + (bn / 64) * 64 * 64 * 2) + 2 * stages * 8;
+	return 1024 + stages * (a_rows * 64 * 2 + (bn / 64) * 64 * 64 * 2) + 2 * stages * 8 + 8 * 64;
 }
 
 /* A gate-up tile (op->gate): the engine's BN is 128, a 64-column box of

@@ -292,6 +292,15 @@ static mk_status load(mk_ctx *c, int file, mk_pipeline *p, const mk_load_opts *o
 	char kname[160];
 	cg_kernel_name(p->s, kname, sizeof kname);
 	CU(c, cu->cuModuleGetFunction(&p->fn, p->mod, kname), "cuModuleGetFunction");
+	/* the plan counts the dynamic shared memory; the kernel's own static
+	 * variables (mkd's state) come on top, from the same budget */
+	int fixed = 0;
+	CU(c, cu->cuFuncGetAttribute(&fixed, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, p->fn),
+	   "reading the kernel's static shared memory");
+	if (c->smem_optin > 0 && (int64_t)fixed + p->s->smem > c->smem_optin)
+		return mk_fail(c, MK_ERR_TOO_LARGE,
+			       "the plan's %d bytes of shared memory and the kernel's %d static ones "
+			       "exceed the %d a CTA may use", p->s->smem, fixed, c->smem_optin);
 	CU(c, cu->cuFuncSetAttribute(p->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
 				     p->s->smem), "setting the kernel's shared memory");
 	if (mk_bench_per_stage) {

@@ -11,8 +11,6 @@
 # is whole heads; slice then takes q, k, v of each), attention runs on the rank's
 # own heads, the output and down projections are row-parallel, and an
 # allreduce after each brings the partial sums together (Megatron-style).
-#
-# KNOWN-SPILL: the layer's five wgmma GEMMs, the Hopper attention tile and the row ops in one kernel (168 registers a thread) spill 4 bytes at 1 x 1 (none at 1 x 8 or on two nodes): half of an epilogue pointer of the Wo projection, reloaded once a tile (1.2 KB before the rmsnorm stages stopped keeping rows in registers, 88 bytes of reloads before the task's stage and key stopped being kept, 20 before the attention tile found its shared memory by symbol); a back-end issue
 pipeline llama_layer {
   mesh  nodes x gpus
   param T = 2048, E = 4096, H = 32, D = 128, F = 14336

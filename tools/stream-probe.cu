@@ -18,7 +18,8 @@
 //   GU 64+64     224 tiles of 64 columns of Wg and the same of Wu (gate-up)
 //   G|U 128      224 tiles of 128 columns, of Wg and Wu in turn (by wave)
 //   M split 4    128 pieces of Wd: 32 column tiles x 4 k-ranges (M's)
-// each with the tensor maps' L2 promotion 128 B (mkc's) and 256 B.
+// each with the tensor maps' L2 promotion 128 B (mkc's) and 256 B; then
+// the same ring filled by a producer warpgroup's cp.async instead (CPA).
 // Build: nvcc -O3 -arch=sm_90a tools/stream-probe.cu -lcuda -o /tmp/probe
 // (-DPROBE_STAGES=N: the ring's depth, default 8)
 #include <cstdio>
@@ -150,6 +151,62 @@ __global__ void __launch_bounds__(64) tma_probe(const __grid_constant__ CUtensor
 	}
 }
 
+/* The same ring filled by the 128 threads of a producer warpgroup with
+ * cp.async (16 bytes each, 8 a thread a stage), written 128-byte swizzled
+ * as the TMA box would be; each thread's completions arrive on full[s]
+ * (count 128, .noinc).  One consumer thread (128) frees the stages.  a, b:
+ * the two matrices (m0/m1 pick one), rows of ld elements. */
+__global__ void __launch_bounds__(160) cpa_probe(const unsigned short *a, const unsigned short *b, long ld,
+						   const Tile *tiles, int ntiles, int *bad)
+{
+	extern __shared__ unsigned char sm_raw[];
+	const unsigned raw = (unsigned)__cvta_generic_to_shared(sm_raw);
+	const unsigned ring = (raw + 1023) & ~1023u, bars = ring + STAGES * STAGE;
+	if (threadIdx.x == 0) {
+		for (int s = 0; s < STAGES; s++) {
+			asm volatile("mbarrier.init.shared::cta.b64 [%0], 128;" :: "r"(bars + 8 * s) : "memory");
+			asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(bars + 8 * (STAGES + s)) : "memory");
+		}
+		asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+	}
+	__syncthreads();
+	const bool prod = threadIdx.x < 128, cons = threadIdx.x == 128;
+	if (!prod && !cons)
+		return;
+	unsigned s = 0, ph = 0;
+	for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+		const Tile T = tiles[t];
+		const unsigned short *p0 = (T.m0 ? b : a) + T.c0, *p1 = (T.m1 ? b : a) + T.c1;
+		for (int kt = 0; kt < T.nk; kt++) {
+			const unsigned full = bars + 8 * s, empty = bars + 8 * (STAGES + s);
+			if (prod) {
+				if (!wait_parity(empty, ph ^ 1, bad))
+					return;
+				const long k = T.k0 + 64 * kt;
+#pragma unroll
+				for (int j = 0; j < 8; j++) {
+					const int i = threadIdx.x + 128 * j;  /* chunk: box i / 512, row, 16-byte piece */
+					const int bx = i >> 9, r = (i >> 3) & 63, c = i & 7;
+					const unsigned short *src = (bx ? p1 : p0) + (k + r) * ld + 8 * c;
+					const unsigned dst = ring + s * STAGE + bx * BOX + r * 128 + ((c ^ (r & 7)) << 4);
+					asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
+				}
+				asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(full) : "memory");
+			} else {
+				if (!wait_parity(full, ph, bad))
+					return;
+				asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(empty) : "memory");
+			}
+			if (++s == STAGES) {
+				s = 0;
+				ph ^= 1;
+			}
+		}
+	}
+	if (prod)
+		asm volatile("cp.async.wait_all;" ::: "memory");
+}
+
 static CUtensorMap tmap(void *base, long rows, long cols, CUtensorMapL2promotion prom)
 {
 	CUtensorMap m;
@@ -200,6 +257,21 @@ static void tma_patterns(int sms)
 			printf("TMA %-20s L2 %3s grid %4d tiles %4d  %8.1f us  %5.2f TB/s%s\n", p.name,
 			       pi ? "256" : "128", p.grid, n, us, bytes / us / 1e6, b_ ? "  (TIMED OUT)" : "");
 		}
+	}
+	/* the cp.async ring over the same patterns */
+	CK(cudaFuncSetAttribute(cpa_probe, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+	for (auto &p : pats) {
+		CK(cudaMemcpy(dt, p.t.data(), p.t.size() * sizeof(Tile), cudaMemcpyHostToDevice));
+		const unsigned short *a = (const unsigned short *)(p.down ? wd : wg),
+				     *b = (const unsigned short *)(p.down ? wd : wu);
+		const int n = (int)p.t.size();
+		float us = timeit([&] { cpa_probe<<<p.grid, 160, smem>>>(a, b, p.down ? D : F, dt, n, bad); });
+		double bytes = 0;
+		for (auto &t : p.t) bytes += (double)t.nk * STAGE;
+		int b_ = 0;
+		CK(cudaMemcpy(&b_, bad, 4, cudaMemcpyDeviceToHost));
+		printf("CPA %-20s        grid %4d tiles %4d  %8.1f us  %5.2f TB/s%s\n", p.name, p.grid, n, us,
+		       bytes / us / 1e6, b_ ? "  (TIMED OUT)" : "");
 	}
 	CK(cudaFree(wg)); CK(cudaFree(wu)); CK(cudaFree(wd));
 }

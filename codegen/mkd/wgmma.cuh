@@ -436,7 +436,11 @@ struct mkd_wgmma_tile {
 		 * the rows' 1/rms (A_ROWS fp32) */
 		NORM_AT = 16 * STAGES + GATE_BYTES + (STG == 2 ? 0 : EPI_BYTES),
 		NORM_BYTES = NORM ? 8 * STAGES + A_ROWS * 4 : 0,
-		SMEM = 1024 + RING + 2 * STAGES * 8 + GATE_BYTES + EPI_BYTES + NORM_BYTES,
+		/* then what each consumer warp keeps over its mainloop (keep) */
+		KEEP_AT = NORM_AT + NORM_BYTES,
+		KEEP_SLOT = 64,
+		KEEP_BYTES = 8 * KEEP_SLOT,
+		SMEM = 1024 + RING + 2 * STAGES * 8 + GATE_BYTES + EPI_BYTES + NORM_BYTES + KEEP_BYTES,
 		/* (not with NORM: warps of WG0 normalise, at the usual budget) */
 		TRADE_REGS = (BN > 128) && !COLS && MKD_WG_TRADE && !NORM,
 		/* MC > 1: B's boxes this CTA loads for the whole cluster; an
@@ -518,6 +522,42 @@ struct mkd_wgmma_tile {
 	/* NORM: stage s normalised, count 96; then the rows' 1/rms */
 	static MKD_INLINE u32 norm_bar(u32 bars, int s) { return bars + NORM_AT + 8 * s; }
 	static MKD_INLINE u32 norm_rs(u32 bars) { return bars + NORM_AT + 8 * STAGES; }
+	/* What a consumer warp needs only after its mainloop (where C goes,
+	 * the epilogue's operands), kept in shared memory over the loop: in
+	 * registers it took one that the accumulators and the kernel's own
+	 * state needed (the llama layer spilled half a pointer).  A slot a
+	 * warp, lane 0 writes it; kept reads it back after the loop.  The
+	 * slot's address comes from the dynamic shared memory's symbol (the
+	 * smem every caller passes): from `bars`, a value of its own, ptxas
+	 * still spilled. */
+	static MKD_INLINE u32 keep_at()
+	{
+		extern __shared__ __align__(128) char mkd_dyn_smem[];
+		return ((mkd_smem_addr(mkd_dyn_smem) + 1023) & ~1023u) + BARS_AT + KEEP_AT +
+		       ((threadIdx.x >> 5) - 4) * KEEP_SLOT;
+	}
+	template <typename V> static MKD_INLINE void keep(const V &v)
+	{
+		static_assert(sizeof(V) <= KEEP_SLOT && sizeof(V) % 4 == 0, "too big to keep");
+		const u32 a = keep_at();
+		if ((threadIdx.x & 31) == 0) {
+			const u32 *w = (const u32 *)&v;
+#pragma unroll
+			for (int i = 0; i < (int)(sizeof(V) / 4); i++)
+				asm volatile("st.shared.u32 [%0], %1;" ::"r"(a + 4 * i), "r"(w[i]) : "memory");
+		}
+		__syncwarp();
+	}
+	template <typename V> static MKD_INLINE V kept()
+	{
+		const u32 a = keep_at();
+		V v;
+		u32 *w = (u32 *)&v;
+#pragma unroll
+		for (int i = 0; i < (int)(sizeof(V) / 4); i++)
+			asm volatile("ld.shared.u32 %0, [%1];" : "=r"(w[i]) : "r"(a + 4 * i) : "memory");
+		return v;
+	}
 	/* the barrier a consumer waits on before it reads stage s */
 	static MKD_INLINE u32 ready_bar(u32 bars, int s) { return NORM ? norm_bar(bars, s) : full_bar(bars, s); }
 
@@ -958,6 +998,8 @@ struct mkd_wgmma_tile {
 		const u64 da = mkd_wg_desc(ring + arow * 64 * 128, 16, 1024);
 		const u64 db = mkd_wg_desc(ring + A_BYTES + box0 * B_BOX, B_BOX, 1024);
 		u32 s = pos % STAGES, ph = (pos / STAGES) & 1, prev = 0;
+		struct Out { TC *C; i64 ldc; Epi epi; int M, N; };
+		keep(Out{C, ldc, epi, M, N});
 		if (idle) {
 			/* its rows of A are zeros, the products too: it only frees
 			 * each stage once it has landed (never a round ahead of the
@@ -1036,10 +1078,11 @@ struct mkd_wgmma_tile {
 				return;
 #pragma unroll
 			for (int i = 0; i < CACC; i++)
-				d[i] = epi(d[i], 0, 0) * gs[i * 128 + t];
+				d[i] = kept<Out>().epi(d[i], 0, 0) * gs[i * 128 + t];
 		}
 		/* GATE: the values are final (the gate's epilogue is only a unary op) */
-		store<CN, GATE>(d, C, ldc, M, N, r_off, c_off, epi, stage_at(bars), o);
+		const Out k = kept<Out>();
+		store<CN, GATE>(d, k.C, k.ldc, k.M, k.N, r_off, c_off, k.epi, stage_at(bars), o);
 	}
 
 	/* Consumer warpgroup w (0, 1).  COLS (the plan's wg_cols: no tile has

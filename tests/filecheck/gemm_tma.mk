@@ -3,8 +3,8 @@
 # stores): its chunks go out as TMA stores through C's tensor map while
 # the warpgroup goes on (mkd_wgmma_tile's STG 2, docs/gemm.md Epilogue).
 #   PLAN   the plan says so and counts two 8 KB buffers a consumer
-#          warpgroup: the 128 x 256 tile keeps its 4 stages (197696 +
-#          32768 = 230464), and a third tensor map (C's)
+#          warpgroup: the 128 x 256 tile keeps its 4 stages (198208 +
+#          32768 = 230976), and a third tensor map (C's)
 #   P128   a 128 x 128 tile keeps its 6 stages
 #   CU     the kernel defines MKD_WG_TMA (the task loop drains the stores
 #          before a task's signals), the tile's place in C's map is
@@ -34,17 +34,17 @@
 # RUN: env MK_WG_TMA=0 %mkc --emit=cu samples/gemm.mk | FileCheck %s --check-prefix=OFFCU
 # RUN: env MK_WG_TMA=2 %mkc --emit=plan samples/gemm.mk 2>&1 >/dev/null | FileCheck %s --check-prefix=BAD
 #
-# PLAN: kernel: 384 threads a CTA, 230464 bytes of shared memory, 3 tensor maps
-# PLAN: C matmul tile 128 x 256 x 64, wgmma, 4-stage ring {{.*}}, the epilogue through shared memory, stored by TMA; smem 230464
-# P128: matmul tile 128 x 128 x 64, wgmma, 6-stage ring {{.*}}, the epilogue through shared memory, stored by TMA; smem 230496
+# PLAN: kernel: 384 threads a CTA, 230976 bytes of shared memory, 3 tensor maps
+# PLAN: C matmul tile 128 x 256 x 64, wgmma, 4-stage ring {{.*}}, the epilogue through shared memory, stored by TMA; smem 230976
+# P128: matmul tile 128 x 128 x 64, wgmma, 6-stage ring {{.*}}, the epilogue through shared memory, stored by TMA; smem 231008
 # CU: #define MKD_WG_TMA 1
 # CU-NEXT: #include "mkd/mkd.cuh"
 # CU: const mkd_wg_out out{tm + 2,
 # CU: mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 256, 64, 4, false, false, true, 1, 2>::run(
 # CU: smem, mkd_epi_none(), mkd_epi_none(), out))
 # RAG-NOT: stored by TMA
-# RAG: C matmul tile 128 x 256 x 64, wgmma, 4-stage ring {{.*}}, the epilogue through shared memory; smem 218176
-# READ: kernel: 384 threads a CTA, 230464 bytes of shared memory, 5 tensor maps
+# RAG: C matmul tile 128 x 256 x 64, wgmma, 4-stage ring {{.*}}, the epilogue through shared memory; smem 218688
+# READ: kernel: 384 threads a CTA, 230976 bytes of shared memory, 5 tensor maps
 # READ: U matmul {{.*}}, the epilogue through shared memory, gelu in the epilogue
 # READ: P matmul {{.*}}, the epilogue through shared memory, stored by TMA;
 # CHAIN-COUNT-4: matmul {{.*}}, the epilogue through shared memory, {{add|scale}}
