@@ -125,6 +125,8 @@ static void header(cg_em *E, int sys)
 		  "#define MK_PER_STAGE %d  // also one kernel per stage (benchmarks)\n\n",
 		  p->nodes, p->gpus, p->world, s->ctas, s->threads, s->ntasks, s->nflags, s->smem,
 		  p->ntmaps, sys, E->rl.tasks > 0, E->per_stage);
+	sb_puts(o, "// each Hopper matmul tile checks that the plan counted its shared memory\n"
+		"template <> struct mkd_smem_cap<0> {\n\tenum { BYTES = MK_SMEM };\n};\n\n");
 	if (s->cluster > 1)
 		sb_printf(o, "// clusters of %d CTAs (sm_90a): a matmul's tiles in pairs, whose B they\n"
 			  "// load together (mkd/wgmma.cuh, clusters); the runtime launches them so\n"

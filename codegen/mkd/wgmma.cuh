@@ -131,6 +131,15 @@ struct __align__(64) mkd_tmap {
 /* One tile's operand loads: A's map and the tile's first element in it
  * (a_col the first K column), B's map and its (K row, column), nk k-blocks
  * of 64. */
+/* The dynamic shared memory a generated kernel gives every CTA: its
+ * source specialises mkd_smem_cap<0> with MK_SMEM after its defines
+ * (codegen/emit_cu.c), and each Hopper tile checks at compile time that
+ * its plan counted what the tile uses; elsewhere (the GEMM tests) no
+ * bound. */
+template <int> struct mkd_smem_cap {
+	enum { BYTES = 0x7fffffff };
+};
+
 struct mkd_wg_loads {
 	const mkd_tmap *ta, *tb;
 	int a_row, a_col, b_row, b_col, nk;
@@ -1076,9 +1085,10 @@ struct mkd_wgmma_tile {
 			mkd_bar_sync(MKD_WG_BAR_GATE, 256);
 			if (grole == 1)
 				return;
+			const Out kg = kept<Out>();
 #pragma unroll
 			for (int i = 0; i < CACC; i++)
-				d[i] = kept<Out>().epi(d[i], 0, 0) * gs[i * 128 + t];
+				d[i] = kg.epi(d[i], 0, 0) * gs[i * 128 + t];
 		}
 		/* GATE: the values are final (the gate's epilogue is only a unary op) */
 		const Out k = kept<Out>();
@@ -1132,6 +1142,8 @@ struct mkd_wgmma_tile {
 				   i64 ldc, int M, int N, char *smem, Epi epi, Act act = Act(),
 				   mkd_wg_out o = mkd_wg_out(), mkd_wg_norm nm = mkd_wg_norm())
 	{
+		static_assert(SMEM <= mkd_smem_cap<sizeof(TC) * 0>::BYTES,
+			      "the plan counts less shared memory than the tile uses (plan.c wg_bytes)");
 		const u32 ring = (mkd_smem_addr(smem) + 1023) & ~1023u;
 		const u32 bars = ring + BARS_AT;
 		float *gs = (float *)(smem + (bars + 2 * STAGES * 8 - mkd_smem_addr(smem)));

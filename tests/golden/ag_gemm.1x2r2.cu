@@ -26,6 +26,11 @@
 #define MK_RDMA 0  // RDMA stages: tasks that write to a rank of another node
 #define MK_PER_STAGE 0  // also one kernel per stage (benchmarks)
 
+// each Hopper matmul tile checks that the plan counted its shared memory
+template <> struct mkd_smem_cap<0> {
+	enum { BYTES = MK_SMEM };
+};
+
 // ---- tensors: logical shape, placement -> what one rank stores
 enum { T_A = 0, T_B = 1, T_C = 2, T_Ag = 3 };
 

@@ -27,6 +27,11 @@
 #define MK_RDMA 0  // RDMA stages: tasks that write to a rank of another node
 #define MK_PER_STAGE 0  // also one kernel per stage (benchmarks)
 
+// each Hopper matmul tile checks that the plan counted its shared memory
+template <> struct mkd_smem_cap<0> {
+	enum { BYTES = MK_SMEM };
+};
+
 // ---- tensors: logical shape, placement -> what one rank stores
 enum { T_X = 0, T_g1 = 1, T_g2 = 2, T_W1 = 3, T_W2 = 4, T_W3 = 5, T_W4 = 6, T_b1 = 7, T_b3 = 8, T_Wo = 9, T_Y = 10, T_N1 = 11, T_H1 = 12, T_B1 = 13, T_A1 = 14, T_M1 = 15, T_S1 = 16, T_R1 = 17, T_N2 = 18, T_H2 = 19, T_B2 = 20, T_A2 = 21, T_G2 = 22, T_M2 = 23, T_S2 = 24, T_R2 = 25, T_N3 = 26 };
 

@@ -26,6 +26,11 @@
 #define MK_RDMA 0  // RDMA stages: tasks that write to a rank of another node
 #define MK_PER_STAGE 0  // also one kernel per stage (benchmarks)
 
+// each Hopper matmul tile checks that the plan counted its shared memory
+template <> struct mkd_smem_cap<0> {
+	enum { BYTES = MK_SMEM };
+};
+
 // pools: ops whose tasks the CTAs holding them take at run time, in
 // MK_POOL_ORDER, from the counter after READY and DONE (flag MK_NFLAGS + 2 + k)
 #define MK_NPOOLS 2
