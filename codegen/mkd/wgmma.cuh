@@ -128,9 +128,6 @@ struct __align__(64) mkd_tmap {
 	u64 w[16];
 };
 
-/* One tile's operand loads: A's map and the tile's first element in it
- * (a_col the first K column), B's map and its (K row, column), nk k-blocks
- * of 64. */
 /* The dynamic shared memory a generated kernel gives every CTA: its
  * source specialises mkd_smem_cap<0> with MK_SMEM after its defines
  * (codegen/emit_cu.c), and each Hopper tile checks at compile time that
@@ -140,6 +137,9 @@ template <int> struct mkd_smem_cap {
 	enum { BYTES = 0x7fffffff };
 };
 
+/* One tile's operand loads: A's map and the tile's first element in it
+ * (a_col the first K column), B's map and its (K row, column), nk k-blocks
+ * of 64. */
 struct mkd_wg_loads {
 	const mkd_tmap *ta, *tb;
 	int a_row, a_col, b_row, b_col, nk;
