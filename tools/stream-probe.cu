@@ -104,6 +104,23 @@ __device__ static bool wait_parity(unsigned bar, unsigned ph, int *bad)
 	}
 }
 
+/* the consumer thread: stage `full` has landed (round parity ph), free it */
+__device__ static bool consume(unsigned full, unsigned empty, unsigned ph, int *bad)
+{
+	if (!wait_parity(full, ph, bad))
+		return false;
+	asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(empty) : "memory");
+	return true;
+}
+
+__device__ static void next_stage(unsigned &s, unsigned &ph)
+{
+	if (++s == STAGES) {
+		s = 0;
+		ph ^= 1;
+	}
+}
+
 __global__ void __launch_bounds__(64) tma_probe(const __grid_constant__ CUtensorMap ta,
 						  const __grid_constant__ CUtensorMap tb,
 						  const Tile *tiles, int ntiles, int *bad)
@@ -138,15 +155,10 @@ __global__ void __launch_bounds__(64) tma_probe(const __grid_constant__ CUtensor
 				asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
 					     " [%0], [%1, {%2, %3}], [%4];"
 					     :: "r"(ring + s * STAGE + BOX), "l"(m1), "r"(T.c1), "r"(k), "r"(full) : "memory");
-			} else {
-				if (!wait_parity(full, ph, bad))
-					return;
-				asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(empty) : "memory");
+			} else if (!consume(full, empty, ph, bad)) {
+				return;
 			}
-			if (++s == STAGES) {
-				s = 0;
-				ph ^= 1;
-			}
+			next_stage(s, ph);
 		}
 	}
 }
@@ -192,15 +204,10 @@ __global__ void __launch_bounds__(160) cpa_probe(const unsigned short *a, const 
 					asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
 				}
 				asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(full) : "memory");
-			} else {
-				if (!wait_parity(full, ph, bad))
-					return;
-				asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(empty) : "memory");
+			} else if (!consume(full, empty, ph, bad)) {
+				return;
 			}
-			if (++s == STAGES) {
-				s = 0;
-				ph ^= 1;
-			}
+			next_stage(s, ph);
 		}
 	}
 	if (prod)
