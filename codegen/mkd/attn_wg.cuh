@@ -183,11 +183,7 @@ struct mkd_fa_wg {
 	 * finds it.  Kept in a register from begin to quit, it was spilled in
 	 * the llama layer's kernel (16 of its 20 bytes, read again on a
 	 * wait's failure path); from the symbol ptxas makes it anew. */
-	static MKD_INLINE u32 qs()
-	{
-		extern __shared__ __align__(128) char mkd_dyn_smem[];
-		return (mkd_smem_addr(mkd_dyn_smem) + 1023) & ~1023u;
-	}
+	static MKD_INLINE u32 qs() { return mkd_dyn_smem_1k(); }
 	MKD_INLINE u32 full_bar(int s) const { return qs() + Q_BYTES + STAGES * STAGE_BYTES + 8 * s; }
 	MKD_INLINE u32 q_bar() const { return full_bar(STAGES); }
 	MKD_INLINE u32 stage(int s) const { return qs() + Q_BYTES + s * STAGE_BYTES; }

@@ -79,6 +79,16 @@ MKD_INLINE u32 mkd_smem_addr(const void *p)
 	return a;
 }
 
+/* The kernel's dynamic shared memory, rounded up to 1024 bytes (where
+ * the Hopper tiles put their rings), as a shared address made from its
+ * symbol: ptxas makes it anew at each use instead of keeping (and
+ * spilling) a register for it; the tiles' `smem` is this memory. */
+MKD_INLINE u32 mkd_dyn_smem_1k()
+{
+	extern __shared__ __align__(128) char mkd_dyn_smem[];
+	return (mkd_smem_addr(mkd_dyn_smem) + 1023) & ~1023u;
+}
+
 /* 64 bits at a 32-bit shared address (8-byte aligned) */
 MKD_INLINE void mkd_sts_u64(u32 a, u64 v)
 {

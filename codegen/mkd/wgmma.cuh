@@ -541,9 +541,7 @@ struct mkd_wgmma_tile {
 	 * still spilled. */
 	static MKD_INLINE u32 keep_at()
 	{
-		extern __shared__ __align__(128) char mkd_dyn_smem[];
-		return ((mkd_smem_addr(mkd_dyn_smem) + 1023) & ~1023u) + BARS_AT + KEEP_AT +
-		       ((threadIdx.x >> 5) - 4) * KEEP_SLOT;
+		return mkd_dyn_smem_1k() + BARS_AT + KEEP_AT + ((threadIdx.x >> 5) - 4) * KEEP_SLOT;
 	}
 	template <typename V> static MKD_INLINE void keep(const V &v)
 	{
