@@ -1,7 +1,8 @@
 #!/bin/sh
 # tests/gpu/run.sh BUILD - the GPU checks (make gpu-test), on a machine with
 # an sm_80+ GPU (the H200 machine); MK_GPU_ONLY=PATTERN runs the checks whose
-# names match; MK_GPU_PART=K/N runs the K-th of N parts (every N-th check,
+# names match (MK_GPU_FROM=NAME: from the check NAME on, to resume a run cut
+# short); MK_GPU_PART=K/N runs the K-th of N parts (every N-th check,
 # from the K-th: the whole takes more than 9 minutes on an H100, and two
 # parts each took more than 275 s there in the twenty-ninth session: run
 # three under the device's 10-minute bound on one command).  Each check runs a command that must
@@ -32,6 +33,11 @@ check() {  # name, command...
 	if [ -n "${MK_GPU_ONLY:-}" ] && ! echo "$cname" | grep -qE "$MK_GPU_ONLY"; then return; fi
 	nth=$((nth + 1))
 	if [ -n "$part_n" ] && [ $(((nth - 1) % part_n + 1)) -ne "$part_k" ]; then return; fi
+	# MK_GPU_FROM=NAME: resume a run cut short, from the check NAME on
+	if [ -n "${MK_GPU_FROM:-}" ] && [ -z "$from_seen" ]; then
+		[ "$cname" = "$MK_GPU_FROM" ] || return
+		from_seen=1
+	fi
 	if [ -n "$prewarm" ]; then  # the first pass: list the kernels to compile
 		case "$1" in *mkrun) ;; *) return ;; esac
 		case " $* " in *" -n "*) return ;; esac  # ranks of a job compile their own
@@ -575,7 +581,7 @@ done
 # after another it was most of the suite's.  The second runs every check,
 # loading the cached cubins.  MK_GPU_NO_PREWARM=1 skips the first.
 # MK_GPU_PART=K/N (above): part K of N, 1 <= K <= N
-part_k= part_n=
+part_k= part_n= from_seen=
 if [ -n "${MK_GPU_PART:-}" ]; then
 	part_k=${MK_GPU_PART%/*} part_n=${MK_GPU_PART#*/}
 	case "$part_k/$part_n" in
@@ -598,7 +604,9 @@ if [ -z "${MK_GPU_NO_PREWARM:-}" ]; then
 	prewarm=
 fi
 nth=0
+from_seen=
 checks
+[ -n "${MK_GPU_FROM:-}" ] && [ -z "$from_seen" ] && { echo "gpu-test: MK_GPU_FROM=$MK_GPU_FROM: no such check here"; exit 2; }
 
 [ "$fail" -gt 0 ] && echo "failed:$failed"
 echo "$pass passed, $fail failed"
