@@ -224,9 +224,15 @@ struct mkd_row_vec<TX, TY, TW, true> {
 	}
 	/* rows fewer than half the CTA's warps (decode: a token or two): g =
 	 * warps / rows warps a row, each over every g-th group of 32 vectors,
-	 * their sums of squares through shared memory.  One warp a row read a
-	 * Llama row (4096) in 10 us, which every later stage waited for.  All
-	 * threads of the CTA call it (two CTA barriers). */
+	 * their sums of squares through shared memory; w goes to the L2 while
+	 * they are made, so that the second pass does not wait for device
+	 * memory twice.  One warp a row read a Llama row (4096) in 10 us,
+	 * which every later stage waited for.  All threads of the CTA call it
+	 * (two CTA barriers).  Its loads stay two at a time: more in flight
+	 * (four, eight, twelve a thread over the whole task) took registers
+	 * the kernel's matmul stages needed across the call, and ptxas
+	 * spilled 0.1-1.7 KB in mlp_chain and llama_layer (thirty-fifth
+	 * session). */
 	static __device__ __noinline__ bool few_rows(const TX *x, i64 ldx, const TW *w, TY *y,
 						     i64 ldy, int rows, int cols)
 	{
@@ -241,6 +247,8 @@ struct mkd_row_vec<TX, TY, TW, true> {
 			for (int c = lane + 32 * j; c < nv; c += 32 * g) {
 				float f[8];
 				mkd_vec8<TX>::get(f, *(const uint4 *)(xr + 8 * c));
+				if (w && r == 0)  /* w to the L2 while the sums are made */
+					asm volatile("prefetch.global.L2 [%0];" ::"l"(w + 8 * c));
 #pragma unroll
 				for (int k = 0; k < 8; k++)
 					ss += f[k] * f[k];

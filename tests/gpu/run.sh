@@ -360,6 +360,13 @@ for t in 1 3 17 100; do
 			--iters 3 --quiet
 	done
 done
+# rows of 8 KB: the rmsnorm's blocks of two rows (the last one ragged)
+for t in 3 17; do
+	for r in 1 2; do
+		check "decode_mlp.rows2.t$t.r$r" "$MKRUN" samples/decode_mlp.mk --ranks "$r" -D T="$t" -D D=4096 \
+			-D F=1024 --iters 3 --quiet
+	done
+done
 for t in 1 3 17; do
 	for r in 1 2 8; do
 		check "decode_attention.t$t.r$r" "$MKRUN" samples/decode_attention.mk --ranks "$r" -D T="$t" -D H=8 \
