@@ -373,10 +373,13 @@ struct mkd_fa {
 		 * (seen through the flag acquire and the CTA barrier): ordered
 		 * before the copy engine's reads */
 		asm volatile("fence.proxy.async.global;" ::: "memory");
-		mkd_cp_async_wait<0>();  /* Q (begin): seen by all at the first barrier */
 		for (int c = 0; c < NST - 1 && c < nst; c++)
 			bulk_stage(stage + ((ld + c) % NST) * 2 * KV_ELEMS, k, v, ldk, ldv, nk, c,
 				   (int)((ld + c) % NST));
+		/* Q (begin) once the first stages are out, not before: a decode
+		 * range waited a device-memory latency for its 16 rows before
+		 * any key streamed; seen by all at the first barrier below */
+		mkd_cp_async_wait<0>();
 		for (int c = 0; c < nst; c++) {
 			const u32 j = ld + c, s = j % NST;
 			mkd_mbar_wait(full_bar((int)s), (j / NST) & 1, MKD_FA_TIMEOUT_NS);
