@@ -1194,6 +1194,27 @@ static void plan_tensors(planner *P)
 	}
 }
 
+/* An rmsnorm's row blocks (lower_compute.c): 16 KB of rows a task and, as
+ * other row ops, at least 8 (a warp a row) where that still gives every
+ * CTA a block; else as few as the 16 KB's (one or two rows of a Llama
+ * block), which the CTA's warps share (mkd/ew.cuh few_rows), so that the
+ * decode MLP's tokens go to as many CTAs: 8 rows a task took 10.9 us on
+ * an H100 while every matmul of the block waited (docs/perf-notes.md,
+ * thirty-fifth session). */
+static void plan_rows(const planner *P, ir_op *op)
+{
+	const ir_tensor *y = &P->p->tensors[op->out];
+	const int rd = y->ndim >= 2 ? y->ndim - 2 : 0;  /* the row dimension */
+	int64_t rowb = ir_dtype_size(y->dtype), rows = 1;
+	for (int d = rd + 1; d < y->ndim; d++)
+		rowb *= y->local[d];
+	for (int d = 0; d <= rd && y->ndim >= 2; d++)
+		rows *= y->local[d];
+	const int64_t per = rowb > 0 && 16 * 1024 / rowb > 1 ? 16 * 1024 / rowb : 1;
+	const int64_t wave = (rows + P->ctas - 1) / P->ctas;  /* rows a CTA, all busy */
+	op->plan.rows = per >= 8 ? per : wave >= 8 ? 8 : wave > per ? wave : per;
+}
+
 int plan_run(ir_prog *p, const compile_opts *o, diags *d, arena *a)
 {
 	static const compile_opts none;
@@ -1221,6 +1242,10 @@ int plan_run(ir_prog *p, const compile_opts *o, diags *d, arena *a)
 		case OP_COMBINE: plan_combine(&P, op); break;
 		case OP_SUM: plan_sum(&P, op); break;
 		case OP_MATMUL: break;
+		case OP_RMSNORM:
+			plan_rows(&P, op);
+			op->plan.threads = 256;
+			break;
 		default: op->plan.threads = 256; break;
 		}
 	}
