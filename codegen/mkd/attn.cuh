@@ -450,7 +450,9 @@ struct mkd_fa {
 		if (SPLIT > 1) {
 			/* groups 1.. hand their rows to shared memory (the stages are
 			 * free): max, sum, then the outputs, fp32, slot grp - 1 each;
-			 * group 0 rescales all to the common max and adds them */
+			 * group 0 rescales all to the common max and adds them.  Only
+			 * the tile's rows: a decode range of one query moved 16 rows
+			 * of 128 outputs through shared memory 7 times for one */
 			float *ms = (float *)(qs + Q_ELEMS), *ls = ms + (SPLIT - 1) * ROWS,
 			      *os = ls + (SPLIT - 1) * ROWS;
 			if (warp < 8 && grp > 0)
@@ -459,6 +461,8 @@ struct mkd_fa {
 #pragma unroll
 					for (int h = 0; h < 2; h++) {
 						const int r = r0 + i * 16 + g + h * 8, x = (grp - 1) * ROWS + r;
+						if (r >= rows)
+							continue;
 						if (tq == 0) {
 							ms[x] = m[i][h];
 							ls[x] = l[i][h];
@@ -476,6 +480,8 @@ struct mkd_fa {
 #pragma unroll
 					for (int h = 0; h < 2; h++) {
 						const int r = r0 + i * 16 + g + h * 8;
+						if (r >= rows)  /* never stored */
+							continue;
 						float mn = m[i][h];
 						for (int q = 0; q < SPLIT - 1; q++)
 							mn = fmaxf(mn, ms[q * ROWS + r]);
