@@ -144,6 +144,19 @@ int64_t ir_tensor_bytes(const ir_tensor *t)
 	return ir_tensor_elems(t) * ir_dtype_size(t->dtype);
 }
 
+int ir_row_dim(const ir_tensor *t)
+{
+	return t->ndim >= 2 ? t->ndim - 2 : 0;
+}
+
+int64_t ir_row_bytes(const ir_tensor *t)
+{
+	int64_t b = ir_dtype_size(t->dtype);
+	for (int d = ir_row_dim(t) + 1; d < t->ndim; d++)
+		b *= t->local[d];
+	return b;
+}
+
 /* The shard a rank holds in a group. */
 static int shard_of(ir_group g, int rank, int gpus)
 {

@@ -159,6 +159,10 @@ typedef struct ir_tensor {
 
 int64_t ir_tensor_elems(const ir_tensor *t);      /* of the local piece */
 int64_t ir_tensor_bytes(const ir_tensor *t);      /* of the local piece */
+/* A row op's rows: dimension ndim - 2 (0 for a 1-D tensor, whose rows
+ * are its elements), and the bytes of one row of the local piece */
+int ir_row_dim(const ir_tensor *t);
+int64_t ir_row_bytes(const ir_tensor *t);
 /* First logical index that rank `rank` stores along dim d (0 unless split). */
 int64_t ir_shard_base(const ir_tensor *t, int d, int rank, int nodes, int gpus);
 

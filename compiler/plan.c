@@ -1204,15 +1204,14 @@ static void plan_tensors(planner *P)
 static void plan_rows(const planner *P, ir_op *op)
 {
 	const ir_tensor *y = &P->p->tensors[op->out];
-	const int rd = y->ndim >= 2 ? y->ndim - 2 : 0;  /* the row dimension */
-	int64_t rowb = ir_dtype_size(y->dtype), rows = 1;
-	for (int d = rd + 1; d < y->ndim; d++)
-		rowb *= y->local[d];
-	for (int d = 0; d <= rd && y->ndim >= 2; d++)
-		rows *= y->local[d];
+	const int64_t rowb = ir_row_bytes(y);
+	const int64_t rows = ir_tensor_bytes(y) / (rowb ? rowb : 1);  /* every row, batches too */
 	const int64_t per = rowb > 0 && 16 * 1024 / rowb > 1 ? 16 * 1024 / rowb : 1;
 	const int64_t wave = (rows + P->ctas - 1) / P->ctas;  /* rows a CTA, all busy */
-	op->plan.rows = per >= 8 ? per : wave >= 8 ? 8 : wave > per ? wave : per;
+	if (per >= 8)
+		op->plan.rows = per;
+	else  /* between the 16 KB's rows and 8: as many as keep every CTA busy */
+		op->plan.rows = wave >= 8 ? 8 : wave > per ? wave : per;
 }
 
 int plan_run(ir_prog *p, const compile_opts *o, diags *d, arena *a)

@@ -159,10 +159,8 @@ int lower_row_boxes(lower *L, int t, int64_t bytes, int64_t minrows, ir_region *
 	const ir_prog *p = L->p;
 	const ir_tensor *x = &p->tensors[t];
 	ir_region full = lower_full(p, t, 0);
-	int rd = x->ndim >= 2 ? x->ndim - 2 : 0;   /* the row dimension */
-	int64_t rowb = ir_dtype_size(x->dtype);
-	for (int d = rd + 1; d < x->ndim; d++)
-		rowb *= x->local[d];
+	const int rd = ir_row_dim(x);
+	const int64_t rowb = ir_row_bytes(x);
 	int64_t rows = bytes / (rowb ? rowb : 1);
 	if (rows < minrows)
 		rows = minrows;
