@@ -297,8 +297,8 @@ typedef struct ir_plan {
 	ir_mm_plan mm;      /* OP_MATMUL */
 	ir_attn_plan attn;  /* OP_ATTENTION */
 	ir_moe_plan moe;    /* OP_DISPATCH, OP_COMBINE */
-	int64_t rows;       /* OP_RMSNORM: rows a task (plan.c plan_rows); 0:
-	                       the lowering's 16 KB of rows, at least 8 */
+	int64_t rows;       /* a row op (rmsnorm, layernorm, rope, softmax):
+	                       rows a task (plan.c plan_rows) */
 	int view;           /* layout op: its result is a view of its input
 	                       (plan_view.c); it makes no task */
 	int skip_past;      /* dispatch, bucket matmul: rows past a bucket's

@@ -279,9 +279,8 @@ void lower_attention(lower *L, int oi)
 }
 
 /* Elementwise and row-wise ops: the tiles of whichever operand is tiled,
- * so each box waits on one producer; else row blocks (row ops: 16 KB, many
- * CTAs at once; at least 8 rows, a warp a row; an rmsnorm's as its plan
- * says: plan.c plan_rows). */
+ * so each box waits on one producer; else row blocks (elementwise: 128 KB;
+ * row ops: the rows a task their plan says, plan.c plan_rows). */
 void lower_elementwise(lower *L, int oi)
 {
 	const ir_prog *p = L->p;
@@ -295,9 +294,8 @@ void lower_elementwise(lower *L, int oi)
 		if (p->tensors[op->in[k]].ndim == p->tensors[op->out].ndim)
 			n = lower_producer_boxes(L, op->in[k], boxes, IR_MAXCUTS);
 	if (n <= 0)
-		n = op->plan.rows > 0 ? lower_row_boxes(L, op->out, 0, op->plan.rows, boxes, IR_MAXCUTS)
-				      : lower_row_boxes(L, op->out, cls == 'R' ? 16 * 1024 : 128 * 1024,
-							cls == 'R' ? 8 : 1, boxes, IR_MAXCUTS);
+		n = cls == 'R' ? lower_row_boxes(L, op->out, 0, op->plan.rows, boxes, IR_MAXCUTS)
+			       : lower_row_boxes(L, op->out, 128 * 1024, 1, boxes, IR_MAXCUTS);
 	if (n < 0) {
 		diag_error(L->d, op->where, "'%s' has too many tiles", op->stage);
 		L->err = 1;

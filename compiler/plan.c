@@ -1194,24 +1194,27 @@ static void plan_tensors(planner *P)
 	}
 }
 
-/* An rmsnorm's row blocks (lower_compute.c): 16 KB of rows a task and, as
- * other row ops, at least 8 (a warp a row) where that still gives every
- * CTA a block; else as few as the 16 KB's (one or two rows of a Llama
- * block), which the CTA's warps share (mkd/ew.cuh few_rows), so that the
- * decode MLP's tokens go to as many CTAs: 8 rows a task took 10.9 us on
- * an H100 while every matmul of the block waited (docs/perf-notes.md,
+/* A row op's row blocks (lower_compute.c): 16 KB of rows a task, and at
+ * least 8 (a warp a row).  An rmsnorm's keep 8 only where that still gives
+ * every CTA a block; else as few as the 16 KB's (one or two rows of a
+ * Llama block), which the CTA's warps share (mkd/ew.cuh few_rows), so that
+ * the decode MLP's tokens go to as many CTAs: 8 rows a task took 10.9 us
+ * on an H100 while every matmul of the block waited (docs/perf-notes.md,
  * thirty-fifth session). */
 static void plan_rows(const planner *P, ir_op *op)
 {
 	const ir_tensor *y = &P->p->tensors[op->out];
 	const int64_t rowb = ir_row_bytes(y);
-	const int64_t rows = ir_tensor_bytes(y) / (rowb ? rowb : 1);  /* every row, batches too */
 	const int64_t per = rowb > 0 && 16 * 1024 / rowb > 1 ? 16 * 1024 / rowb : 1;
-	const int64_t wave = (rows + P->ctas - 1) / P->ctas;  /* rows a CTA, all busy */
-	if (per >= 8)
+	if (per >= 8) {
 		op->plan.rows = per;
-	else  /* between the 16 KB's rows and 8: as many as keep every CTA busy */
+	} else if (op->kind != OP_RMSNORM) {
+		op->plan.rows = 8;
+	} else {  /* between the 16 KB's rows and 8: as many as keep every CTA busy */
+		const int64_t rows = ir_tensor_bytes(y) / (rowb ? rowb : 1);  /* every row, batches too */
+		const int64_t wave = (rows + P->ctas - 1) / P->ctas;
 		op->plan.rows = wave >= 8 ? 8 : wave > per ? wave : per;
+	}
 }
 
 int plan_run(ir_prog *p, const compile_opts *o, diags *d, arena *a)
@@ -1241,11 +1244,11 @@ int plan_run(ir_prog *p, const compile_opts *o, diags *d, arena *a)
 		case OP_COMBINE: plan_combine(&P, op); break;
 		case OP_SUM: plan_sum(&P, op); break;
 		case OP_MATMUL: break;
-		case OP_RMSNORM:
-			plan_rows(&P, op);
+		default:
+			if (ir_op_class(op->kind) == 'R')  /* a row op (not sum: plan_sum) */
+				plan_rows(&P, op);
 			op->plan.threads = 256;
 			break;
-		default: op->plan.threads = 256; break;
 		}
 	}
 	/* buckets' rows past the tokens: not written where nothing reads them
