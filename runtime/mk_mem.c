@@ -504,11 +504,11 @@ mk_status mk_tensor_read(mk_pipeline *p, const char *name, int rank, void *dst, 
 	return MK_OK;
 }
 
-mk_status mk_tensor_write_f32(mk_pipeline *p, const char *name, int rank, const float *src,
-			      size_t count)
+/* The fp32 copies' common part: tensor NAME of rank RANK holds COUNT
+ * elements, and a staging buffer of its bytes in its own dtype. */
+static mk_status f32_staging(mk_pipeline *p, const char *name, int rank, size_t count,
+			     const ir_tensor **tp, void **tmp, size_t *bytes)
 {
-	if (!src)
-		return MK_ERR_INVALID;
 	int ti;
 	mk_status st = lookup(p, name, rank, &ti);
 	if (st != MK_OK)
@@ -517,10 +517,25 @@ mk_status mk_tensor_write_f32(mk_pipeline *p, const char *name, int rank, const 
 	if ((int64_t)count != ir_tensor_elems(t))
 		return mk_fail(p->c, MK_ERR_SIZE, "tensor '%s' holds %lld elements per rank, not %zu",
 			     t->name, (long long)ir_tensor_elems(t), count);
-	size_t bytes = (size_t)ir_tensor_bytes(t);
-	void *tmp = malloc(bytes ? bytes : 1);
-	if (!tmp)
+	*bytes = (size_t)ir_tensor_bytes(t);
+	*tmp = malloc(*bytes ? *bytes : 1);
+	if (!*tmp)
 		return MK_ERR_NOMEM;
+	*tp = t;
+	return MK_OK;
+}
+
+mk_status mk_tensor_write_f32(mk_pipeline *p, const char *name, int rank, const float *src,
+			      size_t count)
+{
+	if (!src)
+		return MK_ERR_INVALID;
+	const ir_tensor *t;
+	void *tmp;
+	size_t bytes;
+	mk_status st = f32_staging(p, name, rank, count, &t, &tmp, &bytes);
+	if (st != MK_OK)
+		return st;
 	mk_convert_from_f32(t->dtype, src, tmp, count);
 	st = mk_tensor_write(p, name, rank, tmp, bytes);
 	free(tmp);
@@ -531,18 +546,12 @@ mk_status mk_tensor_read_f32(mk_pipeline *p, const char *name, int rank, float *
 {
 	if (!dst)
 		return MK_ERR_INVALID;
-	int ti;
-	mk_status st = lookup(p, name, rank, &ti);
+	const ir_tensor *t;
+	void *tmp;
+	size_t bytes;
+	mk_status st = f32_staging(p, name, rank, count, &t, &tmp, &bytes);
 	if (st != MK_OK)
 		return st;
-	const ir_tensor *t = &p->p->tensors[ti];
-	if ((int64_t)count != ir_tensor_elems(t))
-		return mk_fail(p->c, MK_ERR_SIZE, "tensor '%s' holds %lld elements per rank, not %zu",
-			     t->name, (long long)ir_tensor_elems(t), count);
-	size_t bytes = (size_t)ir_tensor_bytes(t);
-	void *tmp = malloc(bytes ? bytes : 1);
-	if (!tmp)
-		return MK_ERR_NOMEM;
 	st = mk_tensor_read(p, name, rank, tmp, bytes);
 	if (st == MK_OK)
 		mk_convert_to_f32(t->dtype, tmp, dst, count);
