@@ -35,14 +35,6 @@ MKD_INLINE float mkd_exp2(float x)
 	return y;
 }
 
-template <typename T> struct mkd_pack2;
-template <> struct mkd_pack2<mkd_bf16> {
-	static MKD_INLINE u32 pk(float lo, float hi) { return mkd_pack_bf16x2(lo, hi); }
-};
-template <> struct mkd_pack2<mkd_f16> {
-	static MKD_INLINE u32 pk(float lo, float hi) { return mkd_pack_f16x2(lo, hi); }
-};
-
 /* One tile of up to ROWS query rows (MKD_FA_ROWS; 16 for decode, where a
  * head has a few queries: then each warp takes those 16 rows over its own
  * 16 keys of every 128-key stage, and the 8 warps merge at the end, so
@@ -281,10 +273,10 @@ struct mkd_fa {
 			u32 a[MI][4];
 #pragma unroll
 			for (int i = 0; i < MI; i++) {
-				a[i][0] = mkd_pack2<T>::pk(s[i][2 * kk][0], s[i][2 * kk][1]);
-				a[i][1] = mkd_pack2<T>::pk(s[i][2 * kk][2], s[i][2 * kk][3]);
-				a[i][2] = mkd_pack2<T>::pk(s[i][2 * kk + 1][0], s[i][2 * kk + 1][1]);
-				a[i][3] = mkd_pack2<T>::pk(s[i][2 * kk + 1][2], s[i][2 * kk + 1][3]);
+				a[i][0] = mkd_elem<T>::pk2(s[i][2 * kk][0], s[i][2 * kk][1]);
+				a[i][1] = mkd_elem<T>::pk2(s[i][2 * kk][2], s[i][2 * kk][3]);
+				a[i][2] = mkd_elem<T>::pk2(s[i][2 * kk + 1][0], s[i][2 * kk + 1][1]);
+				a[i][3] = mkd_elem<T>::pk2(s[i][2 * kk + 1][2], s[i][2 * kk + 1][3]);
 			}
 #pragma unroll
 			for (int n = 0; n < D / 8; n += 2) {

@@ -364,10 +364,10 @@ struct mkd_fa_wg {
 	{
 #pragma unroll
 		for (int kk = 0; kk < BN / 16; kk++) {
-			pa[kk][0] = mkd_pack2<T>::pk(s[8 * kk], s[8 * kk + 1]);
-			pa[kk][1] = mkd_pack2<T>::pk(s[8 * kk + 2], s[8 * kk + 3]);
-			pa[kk][2] = mkd_pack2<T>::pk(s[8 * kk + 4], s[8 * kk + 5]);
-			pa[kk][3] = mkd_pack2<T>::pk(s[8 * kk + 6], s[8 * kk + 7]);
+			pa[kk][0] = mkd_elem<T>::pk2(s[8 * kk], s[8 * kk + 1]);
+			pa[kk][1] = mkd_elem<T>::pk2(s[8 * kk + 2], s[8 * kk + 3]);
+			pa[kk][2] = mkd_elem<T>::pk2(s[8 * kk + 4], s[8 * kk + 5]);
+			pa[kk][3] = mkd_elem<T>::pk2(s[8 * kk + 6], s[8 * kk + 7]);
 		}
 	}
 

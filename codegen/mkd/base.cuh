@@ -51,15 +51,20 @@ MKD_INLINE u32 mkd_pack_f16x2(float lo, float hi)
 	return r;
 }
 
-/* Element-type traits: load to float, store from float. */
+/* Element-type traits: load to float, store from float; for the 16-bit
+ * types also a raw half to float (up) and two floats packed (pk2). */
 template <typename T> struct mkd_elem;
 template <> struct mkd_elem<mkd_bf16> {
 	static MKD_INLINE float ld(const mkd_bf16 *p) { return mkd_bf16_f32(p->x); }
 	static MKD_INLINE void st(mkd_bf16 *p, float v) { p->x = mkd_f32_bf16(v); }
+	static MKD_INLINE float up(u16 h) { return mkd_bf16_f32(h); }
+	static MKD_INLINE u32 pk2(float lo, float hi) { return mkd_pack_bf16x2(lo, hi); }
 };
 template <> struct mkd_elem<mkd_f16> {
 	static MKD_INLINE float ld(const mkd_f16 *p) { return mkd_f16_f32(p->x); }
 	static MKD_INLINE void st(mkd_f16 *p, float v) { p->x = mkd_f32_f16(v); }
+	static MKD_INLINE float up(u16 h) { return mkd_f16_f32(h); }
+	static MKD_INLINE u32 pk2(float lo, float hi) { return mkd_pack_f16x2(lo, hi); }
 };
 template <> struct mkd_elem<float> {
 	static MKD_INLINE float ld(const float *p) { return *p; }

@@ -32,15 +32,14 @@ struct mkd_mul { MKD_INLINE float operator()(float a, float b) const { return a 
 
 /* 8 16-bit elements in a uint4 <-> 8 floats, without taking addresses
  * (that would put the vectors in local memory). */
-template <typename T> struct mkd_vec8;
-template <> struct mkd_vec8<mkd_bf16> {
+template <typename T> struct mkd_vec8 {  /* T: mkd_bf16 or mkd_f16 */
 	static MKD_INLINE void add(float *a, uint4 v)
 	{
 		u32 w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
 		for (int j = 0; j < 4; j++) {
-			a[2 * j] += mkd_bf16_f32((u16)(w[j] & 0xffffu));
-			a[2 * j + 1] += mkd_bf16_f32((u16)(w[j] >> 16));
+			a[2 * j] += mkd_elem<T>::up((u16)(w[j] & 0xffffu));
+			a[2 * j + 1] += mkd_elem<T>::up((u16)(w[j] >> 16));
 		}
 	}
 	static MKD_INLINE void get(float *a, uint4 v)
@@ -50,29 +49,8 @@ template <> struct mkd_vec8<mkd_bf16> {
 	}
 	static MKD_INLINE uint4 pack(const float *a)
 	{
-		return make_uint4(mkd_pack_bf16x2(a[0], a[1]), mkd_pack_bf16x2(a[2], a[3]),
-				  mkd_pack_bf16x2(a[4], a[5]), mkd_pack_bf16x2(a[6], a[7]));
-	}
-};
-template <> struct mkd_vec8<mkd_f16> {
-	static MKD_INLINE void add(float *a, uint4 v)
-	{
-		u32 w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-		for (int j = 0; j < 4; j++) {
-			a[2 * j] += mkd_f16_f32((u16)(w[j] & 0xffffu));
-			a[2 * j + 1] += mkd_f16_f32((u16)(w[j] >> 16));
-		}
-	}
-	static MKD_INLINE void get(float *a, uint4 v)
-	{
-		a[0] = a[1] = a[2] = a[3] = a[4] = a[5] = a[6] = a[7] = 0.f;
-		add(a, v);
-	}
-	static MKD_INLINE uint4 pack(const float *a)
-	{
-		return make_uint4(mkd_pack_f16x2(a[0], a[1]), mkd_pack_f16x2(a[2], a[3]),
-				  mkd_pack_f16x2(a[4], a[5]), mkd_pack_f16x2(a[6], a[7]));
+		return make_uint4(mkd_elem<T>::pk2(a[0], a[1]), mkd_elem<T>::pk2(a[2], a[3]),
+				  mkd_elem<T>::pk2(a[4], a[5]), mkd_elem<T>::pk2(a[6], a[7]));
 	}
 };
 template <typename T> struct mkd_is16 { enum { value = 0 }; };
