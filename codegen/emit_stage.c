@@ -97,29 +97,29 @@ void cg_stage_reduce(cg_em *E, const ir_op *op)
  * its rows unnormalised, with their max and sum, in slice s of the fp32
  * workspace (mkd_fa::end_part); S_ tasks merge a tile's slices
  * (mkd_attn_merge, split.cuh).  Every read is waited on up front. */
-/* mkd_wgmma_tile's template arguments past STAGES: COLS and GATE (a
- * gate-up tile: both), or FULL (plan.c: every tile inside C), MC and STG
- * 2 (the epilogue stored by TMA), where not the defaults; with NORM (an
- * rmsnorm in the tile, expand.c fuse_norms) all of them */
-static const char *wg_targs(const ir_mm_plan *mp, int gate, int mc, int norm)
+/* mkd_wgmma_tile's template arguments past STAGES, up to the last that is
+ * not its default: COLS, GATE (a gate-up tile: both), FULL (plan.c: every
+ * tile inside C), MC, STG (2: the epilogue stored by TMA), NORM (an
+ * rmsnorm in the tile, expand.c fuse_norms) and ABOX (the plan's a_box,
+ * where it is not the tile's A rows) */
+static const char *wg_targs(const ir_mm_plan *mp, int gate, int mc, int norm, char *buf, size_t n)
 {
-	if (norm) {  /* (plan.c: no gate, no cluster) */
-		static const char *const t[2][2][2] = {
-			{{", false, false, false, 1, MKD_WG_STAGED, true", ", false, false, false, 1, 2, true"},
-			 {", false, false, true, 1, MKD_WG_STAGED, true", ", false, false, true, 1, 2, true"}},
-			{{", true, false, false, 1, MKD_WG_STAGED, true", ", true, false, false, 1, 2, true"},
-			 {", true, false, true, 1, MKD_WG_STAGED, true", ", true, false, true, 1, 2, true"}}};
-		return t[mp->wg_cols != 0][mp->full != 0][mp->tma_store != 0];
-	}
-	if (mp->tma_store) {  /* STG 2, with MC before it (plan.c: no gate, no COLS) */
-		if (mc > 1)
-			return mp->full ? ", false, false, true, MKD_CLUSTER, 2"
-					: ", false, false, false, MKD_CLUSTER, 2";
-		return mp->full ? ", false, false, true, 1, 2" : ", false, false, false, 1, 2";
-	}
-	if (mc > 1)  /* (plan.c mm_cluster: no gate, no COLS) */
-		return mp->full ? ", false, false, true, MKD_CLUSTER" : ", false, false, false, MKD_CLUSTER";
-	return gate ? ", true, true" : mp->full ? ", false, false, true" : mp->wg_cols ? ", true" : "";
+	static const char *const dflt[7] = {"false", "false", "false", "1", "MKD_WG_STAGED", "false",
+					    "0"};
+	char abox[16];
+	snprintf(abox, sizeof abox, "%d", mp->a_box != (mp->wg_cols ? 64 : mp->bm) ? mp->a_box : 0);
+	const char *v[7] = {mp->wg_cols || gate ? "true" : "false", gate ? "true" : "false",
+			    mp->full ? "true" : "false", mc > 1 ? "MKD_CLUSTER" : "1",
+			    mp->tma_store ? "2" : "MKD_WG_STAGED", norm ? "true" : "false", abox};
+	int last = -1;
+	for (int i = 0; i < 7; i++)
+		if (strcmp(v[i], dflt[i]))
+			last = i;
+	size_t k = 0;
+	buf[0] = 0;
+	for (int i = 0; i <= last && k < n; i++)
+		k += (size_t)snprintf(buf + k, n - k, ", %s", v[i]);
+	return buf;
 }
 
 /* The engine's run() arguments past the epilogue: a gate-up tile's act,
@@ -372,9 +372,8 @@ int cg_tmaps(const ir_sched *s, cg_tmap *out, int max)
 		if (op->kind != OP_MATMUL || !op->plan.mm.wgmma || !out ||
 		    n + (op->gate || op->plan.mm.tma_store ? 3 : 2) > max)
 			continue;
-		/* A's box: the tile's rows, or 64 when the warpgroups split the
-		 * columns (mkd_wgmma_tile's A_ROWS) */
-		out[n] = tmap_of(p, op->in[0], op->plan.mm.wg_cols ? 64 : op->plan.mm.bm, 64);
+		/* A's box: the plan's a_box (mkd_wgmma_tile's A_BOX) */
+		out[n] = tmap_of(p, op->in[0], op->plan.mm.a_box, 64);
 		out[n + 1] = tmap_of(p, op->in[1], 64, 64);
 		if (op->gate)  /* a gate-up tile's gate weight, boxes as B's */
 			out[n + 2] = tmap_of(p, op->gate - 1, 64, 64);
@@ -487,6 +486,7 @@ static void wg_run(cg_em *E, const char *in, const char *kind, const char *stage
 	 * columns of each weight), NULL for any other tile; empty: the body
 	 * of a test whether task j's tile is skipped (past a bucket's
 	 * tokens), NULL where none is */
+	char targs[96];
 	sb_printf(E->o,
 		  "%s// task j's loads: this one's, or the next task's, which may start early\n"
 		  "%sauto loads = [&](int j) {\n%s%s};\n", in, in, body, in);
@@ -496,7 +496,7 @@ static void wg_run(cg_em *E, const char *in, const char *kind, const char *stage
 	sb_printf(E->o,
 		  "%sif (!mkd_wgmma_tile<%s, %s, %d, %d, 64, %d%s>::run(loads(i), mkd_wg_key(i, 0), ",
 		  in, tin, tout, mp->bm, act ? 128 : mp->bn, mp->wg_stages,
-		  wg_targs(mp, act != NULL, mc, norm));
+		  wg_targs(mp, act != NULL, mc, norm, targs, sizeof targs));
 	if (mp->carry)
 		sb_printf(E->o,
 			  "[&](mkd_wg_loads &n) -> i64 {\n"
@@ -652,6 +652,7 @@ int cg_bucket_rows(const cg_em *E, const ir_op *op, const char *e, char *buf, si
 
 void cg_stage_matmul(cg_em *E, const ir_op *op)
 {
+	char targs[96];  /* mkd_wgmma_tile's template arguments past STAGES */
 	const ir_prog *p = E->p;
 	const ir_tensor *A = &p->tensors[op->in[0]], *B = &p->tensors[op->in[1]],
 			*C = &p->tensors[op->out];
@@ -834,7 +835,7 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 			  "\t\treturn false;\n"
 			  "#else\n",
 			  mp.bm, mp.bn - 1, mp.bn, mp.bn, cg_ctype(A->dtype), cg_ctype(C->dtype), mp.bm,
-			  mp.bn, mp.wg_stages, wg_targs(&mp, 0, mc, op->norm),
+			  mp.bn, mp.wg_stages, wg_targs(&mp, 0, mc, op->norm, targs, sizeof targs),
 			  sb_str(&nx), epi, wg_tail(&mp, NULL, op->norm, tail, sizeof tail));
 		sb_free(&nx);
 	}
@@ -870,13 +871,13 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 			  "\tconst int b_col = (int)(lo[2] - mkd_base<MK_GPUS>(B, 2, rank));\n"
 			  "\t// a tile past the tokens: no rows, no A (live -1), its half of B for the pair\n"
 			  "\tconst bool none = lo[1] >= filled;\n"
-			  "\tmkd_wgmma_tile<%s, %s, %d, %d, 64, %d, false, false, %s, MKD_CLUSTER>::run(tm, a_row, 0,\n"
+			  "\tmkd_wgmma_tile<%s, %s, %d, %d, 64, %d%s>::run(tm, a_row, 0,\n"
 			  "\t\ttm + 1, b_row, b_col, (int)K, c, C.st[1], none ? 0 : rows, cols, smem, %s,\n"
 			  "\t\tnone ? -1 : (int)(filled - lo[1]));\n"
 			  "#else\n",
 			  mp.tmap, B->ndim == 3 ? "(lo[0] - mkd_base<MK_GPUS>(B, 0, rank))" : "0",
 			  cg_ctype(A->dtype), cg_ctype(C->dtype), mp.bm, mp.bn, mp.wg_stages,
-			  mp.full ? "true" : "false", epi);
+			  wg_targs(&mp, 0, mc, 0, targs, sizeof targs), epi);
 	else if (mp.wgmma)
 		sb_printf(E->o,
 			  "#ifdef MKD_HAS_WGMMA\n"
@@ -890,7 +891,8 @@ void cg_stage_matmul(cg_em *E, const ir_op *op)
 			  "#else\n",
 			  mp.tmap, R, B->ndim == 3 ? "(lo[0] - mkd_base<MK_GPUS>(B, 0, rank))" : "0",
 			  N, cg_ctype(A->dtype), cg_ctype(C->dtype), mp.bm, mp.bn, mp.wg_stages,
-			  wg_targs(&mp, 0, mc, op->norm), epi, rt >= 0 ? ", (int)(filled - " : "",
+			  wg_targs(&mp, 0, mc, op->norm, targs, sizeof targs), epi,
+			  rt >= 0 ? ", (int)(filled - " : "",
 			  rt >= 0 ? R : "", rt >= 0 ? ")" : "",
 			  op->norm ? ", 0, mkd_wg_norm{nw, (int)K}" : "");
 	sb_printf(E->o,

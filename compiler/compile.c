@@ -144,6 +144,11 @@ int compile_run(srcset *src, int file, const compile_opts *o,
 	const int ar = env_pick(d, "MK_ATTN_ROTATE", offon, "0 or 1");
 	if (ar)
 		opt.attn_rotate = ar;
+	/* MK_A_HALVES=0|1: a bucket's tiles load A by 64-row halves, or
+	 * whole (1 off, 2 on, as attn_overlap) */
+	const int ah = env_pick(d, "MK_A_HALVES", offon, "0 or 1");
+	if (ah)
+		opt.a_halves = ah;
 	/* MK_ATTN_BULK=0|1: the 16-row attention tile's K and V by bulk
 	 * copies (sm_90) or by cp.async (1 off, 2 on) */
 	const int ab = env_pick(d, "MK_ATTN_BULK", offon, "0 or 1");

@@ -93,6 +93,9 @@ void inspect_plans(const ir_prog *p, strbuf *out)
 			}
 			if (pl->mm.bucket >= 0)
 				sb_printf(out, ", rows bounded by %s's buckets", p->ops[pl->mm.bucket].stage);
+			if (pl->mm.wgmma && !pl->mm.wg_cols && pl->mm.a_box < pl->mm.bm)
+				sb_printf(out, ", A by %d-row halves (the second where tokens reach it)",
+					  pl->mm.a_box);
 			if (pl->pool)
 				sb_puts(out, ", tasks taken at run time (a pool)");
 			if (pl->mm.cluster > 1)

@@ -211,6 +211,10 @@ typedef struct ir_mm_plan {
 	int tiles_m, tiles_n; /* row and column tiles one task walks (1 x 1
 	                       unless the op's task bound asks for more) */
 	int tmap;           /* wgmma: index of its A tensor map (B's follows) */
+	int a_box;          /* wgmma: the rows of A's TMA box (mkd_wgmma_tile's
+	                       ABOX): the tile's A rows, or 64 for a bucket's
+	                       128-row tiles, which then load the second half
+	                       only where the expert's tokens reach it */
 	int bucket;         /* A is laid out as the buckets of this dispatch
 	                       op (rows past an expert's tokens are zero
 	                       tiles); -1 */

@@ -101,6 +101,10 @@ typedef struct compile_opts {
 	int attn_rotate;        /* its CTAs read a block's chunks each from its
 	                           own place on, not causal: 0 the plan's (on),
 	                           1 off, 2 on (MK_ATTN_ROTATE=0|1) */
+	int a_halves;           /* a bucket's 128-row tiles load A by 64-row
+	                           halves, the second only where tokens reach
+	                           it (ir_mm_plan.a_box): 0 the plan's (on), 1
+	                           off, 2 on (MK_A_HALVES=0|1) */
 	int attn_bulk;          /* 16-row attention tiles' K and V by bulk
 	                           copies on sm_90: 0 the plan's (on), 1 off,
 	                           2 on (MK_ATTN_BULK=0|1) */

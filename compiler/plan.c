@@ -678,6 +678,15 @@ static void plan_matmul(planner *P, ir_op *op, int wide)
 	 * branch-free loop let ptxas overlap the ops of many pairs and spill */
 	m->full = m->wgmma && !m->wg_cols && !op->gate && m->ksplit <= 1 && !ir_has_epilogue(op) &&
 		  tiles_whole(C, C->ndim - 2, m->bm) && tiles_whole(C, C->ndim - 1, m->bn);
+	/* a bucket's 128-row tiles load A by 64-row halves: an expert's
+	 * last row tile, partly filled, loads only the half that holds its
+	 * tokens where they fit in it (its other warpgroup multiplies
+	 * nothing already); such tiles cost as much as full ones, bound by
+	 * their loads (docs/perf-notes.md, twenty-fifth session) */
+	m->a_box = 0;
+	if (m->wgmma)
+		m->a_box = m->wg_cols || (m->bucket >= 0 && m->bm == 128 && !op->norm &&
+					  P->o->a_halves != 1) ? 64 : m->bm;
 	m->tma_store = mm_tma_store(P, op);
 	if (m->tma_store && wg_bytes(op, m->bm, m->bn, m->wg_stages, 2) > op->plan.smem)
 		op->plan.smem = (int)wg_bytes(op, m->bm, m->bn, m->wg_stages, 2);

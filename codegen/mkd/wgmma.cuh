@@ -28,8 +28,9 @@
  *         waits for a separate rmsnorm stage, and no normalised copy of X
  *         is made.
  *
- * Ring and barriers.  Stage s holds A[128][64] (16 KB, one TMA box; with
- * COLS A[64][64], 8 KB) and B[64][BN] (BN/64 TMA boxes of 64 x 64, 8 KB
+ * Ring and barriers.  Stage s holds A[128][64] (16 KB, one TMA box, or
+ * two of 64 rows with ABOX 64, a bucket's tiles: a_boxes; with COLS
+ * A[64][64], 8 KB) and B[64][BN] (BN/64 TMA boxes of 64 x 64, 8 KB
  * each), every piece 1024-byte aligned.  full[s] (count 1) completes when
  * the producer has arrived with
  * expect_tx(stage bytes) and the TMA engine has written those bytes;
@@ -408,14 +409,21 @@ template <int ID> MKD_INLINE void mkd_wg_bar()
 /* ---- the tile engine ------------------------------------------------------- */
 
 template <typename T, typename TC, int BM, int BN, int BK, int STAGES, bool COLS = false,
-	  bool GATE = false, bool FULL = false, int MC = 1, int STG = MKD_WG_STAGED, bool NORM = false>
+	  bool GATE = false, bool FULL = false, int MC = 1, int STG = MKD_WG_STAGED, bool NORM = false,
+	  int ABOX = 0>
 struct mkd_wgmma_tile {
 	enum {
 		THREADS = 384,
 		/* COLS: no tile has more than 64 rows; A's box (its tensor map,
 		 * codegen/emit_stage.c) holds 64, and the room goes to B stages */
 		A_ROWS = COLS ? 64 : BM,
-		A_BYTES = A_ROWS * BK * 2,          /* one TMA box, A_ROWS x 64 */
+		A_BYTES = A_ROWS * BK * 2,          /* a stage's A: A_ROWS x 64 */
+		/* ABOX (the plan's a_box; 0: A_ROWS): the rows of A's TMA box.
+		 * A bucket's 128-row tiles load A by 64-row halves, and a tile
+		 * whose tokens fit in the first half loads that half only
+		 * (a_boxes) */
+		A_BOX = ABOX ? ABOX : A_ROWS,
+		A_BOX_BYTES = A_BOX * BK * 2,
 		B_BOX = BK * 64 * 2,                /* one TMA box, 64 x 64 */
 		B_BOXES = BN / 64,
 		STAGE_BYTES = A_BYTES + B_BOXES * B_BOX,
@@ -468,6 +476,8 @@ struct mkd_wgmma_tile {
 	static_assert(MC == 1 || MC == 2, "clusters of 1 or 2 CTAs");
 	static_assert(STG >= 0 && STG <= 2, "STG: 0 registers, 1 staged, 2 staged and stored by TMA");
 	static_assert(STG != 2 || (!COLS && !GATE), "TMA stores: whole 128-row tiles");
+	static_assert(A_BOX % 64 == 0 && A_ROWS % A_BOX == 0 && (A_BOX == A_ROWS || !NORM),
+		      "A's box: 64 rows or the tile's (NORM: the tile's)");
 	static_assert(MC == 1 || (!COLS && !GATE && B_BOXES % MC == 0),
 		      "a cluster shares B's boxes: whole 128-row tiles, BN >= 128");
 	static_assert(!NORM || (!GATE && MC == 1), "the rmsnorm in the tile: one weight, no cluster");
@@ -568,13 +578,25 @@ struct mkd_wgmma_tile {
 	/* the barrier a consumer waits on before it reads stage s */
 	static MKD_INLINE u32 ready_bar(u32 bars, int s) { return NORM ? norm_bar(bars, s) : full_bar(bars, s); }
 
+	/* A's boxes a stage of tile l holds: none where the CTA has no rows;
+	 * the first alone where the live rows fit in it (ABOX 64: the second
+	 * warpgroup's rows are all past them, so it multiplies nothing and
+	 * reads none, consume_tile's idle); else all */
+	static MKD_INLINE int a_boxes(const mkd_wg_loads &l)
+	{
+		return l.live < 0 ? 0 : l.live > 0 && l.live <= A_BOX ? 1 : A_ROWS / A_BOX;
+	}
 	/* one thread: stage s for its next load of tile l, of round parity ph:
-	 * wait for it to be free and announce the whole stage's bytes (B's
-	 * alone where the CTA has no rows) */
+	 * wait for it to be free and announce the stage's bytes (B's and
+	 * those of A's boxes it loads) */
 	static MKD_INLINE void claim(const mkd_wg_loads &l, u32 bars, u32 s, u32 ph)
 	{
 		mkd_mbar_wait(empty_bar(bars, s), ph ^ 1, MKD_WG_TIMEOUT_NS);
-		mkd_mbar_arrive_tx(full_bar(bars, s), l.live < 0 ? STAGE_BYTES - A_BYTES : STAGE_BYTES);
+		if constexpr (A_BOX == A_ROWS)
+			mkd_mbar_arrive_tx(full_bar(bars, s), l.live < 0 ? STAGE_BYTES - A_BYTES : STAGE_BYTES);
+		else
+			mkd_mbar_arrive_tx(full_bar(bars, s),
+					   STAGE_BYTES - A_BYTES + a_boxes(l) * A_BOX_BYTES);
 	}
 	/* k step kt of tile l's A, and of its B, into stage s */
 	static MKD_INLINE void load_a(const mkd_wg_loads &l, int kt, u32 ring, u32 bars, u32 s)
@@ -582,6 +604,11 @@ struct mkd_wgmma_tile {
 		if (l.live < 0)
 			return;
 		mkd_tma_load_2d(ring + s * STAGE_BYTES, l.ta, l.a_col + kt * BK, l.a_row, full_bar(bars, s));
+		if constexpr (A_BOX < A_ROWS) {  /* the second half (BM 128, ABOX 64) */
+			if (a_boxes(l) > 1)
+				mkd_tma_load_2d(ring + s * STAGE_BYTES + A_BOX_BYTES, l.ta, l.a_col + kt * BK,
+						l.a_row + A_BOX, full_bar(bars, s));
+		}
 	}
 	static MKD_INLINE void load_b(const mkd_wg_loads &l, int kt, u32 ring, u32 bars, u32 s)
 	{
@@ -1112,7 +1139,9 @@ struct mkd_wgmma_tile {
 		} else {
 			const int m = M - 64 * w;
 			/* warp-uniform, as the wgmma chain wants it (else ptxas
-			 * serializes it: a divergent path) */
+			 * serializes it: a divergent path).  A warpgroup that is
+			 * not idle has its rows loaded: with ABOX 64, a_boxes
+			 * leaves out the second half exactly where WG2 idles */
 			const bool idle =
 				__shfl_sync(0xffffffffu, live < 0 || (live > 0 && live <= 64 * w), 0);
 			consume<BN, X>(w, 0, nk, pos, ring, bars, C + (i64)(64 * w) * ldc, ldc, m, N,

@@ -36,7 +36,7 @@
 # CU-NEXT: for (i64 n0 = lo[2]; n0 < hi[2]; n0 += 128) {
 # CU: if (r0 >= filled) {  // no tokens here
 # CU: const int q = (int)((r0 - lo[1]) / 128 * ((hi[2] - lo[2] + 127) / 128) + (n0 - lo[2]) / 128);
-# CU: mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, {{[0-9]+}}, false, false, true>::run(ld, mkd_wg_key(i, q), [&](mkd_wg_loads &n) -> i64 {
+# CU: mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, {{[0-9]+}}, false, false, true, 1, MKD_WG_STAGED, false, 64>::run(ld, mkd_wg_key(i, q), [&](mkd_wg_loads &n) -> i64 {
 # CU-NEXT: if (tile(i, q + 1, n))  // this task's next tile
 # CU-NEXT: return mkd_wg_key(i, q + 1);
 # CU-NEXT: return -1;  // a pool's next task is taken at its end
@@ -47,8 +47,8 @@
 # NOPOOL-NEXT: return j >= 0 && tile(j, 0, n) ? mkd_wg_key(j, 0) : -1;
 # NOCARRY: if (r0 >= filled) {  // no tokens here
 # NOCARRY-NOT: auto tile
-# NOCARRY: mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, {{[0-9]+}}, false, false, true>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,
-# RAGGED: mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, {{[0-9]+}}>::run(ld, mkd_wg_key(i, q),
+# NOCARRY: mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, {{[0-9]+}}, false, false, true, 1, MKD_WG_STAGED, false, 64>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,
+# RAGGED: mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 128, 64, {{[0-9]+}}, false, false, false, 1, MKD_WG_STAGED, false, 64>::run(ld, mkd_wg_key(i, q),
 # SM-DAG: dispatch Xe       Xe@0[0:1, 0:256, 0:256]
 # SM-DAG: matmul He       He@0[0:1, 0:256, 0:256] <- Xe@0[0:1, 0:256, 0:256], W1@0[0:1, 0:256, 0:256]
 # SM-DAG: matmul He       He@0[3:4, 0:256, 0:256]

@@ -31,7 +31,7 @@
 # CU: const i64 pair = lo[1] - 128 * (i64)mkd_cluster_rank();
 # CU: if (pair >= filled)  // no tokens in the pair
 # CU: const bool none = lo[1] >= filled;
-# CU: mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 256, 64, {{[0-9]+}}, false, false, {{true|false}}, MKD_CLUSTER>::run(
+# CU: mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 256, 64, {{[0-9]+}}, false, false, {{true|false}}, MKD_CLUSTER, MKD_WG_STAGED, false, 64>::run(
 # CU: none ? -1 : (int)(filled - lo[1]));
 # PTX: cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster
 # PTX: mapa.shared::cluster.u32

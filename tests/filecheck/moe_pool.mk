@@ -22,8 +22,8 @@
 # RUN: env MK_POOL_ORDER=rows %mkc -D T=4096 -D F=1024 -D H=1024 --emit=json %s -o %t.rows.json
 # RUN: python3 tests/tools/check_schedule.py -q %t.rows.json
 #
-# PLAN: He matmul {{.*}}4-stage ring {{.*}}off sm_90a), the epilogue through shared memory, silu in the epilogue, rows bounded by Xe's buckets, tasks taken at run time (a pool)
-# PLAN: Ye matmul {{.*}}off sm_90a), the epilogue through shared memory, rows bounded by Xe's buckets, tasks taken at run time (a pool)
+# PLAN: He matmul {{.*}}4-stage ring {{.*}}off sm_90a), the epilogue through shared memory, silu in the epilogue, rows bounded by Xe's buckets, A by 64-row halves (the second where tokens reach it), tasks taken at run time (a pool)
+# PLAN: Ye matmul {{.*}}off sm_90a), the epilogue through shared memory, rows bounded by Xe's buckets, A by 64-row halves (the second where tokens reach it), tasks taken at run time (a pool)
 # SM: pool He: 16 tasks taken at run time by the 16 CTAs that hold them, first t{{[0-9]+}}
 # SM-NEXT: pool Ye: 16 tasks taken at run time by the 16 CTAs that hold them
 # CU: #define MK_NPOOLS 2

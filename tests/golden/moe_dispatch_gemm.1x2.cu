@@ -203,7 +203,7 @@ static __device__ __forceinline__ bool stage_He(const mkd_params &p, int rank, i
 				 lo[1] - mkd_base<MK_GPUS>(A, 1, rank));
 	const int b_row = (int)((lo[0] - mkd_base<MK_GPUS>(B, 0, rank)) * B.local[1]);
 	const int b_col = (int)(lo[2] - mkd_base<MK_GPUS>(B, 2, rank));
-	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 64, 64, 8>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,
+	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 64, 64, 8, false, false, false, 1, MKD_WG_STAGED, false, 64>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,
 		c, C.st[1], rows, cols, smem, mkd_epi1<mkd_silu>{mkd_silu()}, (int)(filled - lo[1]));
 #else
 	const mkd_bf16 *a = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_Xe, A, rank, lo[0], lo[1], k0);
@@ -234,7 +234,7 @@ static __device__ __forceinline__ bool stage_Ye(const mkd_params &p, int rank, i
 				 lo[1] - mkd_base<MK_GPUS>(A, 1, rank));
 	const int b_row = (int)((lo[0] - mkd_base<MK_GPUS>(B, 0, rank)) * B.local[1]);
 	const int b_col = (int)(lo[2] - mkd_base<MK_GPUS>(B, 2, rank));
-	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 64, 64, 8>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,
+	mkd_wgmma_tile<mkd_bf16, mkd_bf16, 128, 64, 64, 8, false, false, false, 1, MKD_WG_STAGED, false, 64>::run(tm, a_row, 0, tm + 1, b_row, b_col, (int)K,
 		c, C.st[1], rows, cols, smem, mkd_epi_none(), (int)(filled - lo[1]));
 #else
 	const mkd_bf16 *a = (const mkd_bf16 *)mkd_at<MK_GPUS>(p, T_Ae, A, rank, lo[0], lo[1], k0);

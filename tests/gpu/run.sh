@@ -253,6 +253,24 @@ check "moe.MK_POOL_SKIP=1.skew.r4" env MK_POOL_SKIP=1 "$MKRUN" samples/moe_dispa
 # clusters): B multicast, a tile past the tokens kept for its pair, the
 # tickets taken by both CTAs; virtual ranks, skewed routing (empty
 # experts, full ones), a zeroed bucket past the tokens, K = 7168
+# an expert's last row tile with 64, 1, 127 or 126 tokens, or 65 over two
+# (moe_inputs.py edge): the bucket tiles load A by 64-row halves, the
+# second only where tokens reach it (plan.c a_box), or whole with
+# MK_A_HALVES=0; alone and in clusters
+for w in 1 4; do
+	python3 tests/tools/moe_inputs.py "$moe_dir/edge$w" edge "$w" 1024 32 512 256 8 >/dev/null
+done
+for r in 1 4; do
+	# shellcheck disable=SC2086
+	check "moe.edge.r$r" "$MKRUN" samples/moe_dispatch_gemm.mk --ranks "$r" $moe_sz -D C=1024 \
+		--inputs "$moe_dir/edge$r" --iters 3 --quiet
+done
+# shellcheck disable=SC2086
+check "moe.edge.MK_A_HALVES=0.r4" env MK_A_HALVES=0 "$MKRUN" samples/moe_dispatch_gemm.mk --ranks 4 \
+	$moe_sz -D C=1024 --inputs "$moe_dir/edge4" --iters 3 --quiet
+# shellcheck disable=SC2086
+check "moe.edge.MK_CLUSTER=2.r1" env MK_CLUSTER=2 "$MKRUN" samples/moe_dispatch_gemm.mk $moe_sz \
+	-D C=1024 --inputs "$moe_dir/edge1" --iters 3 --quiet
 # (virtual ranks: 132 / R CTAs a rank, an even number at R = 1, 2 only;
 # at 4 the rows run without clusters, as the plan says)
 for r in 1 2; do

@@ -12,6 +12,10 @@ MODE:
   random  uniform experts, as mkrun draws them
   bad     random, but the last rank's token 3, choice 0 routes to expert E
           (no such expert)
+  edge    experts get 64, 65, 1, 448, 320, 129, 383, 638 tokens, over and
+          over (T * TOPK must be 256 E, E a multiple of 8; capacity C >= 638):
+          an expert's last row tile of 128 holds 64, 1, 127 or 126 of
+          them, or 65 over two, each token's choices distinct
 X, gates and weights are seeded uniform values in [-1, 1)."""
 import os
 import random
@@ -35,12 +39,25 @@ def main(argv):
         return 2
     out, mode = argv[1], argv[2]
     world, T, E, H, F, k = (int(a) for a in argv[3:])
-    if mode not in ("skew", "over", "random", "bad") or T % world or E % world:
+    if mode not in ("skew", "over", "random", "bad", "edge") or T % world or E % world:
         sys.stderr.write("moe_inputs: bad mode, or T / E not divisible by the world\n")
         return 2
     os.makedirs(out, exist_ok=True)
     rnd = random.Random(7)
     Tl, El = T // world, E // world
+    if mode == "edge":
+        if T * k != 256 * E or E % 8:
+            sys.stderr.write("moe_inputs: edge wants T * TOPK = 256 E, E a multiple of 8\n")
+            return 2
+        # the T x TOPK choices filled choice by choice (column-major): an
+        # expert's run of at most T slots meets each token once
+        counts = [(64, 65, 1, 448, 320, 129, 383, 638)[e % 8] for e in range(E)]
+        grid = [0.0] * (T * k)
+        s = 0
+        for e, c in enumerate(counts):
+            for _ in range(c):
+                grid[(s % T) * k + s // T] = float(e)
+                s += 1
 
     def uni(n):
         return [rnd.uniform(-1, 1) for _ in range(n)]
@@ -49,6 +66,8 @@ def main(argv):
             idx = [float(j) for _ in range(Tl) for j in range(k)]
         elif mode == "over":
             idx = [0.0] * (Tl * k)
+        elif mode == "edge":
+            idx = grid[r * Tl * k:(r + 1) * Tl * k]
         else:
             idx = [float(rnd.randrange(E)) for _ in range(Tl * k)]
             if mode == "bad" and r == world - 1:

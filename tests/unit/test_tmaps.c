@@ -1,0 +1,172 @@
+/* test_tmaps.c - the TMA tensor maps a kernel's Hopper tiles read through
+ * (codegen cg_tmaps) against the plan that sizes their boxes.
+ *
+ * For every sample on 1 x 1 and 1 x 8, and for the MoE with its bucket
+ * tiles loading A whole (MK_A_HALVES=0's option): every matmul on the
+ * Hopper engine has A's map at plan.mm.tmap and B's after it; A's box is
+ * the plan's a_box rows x 64 columns, B's 64 x 64; a_box is 64 where the
+ * warpgroups split the columns (wg_cols) and for a bucket's 128-row tiles
+ * (unless the option says whole), else the tile's rows; every map lies
+ * inside its tensor's storage (rows x ld from its offset).  Also checks
+ * that the MoE sample has bucket tiles at all, so that the rule is tested.
+ * Exit 0 = pass.
+ */
+#include <dirent.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/emit.h"
+#include "compiler/compile.h"
+
+static int failures, checks;
+
+static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void check(int ok, const char *fmt, ...)
+{
+	checks++;
+	if (ok)
+		return;
+	failures++;
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "FAIL: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *s = malloc((size_t)n + 1);
+	if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
+		free(s);
+		s = NULL;
+	}
+	if (s)
+		s[n] = 0;
+	fclose(f);
+	return s;
+}
+
+/* Compiles a sample through the scheduler; NULL on failure. */
+static ir_sched *compile(const char *path, int gpus, int a_halves, srcset *src, arena *a)
+{
+	char *text = slurp(path);
+	if (!text)
+		return NULL;
+	src_init(src);
+	int file = src_add(src, path, text, strlen(text));
+	free(text);
+	mk_define defs[] = {{"nodes", 1}, {"gpus", gpus}};
+	compile_opts o = {.defs = defs, .ndefs = 2, .ranks_per_gpu = 1, .a_halves = a_halves};
+	diags d;
+	diag_init(&d, src, a);
+	compile_out out;
+	memset(&out, 0, sizeof out);
+	int rc = compile_run(src, file, &o, PASS_VERIFY, &d, a, &out);
+	return rc == 0 ? out.sched : NULL;
+}
+
+/* The maps of one schedule against its plans; returns the number of bucket
+ * matmuls on the Hopper engine. */
+static int properties(const char *name, const ir_sched *s, int a_halves)
+{
+	const ir_prog *p = s->prog;
+	const int n = cg_tmaps(s, NULL, 0);
+	check(n == p->ntmaps, "%s: cg_tmaps counts %d maps, the program %d", name, n, p->ntmaps);
+	cg_tmap *tm = calloc((size_t)(n > 0 ? n : 1), sizeof *tm);
+	if (!tm)
+		return 0;
+	cg_tmaps(s, tm, n);
+	int buckets = 0;
+	for (int i = 0; i < p->nops; i++) {
+		const ir_op *op = &p->ops[i];
+		const ir_mm_plan *m = &op->plan.mm;
+		if (op->kind != OP_MATMUL || !m->wgmma)
+			continue;
+		const int k = m->tmap;
+		check(k >= 0 && k + 2 <= n, "%s: op %s's maps at %d of %d", name, op->stage, k, n);
+		if (k < 0 || k + 2 > n)
+			continue;
+		const int bucket = m->bucket >= 0 && !m->wg_cols && m->bm == 128 && !op->norm;
+		buckets += bucket;
+		const int want = m->wg_cols || (bucket && a_halves != 1) ? 64 : m->bm;
+		check(m->a_box == want, "%s: op %s's a_box %d, not %d", name, op->stage, m->a_box, want);
+		check(tm[k].tensor == op->in[0] && tm[k].box_rows == m->a_box && tm[k].box_cols == 64,
+		      "%s: op %s's A map: tensor %d box %d x %d (a_box %d)", name, op->stage,
+		      tm[k].tensor, tm[k].box_rows, tm[k].box_cols, m->a_box);
+		check(tm[k + 1].tensor == op->in[1] && tm[k + 1].box_rows == 64 &&
+			      tm[k + 1].box_cols == 64,
+		      "%s: op %s's B map: tensor %d box %d x %d", name, op->stage, tm[k + 1].tensor,
+		      tm[k + 1].box_rows, tm[k + 1].box_cols);
+	}
+	for (int k = 0; k < n; k++) {
+		const ir_tensor *t = &p->tensors[tm[k].root];
+		long long elems = 1;
+		for (int d = 0; d < t->ndim; d++)
+			elems *= t->local[d];
+		check(tm[k].rows >= 1 && tm[k].cols >= 1 && tm[k].ld >= tm[k].cols &&
+			      tm[k].off + (tm[k].rows - 1) * tm[k].ld + tm[k].cols <= elems,
+		      "%s: map %d (%lld x %lld, ld %lld, from %lld) outside %s's %lld elements", name,
+		      k, tm[k].rows, tm[k].cols, tm[k].ld, tm[k].off, t->name, elems);
+	}
+	free(tm);
+	return buckets;
+}
+
+static int run(const char *path, int gpus, int a_halves)
+{
+	srcset src;
+	arena a;
+	arena_init(&a);
+	ir_sched *s = compile(path, gpus, a_halves, &src, &a);
+	int buckets = 0;
+	if (s) {
+		char name[512];
+		snprintf(name, sizeof name, "%s (1 x %d%s)", path, gpus,
+			 a_halves == 1 ? ", A whole" : "");
+		buckets = properties(name, s, a_halves);
+	}
+	arena_free(&a);
+	src_free(&src);
+	return buckets;
+}
+
+int main(void)
+{
+	DIR *dir = opendir("samples");
+	if (!dir) {
+		fprintf(stderr, "test_tmaps: run from the repository root\n");
+		return 1;
+	}
+	char *names[256];
+	int nn = 0;
+	struct dirent *e;
+	while ((e = readdir(dir)) && nn < 256) {
+		const size_t l = strlen(e->d_name);
+		if (l > 3 && !strcmp(e->d_name + l - 3, ".mk"))
+			names[nn++] = strdup(e->d_name);
+	}
+	closedir(dir);
+	for (int i = 0; i < nn; i++) {
+		char path[512];
+		snprintf(path, sizeof path, "samples/%s", names[i]);
+		run(path, 1, 0);
+		run(path, 8, 0);
+		free(names[i]);
+	}
+	const int halves = run("samples/moe_dispatch_gemm.mk", 1, 0);
+	check(halves >= 2, "moe_dispatch_gemm: %d bucket matmuls on the Hopper engine, not 2", halves);
+	check(run("samples/moe_dispatch_gemm.mk", 1, 1) == halves,
+	      "moe_dispatch_gemm: its bucket matmuls differ with A whole");
+	printf("test_tmaps: %d checks, %d failed\n", checks, failures);
+	return failures != 0;
+}
