@@ -17,6 +17,7 @@
 
 #include "codegen/build.h"
 #include "compiler/compile.h"
+#include "sample_sched.h"
 
 enum { MAXJOBS = 64, THREADS = 4, ROUNDS = 3 };
 
@@ -29,25 +30,6 @@ typedef struct job {
 static job jobs[MAXJOBS];
 static int njobs;
 static int failures[THREADS];
-
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	char *s = malloc((size_t)n + 1);
-	if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-		free(s);
-		s = NULL;
-	}
-	if (s)
-		s[n] = 0;
-	fclose(f);
-	return s;
-}
 
 /* The CUDA of one job (malloc'd), or NULL when it does not compile. */
 static char *cuda_of(const job *j)

@@ -12,7 +12,6 @@
  * Exit 0 = pass.
  */
 #include <dirent.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,59 +19,24 @@
 #include "codegen/emit.h"
 #include "compiler/compile.h"
 
-static int failures, checks;
+#include "check.h"
+#include "sample_sched.h"
 
-static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(int ok, const char *fmt, ...)
-{
-	checks++;
-	if (ok)
-		return;
-	failures++;
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "FAIL: ");
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "\n");
-	va_end(ap);
-}
+static int checks;
 
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	char *s = malloc((size_t)n + 1);
-	if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-		free(s);
-		s = NULL;
-	}
-	if (s)
-		s[n] = 0;
-	fclose(f);
-	return s;
-}
+#define check(ok, ...)             \
+	do {                       \
+		checks++;          \
+		CHECK(ok, __VA_ARGS__); \
+	} while (0)
 
-/* Compiles a sample through the scheduler; NULL on failure. */
+/* Compiles a sample through the scheduler and the verifier; NULL on
+ * failure. */
 static ir_sched *compile(const char *path, int gpus, int a_halves, srcset *src, arena *a)
 {
-	char *text = slurp(path);
-	if (!text)
-		return NULL;
-	src_init(src);
-	int file = src_add(src, path, text, strlen(text));
-	free(text);
 	mk_define defs[] = {{"nodes", 1}, {"gpus", gpus}};
 	compile_opts o = {.defs = defs, .ndefs = 2, .ranks_per_gpu = 1, .a_halves = a_halves};
-	diags d;
-	diag_init(&d, src, a);
-	compile_out out;
-	memset(&out, 0, sizeof out);
-	int rc = compile_run(src, file, &o, PASS_VERIFY, &d, a, &out);
-	return rc == 0 ? out.sched : NULL;
+	return sample_sched(path, &o, src, a);
 }
 
 /* The maps of one schedule against its plans; returns the number of bucket

@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "compiler/compile.h"
+#include "sample_sched.h"
 #include "verify_expanded.h"
 
 static int failures, checks;
@@ -44,42 +45,12 @@ static void check(int ok, const char *fmt, ...)
 	va_end(ap);
 }
 
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	char *s = malloc((size_t)n + 1);
-	if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-		free(s);
-		s = NULL;
-	}
-	if (s)
-		s[n] = 0;
-	fclose(f);
-	return s;
-}
-
 /* Compiles a sample through the verifier; NULL on failure. */
 static ir_sched *compile(const char *path, const mk_define *defs, int ndefs, srcset *src,
 			 arena *a)
 {
-	char *text = slurp(path);
-	if (!text)
-		return NULL;
-	src_init(src);
-	int file = src_add(src, path, text, strlen(text));
-	free(text);
 	compile_opts o = {.defs = defs, .ndefs = ndefs, .ranks_per_gpu = 1};
-	diags d;
-	diag_init(&d, src, a);
-	compile_out out;
-	memset(&out, 0, sizeof out);
-	int rc = compile_run(src, file, &o, PASS_VERIFY, &d, a, &out);
-	return rc == 0 ? out.sched : NULL;
+	return sample_sched(path, &o, src, a);
 }
 
 /* 0 when s verifies; else 1, with the first message in msg. */
