@@ -629,13 +629,25 @@ BAD = re.compile(r"internal|not lowered yet|not built yet|Sanitizer|runtime erro
 LOCATED = re.compile(r"^[^\s:]+:\d+:\d+: error: ", re.M)
 
 
+# LeakSanitizer's own crash at exit, after the program has done its work:
+# its tracer meets the dynamic TLS of NVRTC's threads (gcc 12's LSan; see
+# tests/unit/test_proxy.c), now and then, in the --emit=cubin runs.  Not
+# a finding about mkc: such a run is made again, at most twice.  A leak
+# report ("detected memory leaks") is not this, and fails the case.
+LSAN_CRASH = "LeakSanitizer has encountered a fatal error"
+
+
 def run(args, timeout=300, text=None):
-    try:
-        p = subprocess.run(args, input=text, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           timeout=timeout)
-        return p.returncode, (p.stdout + p.stderr).decode(errors="replace")
-    except subprocess.TimeoutExpired:
-        return -999, "timed out after %d s" % timeout
+    for _ in range(3):
+        try:
+            p = subprocess.run(args, input=text, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return -999, "timed out after %d s" % timeout
+        out = (p.stdout + p.stderr).decode(errors="replace")
+        if p.returncode == 0 or LSAN_CRASH not in out:
+            break
+    return p.returncode, out
 
 
 def run_case(mkc, mkrun, seed, i, keep=None):
