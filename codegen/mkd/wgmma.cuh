@@ -592,6 +592,8 @@ struct mkd_wgmma_tile {
 	static MKD_INLINE void claim(const mkd_wg_loads &l, u32 bars, u32 s, u32 ph)
 	{
 		mkd_mbar_wait(empty_bar(bars, s), ph ^ 1, MKD_WG_TIMEOUT_NS);
+		/* (one box: the form of the kernels before ABOX, which so stay
+		 * byte for byte what was measured) */
 		if constexpr (A_BOX == A_ROWS)
 			mkd_mbar_arrive_tx(full_bar(bars, s), l.live < 0 ? STAGE_BYTES - A_BYTES : STAGE_BYTES);
 		else
