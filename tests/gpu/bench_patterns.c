@@ -476,25 +476,6 @@ static void print_table(const row *rows, int nrows, const job *j, const opts *o)
 
 /* ---- --sweep: the roles hint against the automatic split --------------------------------------- */
 
-static char *read_file(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
-	if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-		free(s);
-		s = NULL;
-	}
-	if (s)
-		s[n] = 0;
-	fclose(f);
-	return s;
-}
-
 /* the sample with `roles LINE` before its last '}' */
 static char *with_roles(const char *text, const char *line)
 {
@@ -541,9 +522,12 @@ static int sweep_pattern(mk_ctx *ctx, job *j, const opts *o, pat_id p)
 	mk_pipeline_destroy(pl);
 	note("sweep %s %s: automatic (%s) %.1f us", PAT[p].name, c.shape, auto_split, auto_us);
 
-	char *text = read_file(sample_path(p, path, sizeof path));
-	if (!text)
-		die("cannot read %s", path);
+	srcset file;
+	src_init(&file);
+	int err, id = src_load(&file, sample_path(p, path, sizeof path), &err);
+	if (id < 0)
+		die("cannot read %s: %s", path, strerror(err));
+	const char *text = file.files[id].text;
 	static const int KS[] = {1, 2, 4, 8, 12, 16, 24, 32};
 	double best_us = -1;
 	char best[64] = "", list[600] = "";
@@ -581,7 +565,7 @@ static int sweep_pattern(mk_ctx *ctx, job *j, const opts *o, pat_id p)
 			snprintf(best, sizeof best, "%s", split);
 		}
 	}
-	free(text);
+	src_free(&file);
 	if (j->rank == 0) {
 		printf("sweep %s %s, world %d: automatic split (%s) %.1f us", PAT[p].name, c.shape,
 		       j->world, auto_split, auto_us);

@@ -67,22 +67,6 @@ static char *diag_text(const fe *f)
 	return sb_take(&b);
 }
 
-static char *slurp(const char *path, size_t *n)
-{
-	FILE *fp = fopen(path, "rb");
-	if (!fp)
-		return NULL;
-	strbuf b;
-	sb_init(&b);
-	char buf[4096];
-	size_t k;
-	while ((k = fread(buf, 1, sizeof buf, fp)) > 0)
-		sb_putn(&b, buf, k);
-	fclose(fp);
-	*n = b.len;
-	return sb_take(&b);
-}
-
 /* ---- spans ------------------------------------------------------------------ */
 
 static int within(span in, span outer)
@@ -277,11 +261,16 @@ static void test_samples(void)
 	for (int i = 0; i < n; i++) {
 		char path[512];
 		snprintf(path, sizeof path, "samples/%s", names[i]);
-		size_t len;
-		char *text = slurp(path, &len);
-		CHECK(text != NULL, "cannot read %s", path);
-		if (!text)
+		srcset file;
+		src_init(&file);
+		int err, id = src_load(&file, path, &err);
+		CHECK(id >= 0, "cannot read %s", path);
+		if (id < 0) {
+			src_free(&file);
 			continue;
+		}
+		const char *text = file.files[id].text;
+		size_t len = file.files[id].len;
 		for (int m = 0; m < 4; m++) {
 			fe f;
 			fe_text(&f, path, text, len, meshes[m], 2);
@@ -329,7 +318,7 @@ static void test_samples(void)
 		printf("time %-28s %5zu bytes  parse+check median %6.1f us  (min %.1f, max %.1f)\n",
 		       names[i], len, t[RUNS / 2], t[0], t[RUNS - 1]);
 		CHECK(t[RUNS / 2] < 20000, "%s: front end takes %.0f us", path, t[RUNS / 2]);
-		free(text);
+		src_free(&file);
 		free(names[i]);
 	}
 }

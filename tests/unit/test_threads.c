@@ -17,7 +17,6 @@
 
 #include "codegen/build.h"
 #include "compiler/compile.h"
-#include "sample_sched.h"
 
 enum { MAXJOBS = 64, THREADS = 4, ROUNDS = 3 };
 
@@ -34,13 +33,13 @@ static int failures[THREADS];
 /* The CUDA of one job (malloc'd), or NULL when it does not compile. */
 static char *cuda_of(const job *j)
 {
-	char *text = slurp(j->path);
-	if (!text)
-		return NULL;
 	srcset src;
 	src_init(&src);
-	int file = src_add(&src, j->path, text, strlen(text));
-	free(text);
+	int err, file = src_load(&src, j->path, &err);
+	if (file < 0) {
+		src_free(&src);
+		return NULL;
+	}
 	arena a;
 	arena_init(&a);
 	diags d;
