@@ -107,7 +107,7 @@ static const char *wg_targs(const ir_mm_plan *mp, int gate, int mc, int norm, ch
 	static const char *const dflt[7] = {"false", "false", "false", "1", "MKD_WG_STAGED", "false",
 					    "0"};
 	char abox[16];
-	snprintf(abox, sizeof abox, "%d", mp->a_box != (mp->wg_cols ? 64 : mp->bm) ? mp->a_box : 0);
+	snprintf(abox, sizeof abox, "%d", mp->a_box != ir_mm_a_rows(mp) ? mp->a_box : 0);
 	const char *v[7] = {mp->wg_cols || gate ? "true" : "false", gate ? "true" : "false",
 			    mp->full ? "true" : "false", mc > 1 ? "MKD_CLUSTER" : "1",
 			    mp->tma_store ? "2" : "MKD_WG_STAGED", norm ? "true" : "false", abox};

@@ -93,7 +93,7 @@ void inspect_plans(const ir_prog *p, strbuf *out)
 			}
 			if (pl->mm.bucket >= 0)
 				sb_printf(out, ", rows bounded by %s's buckets", p->ops[pl->mm.bucket].stage);
-			if (pl->mm.wgmma && !pl->mm.wg_cols && pl->mm.a_box < pl->mm.bm)
+			if (pl->mm.wgmma && pl->mm.a_box < ir_mm_a_rows(&pl->mm))
 				sb_printf(out, ", A by %d-row halves (the second where tokens reach it)",
 					  pl->mm.a_box);
 			if (pl->pool)

@@ -59,6 +59,7 @@ const char *ir_epilogue_text(const ir_prog *p, const ir_op *op, char *buf, int n
 
 int ir_has_epilogue(const ir_op *op) { return op->epi || op->epi2 || op->gate; }
 int ir_next_known(const ir_op *op) { return !op->plan.pool; }
+int ir_mm_a_rows(const ir_mm_plan *m) { return m->wg_cols ? 64 : m->bm; }
 char ir_op_class(ir_opkind k) { return ops[k].cls; }
 
 int ir_op_lookup(const char *name, int len)

@@ -252,6 +252,10 @@ typedef struct ir_mm_plan {
 	                       (ir_sched.cluster); 1: alone */
 } ir_mm_plan;
 
+/* The rows of a wgmma tile's A in a stage (mkd_wgmma_tile's A_ROWS): 64
+ * where the warpgroups split the columns, else the tile's */
+int ir_mm_a_rows(const ir_mm_plan *m);
+
 /* Attention (mkd/attn.cuh): 16-bit inputs take the tensor-core tile of 128
  * query rows (Q and two stages of K and V chunks of `keys` keys in shared
  * memory), fp32 the CUDA-core tile of 64 rows (q, acc, max and sum in

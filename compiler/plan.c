@@ -615,7 +615,7 @@ static void plan_matmul(planner *P, ir_op *op, int wide)
 	 * bytes in flight */
 	m->wg_cols = m->wgmma && (m->bn >= 128 || op->gate) && m->bucket < 0 &&
 		     C->local[C->ndim - 2] <= 64;
-	const int64_t a_rows = m->wg_cols ? 64 : m->bm;
+	const int64_t a_rows = ir_mm_a_rows(m);
 	/* MK_WG_STAGED: the epilogue's staging, for 128-row tiles but the
 	 * gate-up tile's (mkd_wgmma_tile::EPI_BYTES) */
 	const int stg = P->o->wg_staged && a_rows != 64 && !op->gate;
@@ -685,8 +685,8 @@ static void plan_matmul(planner *P, ir_op *op, int wide)
 	 * their loads (docs/perf-notes.md, twenty-fifth session) */
 	m->a_box = 0;
 	if (m->wgmma)
-		m->a_box = m->wg_cols || (m->bucket >= 0 && m->bm == 128 && !op->norm &&
-					  P->o->a_halves != 1) ? 64 : m->bm;
+		m->a_box = m->bucket >= 0 && m->bm == 128 && !op->norm && P->o->a_halves != 1
+				   ? 64 : ir_mm_a_rows(m);
 	m->tma_store = mm_tma_store(P, op);
 	if (m->tma_store && wg_bytes(op, m->bm, m->bn, m->wg_stages, 2) > op->plan.smem)
 		op->plan.smem = (int)wg_bytes(op, m->bm, m->bn, m->wg_stages, 2);
