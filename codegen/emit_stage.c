@@ -134,16 +134,17 @@ static const char *wg_tail(const ir_mm_plan *mp, const char *act, int norm, char
 }
 
 /* mkd_fa's template arguments past D and T: the plan's ring, tile rows and
- * bulk copies where they are not the defaults (2 stages, 128 rows, none) */
-static void fa_targs(const ir_attn_plan *a, char buf[32])
+ * copies where they are not the defaults (2 stages, 128 rows, cp.async) */
+static void fa_targs(const ir_attn_plan *a, char buf[40])
 {
 	buf[0] = 0;
 	if (a->bulk)
-		snprintf(buf, 32, ", %d, %d, true", a->ring, a->rows);
+		snprintf(buf, 40, ", %d, %d, %s", a->ring, a->rows,
+			 a->bulk == IR_ATTN_MAPS ? "MKD_FA_MAPS" : "MKD_FA_ROWS_BULK");
 	else if (a->rows != 128)
-		snprintf(buf, 32, ", %d, %d", a->ring, a->rows);
+		snprintf(buf, 40, ", %d, %d", a->ring, a->rows);
 	else if (a->ring != 2)
-		snprintf(buf, 32, ", %d", a->ring);
+		snprintf(buf, 40, ", %d", a->ring);
 }
 
 /* The 16-bit tile's declaration `fa` (indent: tabs before it): the plan's
@@ -166,10 +167,15 @@ static void attn_tile(cg_em *E, const ir_op *op, const char *indent)
 			  indent, D, tq, ap.wg_keys, ap.wg_stages, ap.wg_overlap,
 			  ap.wg_rotate ? ", 1" : "", ap.tmap, indent, q->name, p->tensors[op->in[1]].name, indent,
 			  p->tensors[op->in[2]].name);
-	char targs[32];
+	char targs[40];
 	fa_targs(&ap, targs);
 	sb_printf(E->o, "%smkd_fa<%lld, %s%s> fa;\n%s", indent, D, tq, targs,
 		  ap.engine == IR_ATTN_WGMMA ? "#endif\n" : "");
+	if (ap.bulk == IR_ATTN_MAPS)
+		sb_printf(E->o,
+			  "%sfa.maps((const mkd_tmap *)p.tmaps + (rank - p.rank_base) * MK_NTMAPS + %d,\n"
+			  "%s\t(u64)mkd_origin(p, MK_T[T_%s], rank), (u64)mkd_origin(p, MK_T[T_%s], rank));\n",
+			  indent, ap.tmap, indent, p->tensors[op->in[1]].name, p->tensors[op->in[2]].name);
 }
 
 static void stage_attention_split(cg_em *E, const ir_op *op)
@@ -381,16 +387,17 @@ int cg_tmaps(const ir_sched *s, cg_tmap *out, int max)
 			out[n + 2] = tmap_of(p, op->out, 64,
 					     128 / ir_dtype_size(p->tensors[op->out].dtype));
 	}
-	/* the Hopper attention tile's Q, K and V (mkd/attn_wg.cuh) */
+	/* the Hopper attention tile's Q, K and V (mkd/attn_wg.cuh); a 16-row
+	 * tile's K and V (mkd/attn.cuh, MKD_FA_MAPS) */
 	for (int i = 0; i < p->nops; i++) {
 		const ir_op *op = &p->ops[i];
-		const int n = op->plan.attn.tmap;
-		if (op->kind != OP_ATTENTION || op->plan.attn.engine != IR_ATTN_WGMMA || !out ||
-		    n < 0 || n + 3 > max)
+		const ir_attn_plan *a = &op->plan.attn;
+		const int n = a->tmap, wg = a->engine == IR_ATTN_WGMMA;
+		if (op->kind != OP_ATTENTION || (!wg && a->bulk != IR_ATTN_MAPS) || !out || n < 0 ||
+		    n + (wg ? 3 : 2) > max)
 			continue;
-		const int keys = op->plan.attn.wg_keys;
-		for (int k = 0; k < 3; k++)
-			out[n + k] = tmap_of(p, op->in[k], k ? keys : 128, 64);
+		for (int k = wg ? 0 : 1; k < 3; k++)
+			out[n + k - !wg] = tmap_of(p, op->in[k], !k ? 128 : wg ? a->wg_keys : a->keys, 64);
 	}
 	return p->ntmaps;
 }

@@ -149,9 +149,11 @@ int compile_run(srcset *src, int file, const compile_opts *o,
 	const int ah = env_pick(d, "MK_A_HALVES", offon, "0 or 1");
 	if (ah)
 		opt.a_halves = ah;
-	/* MK_ATTN_BULK=0|1: the 16-row attention tile's K and V by bulk
-	 * copies (sm_90) or by cp.async (1 off, 2 on) */
-	const int ab = env_pick(d, "MK_ATTN_BULK", offon, "0 or 1");
+	/* MK_ATTN_BULK=0|1|rows: the 16-row attention tile's K and V by
+	 * cp.async, by the copy engine (sm_90: the plan's, boxes of tensor
+	 * maps where they fit) or by a bulk copy a row (1, 2, 3) */
+	static const char *const bulks[] = {"0", "1", "rows", NULL};
+	const int ab = env_pick(d, "MK_ATTN_BULK", bulks, "0, 1 or rows");
 	if (ab)
 		opt.attn_bulk = ab;
 	/* MK_POOL_ORDER=cols|rows: a pool's tiles column by column (the

@@ -112,7 +112,10 @@ void inspect_plans(const ir_prog *p, strbuf *out)
 					  pl->attn.rows, pl->attn.keys, pl->attn.ring);
 			else
 				sb_printf(out, "%d query rows a task, fp32", pl->attn.rows);
-			if (pl->attn.bulk)
+			if (pl->attn.bulk == IR_ATTN_MAPS)
+				sb_printf(out, " (sm_90: K and V by TMA, boxes of %d x 64, tensor maps "
+					  "%d-%d)", pl->attn.keys, pl->attn.tmap, pl->attn.tmap + 1);
+			else if (pl->attn.bulk == IR_ATTN_ROWS)
 				sb_puts(out, " (sm_90: K and V rows by bulk copies)");
 			if (pl->attn.tensor_cores && pl->attn.engine == IR_ATTN_WGMMA)
 				sb_printf(out, "; sm_90a: TMA + wgmma, %d keys a stage, %d stages%s%s, "

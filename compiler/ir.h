@@ -266,14 +266,18 @@ int ir_mm_a_rows(const ir_mm_plan *m);
  * With too few query tiles to occupy the CTAs (decode) the keys are
  * split across CTAs and the partial results merged (split-KV). */
 enum { IR_ATTN_MMA = 0, IR_ATTN_WGMMA = 1 };
+enum { IR_ATTN_ASYNC = 0, IR_ATTN_ROWS = 1, IR_ATTN_MAPS = 2 };  /* ir_attn_plan.bulk */
 typedef struct ir_attn_plan {
 	int rows;           /* query rows per task */
 	int keys;           /* keys per K/V stage (tensor cores) */
 	int ring;           /* K/V stages in shared memory (mkd_fa's NST): 2;
 	                       4 for split-KV, whose tasks only stream */
 	int tensor_cores;
-	int bulk;           /* 16-row tiles: K and V rows by TMA bulk copies on
-	                       sm_90 (mkd_fa's BULK; MK_ATTN_BULK=0 off) */
+	int bulk;           /* 16-row tiles: K and V by the copy engine on sm_90
+	                       (mkd_fa's BULK): IR_ATTN_MAPS boxes of two
+	                       tensor maps (K's at tmap, V's next), or
+	                       IR_ATTN_ROWS a bulk copy a row; IR_ATTN_ASYNC
+	                       cp.async (MK_ATTN_BULK=0|1|rows) */
 	int engine;         /* IR_ATTN_WGMMA: the Hopper tile on sm_90a */
 	int wg_keys;        /* its keys per stage (mkd_fa_wg::BN) */
 	int wg_stages;      /* its K/V ring depth */
@@ -281,7 +285,9 @@ typedef struct ir_attn_plan {
 	int wg_rotate;      /* 1: each CTA reads a block's chunks from its own
 	                       place on (the plan's without a causal mask;
 	                       MK_ATTN_ROTATE=0 off) */
-	int tmap;           /* its tensor maps: Q, K, V from this index; -1 */
+	int tmap;           /* its tensor maps from this index: the Hopper
+	                       tile's Q, K, V; a 16-row tile's K, V
+	                       (IR_ATTN_MAPS); -1 */
 	int kvsplit;        /* split-KV (flash-decoding): each query tile's keys
 	                       in kvsplit ranges of kvstep, an attnpart task
 	                       each, merged by an attnsum task; 1: none */

@@ -105,9 +105,10 @@ typedef struct compile_opts {
 	                           halves, the second only where tokens reach
 	                           it (ir_mm_plan.a_box): 0 the plan's (on), 1
 	                           off, 2 on (MK_A_HALVES=0|1) */
-	int attn_bulk;          /* 16-row attention tiles' K and V by bulk
-	                           copies on sm_90: 0 the plan's (on), 1 off,
-	                           2 on (MK_ATTN_BULK=0|1) */
+	int attn_bulk;          /* 16-row attention tiles' K and V by the copy
+	                           engine on sm_90: 0 the plan's (on: maps
+	                           where they fit), 1 off (cp.async), 2 on,
+	                           3 a bulk copy a row (MK_ATTN_BULK=0|1|rows) */
 	int sched_order;        /* the list schedule's order: 0 the cost
 	                           model's choice, else ORDER_READY or
 	                           ORDER_WAVE (MK_SCHED_ORDER=ready|wave) */

@@ -871,7 +871,8 @@ static int64_t mma_attn_smem_ring(const ir_attn_plan *a, int64_t D, int ring)
 {
 	if (!a->tensor_cores)
 		return 16 + 64 * 2 * 4 + 64 * D * 2 * 4;
-	return (a->rows + 2 * (int64_t)ring * a->keys) * (D + 8) * 2 + (a->bulk ? 8 * ring : 0);
+	return (a->rows + 2 * (int64_t)ring * a->keys) * (D + 8) * 2 + (a->bulk ? 8 * ring : 0) +
+	       (a->bulk == IR_ATTN_MAPS ? 1024 : 0);
 }
 
 static int64_t mma_attn_smem(const ir_attn_plan *a, int64_t D)
@@ -963,9 +964,15 @@ static void plan_attention(planner *P, ir_op *op)
 		 * D = 64, one of 64 up to 128, one of 32 above; 16-row tiles: 8
 		 * warps of 16 */
 		a->keys = few ? 128 : D <= 128 ? 64 : 32;
-		/* a 16-row tile only streams K and V: by the copy engine, a
-		 * row a copy (attn.cuh: BULK) */
-		a->bulk = few && P->o->attn_bulk != 1;
+		/* a 16-row tile only streams K and V: by the copy engine
+		 * (attn.cuh: BULK), as boxes of tensor maps where K and V are
+		 * this rank's and D a multiple of 64, else a row a copy (a
+		 * row a copy, its issue one lane at a time, took half the
+		 * warp samples of a decode range: docs/perf-notes.md,
+		 * thirty-seventh session) */
+		a->bulk = !few || P->o->attn_bulk == 1 ? IR_ATTN_ASYNC
+			  : D % 64 == 0 && P->o->attn_bulk != 3 && attn_local(P, op) ? IR_ATTN_MAPS
+			  : IR_ATTN_ROWS;
 	}
 	const int64_t smem = mma_attn_smem(a, D);
 	if (smem > P->dev.smem_per_sm) {
@@ -1314,6 +1321,9 @@ int plan_run(ir_prog *p, const compile_opts *o, diags *d, arena *a)
 		if (op->kind == OP_ATTENTION && op->plan.attn.engine == IR_ATTN_WGMMA) {
 			op->plan.attn.tmap = p->ntmaps;  /* Q, K, V */
 			p->ntmaps += 3;
+		} else if (op->kind == OP_ATTENTION && op->plan.attn.bulk == IR_ATTN_MAPS) {
+			op->plan.attn.tmap = p->ntmaps;  /* K, V */
+			p->ntmaps += 2;
 		}
 	}
 	plan_views(p, P.gpu && !P.o->no_views);

@@ -125,12 +125,13 @@ static int reader_ok(const ir_prog *p, const ir_op *op, const ir_tensor *t, cons
 		/* [heads, rows, D]: each head's rows whole rows of the root, one
 		 * head below the other.  Heads side by side in the root's rows
 		 * (V of a fused QKV projection: D of each head's 3D columns) work
-		 * too (the Hopper tile's maps take a column offset), but the tile
+		 * too (the tiles' maps take a column offset), but the tile
 		 * streams such rows, D elements a whole root row apart, slower:
 		 * the Llama layer ran 2593-2608 us with that V a view, 2516 with
 		 * it copied (H200, docs/perf-notes.md, 2026-12-04), so it is
 		 * copied. */
-		return nd < 3 || t->local[0] == 1 || st[0] % st[1] == 0;	default:
+		return nd < 3 || t->local[0] == 1 || st[0] % st[1] == 0;
+	default:
 		return c == 'E' || c == 'R' || c == 'L';
 	}
 }

@@ -54,28 +54,46 @@ MKD_INLINE float mkd_exp2(float x)
  * in distinct banks).  All threads of the CTA load; the first 8 warps
  * compute.  Rows must be 16-byte aligned (D a multiple of 8, strides too).
  *
- * BULK (the plan's for 16-row tiles; sm_90, else cp.async as above): the
- * rows of K and V come by the TMA engine's bulk copies, one a row, each
- * thread issuing at most a few, the stage's bytes counted on its mbarrier
+ * BULK (the plan's for 16-row tiles; sm_90, else cp.async as above): K
+ * and V come by the TMA engine, the stage's bytes counted on its mbarrier
  * (NST of them past the stages: full[s], count 1, thread 0's arrival with
- * the bytes).  A decode tile only streams: a CTA's 16-byte cp.async drew
- * ~20 GB/s in the traces where the matmul engine's TMA draws ~30; on the
+ * the bytes).  MKD_FA_MAPS (D a multiple of 64, K and V on this rank):
+ * thread 0 loads a stage as boxes of the tensor maps (maps()), KEYS rows
+ * by 64 columns, D/64 of K and D/64 of V, with the 128-byte swizzle: in a
+ * box row r's 16-byte chunk j lies at chunk j ^ (r % 8), which the
+ * ldmatrix addresses follow, so the rows need no pad.  The ring then
+ * starts 1024 bytes aligned (SMEM counts the slack) and each slot keeps
+ * the padded rows' size.  A ragged stage's boxes reach past the block's
+ * keys (zeros past the map's rows, else the next rows, which may not
+ * have arrived): their scores are masked by a select, and the V values
+ * of those keys are zeroed in the registers ldmatrix filled (P is 0
+ * there, and 0 times a stale NaN would not vanish).  The ncu of the
+ * decode range (docs/perf-notes.md, thirty-seventh session) found half
+ * the warp samples in the issue loops of MKD_FA_ROWS_BULK: one copy a K
+ * or V row, each thread issuing a few, 256 a stage, which a lane-varying
+ * address makes one at a time per warp; the maps take 2 D/64 copies a
+ * stage, from one thread.  A decode tile only streams: a CTA's 16-byte
+ * cp.async drew ~20 GB/s in the traces where the matmul engine's TMA
+ * draws ~30; on the
  * H100 the two measured the same, 1-2% apart, S = 32768 at the card's
  * read rate either way (docs/perf-notes.md, twenty-first session; the
  * H200 not measured yet).  Stage c of the tile (counted over
  * its blocks: `ld`) sits in slot c % NST, round c / NST; the CTA barrier
  * before a stage is refilled orders the warps' reads of it before the copy
- * engine's writes.  V rows past a block's keys are zeroed by plain stores
- * (P is 0 there, and 0 times a stale NaN would not vanish), then
- * fence.proxy.async so the next round's copies come after them. */
-template <int D, typename T, int NST = 2, int ROWS = MKD_FA_ROWS, bool BULK = false>
+ * engine's writes.  MKD_FA_ROWS_BULK: V rows past a block's keys are
+ * zeroed by plain stores (P is 0 there, and 0 times a stale NaN would not
+ * vanish), then fence.proxy.async so the next round's copies come after
+ * them. */
+enum { MKD_FA_ASYNC = 0, MKD_FA_ROWS_BULK = 1, MKD_FA_MAPS = 2 };
+template <int D, typename T, int NST = 2, int ROWS = MKD_FA_ROWS, int BULK = MKD_FA_ASYNC>
 struct mkd_fa {
 	enum {
 #ifdef MKD_HAS_BULK
-		TMA = BULK,                /* K and V by bulk copies (sm_90) */
+		TMA = BULK,                /* K and V by the copy engine (sm_90): rows or maps */
 #else
-		TMA = 0,
+		TMA = MKD_FA_ASYNC,
 #endif
+		MAPS = TMA == MKD_FA_MAPS,
 		FEW = ROWS == 16,          /* decode: a warp's 16 rows, 8 groups of keys */
 		MI = FEW ? 1 : D <= 64 ? 2 : 1,  /* m16 tiles per warp */
 		SPLIT = FEW ? 8 : MI,      /* groups of warps that split the keys */
@@ -85,10 +103,18 @@ struct mkd_fa {
 		LD = D + 8,
 		Q_ELEMS = ROWS * LD,
 		KV_ELEMS = KEYS * LD,
-		/* BULK: the stages' barriers after them (compiler/plan.c counts
-		 * them whether or not this arch uses them) */
-		SMEM = (Q_ELEMS + 2 * NST * KV_ELEMS) * 2 + (BULK ? 8 * NST : 0)
+		CB = D / 64,               /* MAPS: boxes of 64 columns a row */
+		BOX = KEYS * 128,          /* MAPS: bytes of one box */
+		/* BULK: the stages' barriers after them, MKD_FA_MAPS the ring's
+		 * alignment slack (compiler/plan.c counts both whether or not
+		 * this arch uses them) */
+		SMEM = (Q_ELEMS + 2 * NST * KV_ELEMS) * 2 + (BULK ? 8 * NST : 0) +
+		       (BULK == MKD_FA_MAPS ? 1024 : 0)
 	};
+	static_assert(BULK != MKD_FA_MAPS || (D % 64 == 0 && ROWS == 16),
+		      "K and V by maps: 16-row tiles, D a multiple of 64");
+	static_assert(BULK != MKD_FA_MAPS || (KV_ELEMS * 2) % 1024 == 0,
+		      "every box of the ring 1024 bytes aligned");
 	static_assert(NST >= 2 && NST <= 6, "2..6 stages of K and V");
 	static_assert(sizeof(T) == 2, "the tensor-core tile takes 16-bit inputs");
 	static_assert(D % 16 == 0 && D <= 256, "head dimension: a multiple of 16, at most 256");
@@ -102,6 +128,30 @@ struct mkd_fa {
 	float scale2;           /* softmax scale times log2(e) */
 	T *qs;
 	u32 ld;                 /* TMA: the tile's stages loaded so far */
+	/* MKD_FA_MAPS: K's map (V's follows) and where K and V start
+	 * (mkd_origin); thread 0's, per block: the block's first row and
+	 * column in each map */
+	const mkd_tmap *tm;
+	u64 kbase, vbase;
+	int kr, kc, vr, vc;
+
+	/* MKD_FA_MAPS: K's and V's maps of this rank and their origins,
+	 * before begin */
+	MKD_INLINE void maps(const mkd_tmap *k_map, u64 kb, u64 vb)
+	{
+		tm = k_map;
+		kbase = kb;
+		vbase = vb;
+	}
+
+	/* the ring's first slot: after Q, 1024 bytes aligned for the maps */
+	MKD_INLINE T *ring() const
+	{
+		if (!MAPS)
+			return qs + Q_ELEMS;
+		const u32 a = mkd_smem_addr(qs + Q_ELEMS);
+		return qs + Q_ELEMS + (((a + 1023u) & ~1023u) - a) / 2;
+	}
 
 	/* rows x D starting at src (row stride ld) into dst [nrows][LD], zero past rows */
 	static MKD_INLINE void load_rows(T *dst, const T *src, i64 ld, int rows, int nrows)
@@ -126,7 +176,7 @@ struct mkd_fa {
 #ifdef MKD_HAS_BULK
 	MKD_INLINE u32 full_bar(int s) const
 	{
-		return mkd_smem_addr(qs + Q_ELEMS + 2 * NST * KV_ELEMS) + 8 * s;
+		return mkd_smem_addr(ring() + 2 * NST * KV_ELEMS) + 8 * s;
 	}
 
 	/* TMA: stage c of a block into slot s, as load_stage; every thread
@@ -135,9 +185,23 @@ struct mkd_fa {
 	MKD_INLINE void bulk_stage(T *dst, const T *k, const T *v, i64 ldk, i64 ldv, int nk, int c,
 				   int s)
 	{
+		const u32 bar = full_bar(s);
+		if (MAPS) {  /* whole boxes, zeros past the maps' rows */
+			if (threadIdx.x == 0) {
+				const u32 d = mkd_smem_addr(dst);
+				mkd_mbar_arrive_tx(bar, 2 * CB * BOX);
+#pragma unroll
+				for (int b = 0; b < CB; b++)
+					mkd_tma_load_2d(d + b * BOX, tm, kc + 64 * b, kr + c * KEYS, bar);
+#pragma unroll
+				for (int b = 0; b < CB; b++)
+					mkd_tma_load_2d(d + KV_ELEMS * 2 + b * BOX, tm + 1, vc + 64 * b,
+							vr + c * KEYS, bar);
+			}
+			return;
+		}
 		int left = nk - c * KEYS;
 		left = left < KEYS ? left : KEYS;
-		const u32 bar = full_bar(s);
 		if (threadIdx.x == 0)
 			mkd_mbar_arrive_tx(bar, (u32)(2 * left * D * 2));
 		for (int r = threadIdx.x; r < 2 * left; r += blockDim.x) {
@@ -162,11 +226,18 @@ struct mkd_fa {
 #ifdef MKD_HAS_BULK
 		ld = 0;
 		if (TMA) {
+			/* this CTA's generic writes to the ring (an earlier task's,
+			 * the merge's in finish) before the copy engine's */
+			asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 			if (threadIdx.x == 0) {
 #pragma unroll
 				for (int s = 0; s < NST; s++)
 					mkd_mbar_init(full_bar(s), 1);
 				asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+				if (MAPS) {
+					mkd_tma_prefetch_desc(tm);
+					mkd_tma_prefetch_desc(tm + 1);
+				}
 			}
 			__syncthreads();  /* the barriers live before any copy */
 		}
@@ -185,7 +256,8 @@ struct mkd_fa {
 	}
 
 	/* This warp's rows (qs row r0, global position qpos) against nk <= BN
-	 * keys at ks / vs, the first at global position kpos. */
+	 * keys at ks / vs (MAPS: row 0 of the keys in the first box, each
+	 * box's rows 128 bytes, swizzled), the first at global position kpos. */
 	MKD_INLINE void chunk(const T *ks, const T *vs, int nk, bool causal, int r0, i64 qpos, i64 kpos)
 	{
 		const int lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
@@ -202,6 +274,18 @@ struct mkd_fa {
 		const u32 qa = mkd_smem_addr(qs + (r0 + (lane & 15)) * LD + (lane >> 4) * 8);
 		const u32 ka = mkd_smem_addr(ks + ((lane >> 4) * 8 + (lane & 7)) * LD + ((lane >> 3) & 1) * 8);
 		const u32 va = mkd_smem_addr(vs + (lane & 15) * LD + (lane >> 4) * 8);
+		/* MAPS: a lane's row is r % 8 = lane & 7 for K and V alike, and
+		 * its chunk in a box (8 a 128-byte row) 2 t + its half, t the
+		 * 16-column slice in the box: one address for each t */
+		u32 kam[4], vam[4];
+		if (MAPS)
+#pragma unroll
+			for (int t = 0; t < 4; t++) {
+				kam[t] = mkd_smem_addr(ks) + ((lane >> 4) * 8 + (lane & 7)) * 128 +
+					 (((2 * t + ((lane >> 3) & 1)) ^ (lane & 7)) << 4);
+				vam[t] = mkd_smem_addr(vs) + (lane & 15) * 128 +
+					 (((2 * t + (lane >> 4)) ^ (lane & 7)) << 4);
+			}
 		/* S = Q K^T: K rows are the columns of B (col-major B, plain ldmatrix) */
 #pragma unroll
 		for (int kk = 0; kk < D / 16; kk++) {
@@ -212,7 +296,8 @@ struct mkd_fa {
 #pragma unroll
 			for (int j = 0; j < BN / 8; j += 2) {
 				u32 b[4];
-				mkd_ldsm_x4(b, ka + (u32)((j * 8 * LD + kk * 16) * 2));
+				mkd_ldsm_x4(b, MAPS ? kam[kk & 3] + (u32)(j * 8 * 128 + (kk >> 2) * BOX)
+						    : ka + (u32)((j * 8 * LD + kk * 16) * 2));
 #pragma unroll
 				for (int i = 0; i < MI; i++) {
 					mkd_mma_op<T>::mma(s[i][j], a[i], b);
@@ -278,10 +363,25 @@ struct mkd_fa {
 				a[i][2] = mkd_elem<T>::pk2(s[i][2 * kk + 1][0], s[i][2 * kk + 1][1]);
 				a[i][3] = mkd_elem<T>::pk2(s[i][2 * kk + 1][2], s[i][2 * kk + 1][3]);
 			}
+			/* MAPS: V of keys past nk (this thread's b[0] and b[2] hold
+			 * keys 2 tq and 2 tq + 1 of the 16, b[1] and b[3] 8 more)
+			 * to 0, as the copies zero them otherwise */
+			u32 vm[2] = {~0u, ~0u};
+			if (MAPS && nk < BN)
+#pragma unroll
+				for (int h = 0; h < 2; h++) {
+					const int key = kk * 16 + 8 * h + 2 * tq;
+					vm[h] = (key < nk ? 0xffffu : 0u) | (key + 1 < nk ? 0xffff0000u : 0u);
+				}
 #pragma unroll
 			for (int n = 0; n < D / 8; n += 2) {
 				u32 b[4];
-				mkd_ldsm_x4_t(b, va + (u32)((kk * 16 * LD + n * 8) * 2));
+				mkd_ldsm_x4_t(b, MAPS ? vam[(n & 7) >> 1] + (u32)(kk * 16 * 128 + (n >> 3) * BOX)
+						      : va + (u32)((kk * 16 * LD + n * 8) * 2));
+				if (MAPS && nk < BN)
+#pragma unroll
+					for (int e = 0; e < 4; e++)
+						b[e] &= vm[e & 1];
 #pragma unroll
 				for (int i = 0; i < MI; i++) {
 					mkd_mma_op<T>::mma(o[i][n], a[i], b);
@@ -301,7 +401,7 @@ struct mkd_fa {
 			nk = (int)(qpos0 + rows - kpos0);  /* keys after the last query: none needed */
 		if (nk <= 0)
 			return;
-		T *stage = qs + Q_ELEMS;
+		T *stage = ring();
 		const int warp = threadIdx.x >> 5, grp = warp / WPG;
 		const int r0 = (warp % WPG) * 16 * MI, nst = (nk + KEYS - 1) / KEYS;
 		const i64 qpos = qpos0 + r0;
@@ -349,7 +449,7 @@ struct mkd_fa {
 		const int k0 = c * KEYS + grp * BN, left = nk - k0;
 		const i64 kpos = kpos0 + k0;
 		if (warp < 8 && r0 < rows && left > 0 && !(causal && kpos > qpos + 16 * MI - 1)) {
-			const T *cs = st + grp * BN * LD;
+			const T *cs = st + grp * BN * (MAPS ? 64 : LD);
 			chunk(cs, cs + KV_ELEMS, left < BN ? left : BN, causal, r0, qpos, kpos);
 		}
 	}
@@ -365,6 +465,12 @@ struct mkd_fa {
 		 * (seen through the flag acquire and the CTA barrier): ordered
 		 * before the copy engine's reads */
 		asm volatile("fence.proxy.async.global;" ::: "memory");
+		if (MAPS && threadIdx.x == 0) {  /* the block's place in the maps */
+			const i64 ek = ((const char *)k - (const char *)kbase) / 2,
+				  ev = ((const char *)v - (const char *)vbase) / 2;
+			kr = (int)(ek / ldk), kc = (int)(ek % ldk);
+			vr = (int)(ev / ldv), vc = (int)(ev % ldv);
+		}
 		for (int c = 0; c < NST - 1 && c < nst; c++)
 			bulk_stage(stage + ((ld + c) % NST) * 2 * KV_ELEMS, k, v, ldk, ldv, nk, c,
 				   (int)((ld + c) % NST));

@@ -146,8 +146,46 @@ MKD_INLINE void mkd_copy_2d(char *dst, i64 dst_ld, const char *src, i64 src_ld,
  * (none needed when smem is 128-byte aligned), the header, the stages. */
 #define MKD_BULK_SMEM(S, C) (127 + MKD_BULK_HEAD + (S) * (C))
 
+/* A TMA descriptor (CUtensorMap) as the host encodes it (runtime/tmap.c):
+ * 128 opaque bytes.  Kernel parameters (__grid_constant__), constant or
+ * global memory. */
+struct __align__(64) mkd_tmap {
+	u64 w[16];
+};
+
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define MKD_HAS_BULK 1
+
+/* ---- TMA: boxes of a tensor map (2-D, 128-byte swizzle: runtime/tmap.c) ---- */
+
+/* box at (c0 = column, c1 = row) of the map into smem dst; bytes counted on
+ * bar (the whole box: rows past the map's bounds land as zeros) */
+MKD_INLINE void mkd_tma_load_2d(u32 dst, const mkd_tmap *map, int c0, int c1, u32 bar)
+{
+	asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+		     " [%0], [%1, {%2, %3}], [%4];"
+		     :: "r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
+/* the same box into the same smem offset of every CTA of the cluster in
+ * mask, bytes counted on each one's barrier at offset bar */
+MKD_INLINE void mkd_tma_load_2d_mc(u32 dst, const mkd_tmap *map, int c0, int c1, u32 bar,
+				   unsigned short mask)
+{
+	asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+		     ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;"
+		     :: "r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(bar), "h"(mask) : "memory");
+}
+/* smem src to the box at (c0 = column, c1 = row) of the map, in this
+ * thread's current bulk group (clipped at the map's bounds) */
+MKD_INLINE void mkd_tma_store_2d(const mkd_tmap *map, u32 src, int c0, int c1)
+{
+	asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];"
+		     :: "l"(map), "r"(src), "r"(c0), "r"(c1) : "memory");
+}
+MKD_INLINE void mkd_tma_prefetch_desc(const mkd_tmap *map)
+{
+	asm volatile("prefetch.tensormap [%0];" :: "l"(map) : "memory");
+}
 
 /* global -> shared, completion counted on bar */
 MKD_INLINE void mkd_bulk_load(u32 dst, const void *src, u32 bytes, u32 bar)

@@ -123,12 +123,6 @@
 #include "mma.cuh"
 #include "ew.cuh"
 
-/* A TMA descriptor (CUtensorMap) as the host encodes it: 128 opaque bytes.
- * Kernel parameters (__grid_constant__), constant or global memory. */
-struct __align__(64) mkd_tmap {
-	u64 w[16];
-};
-
 /* The dynamic shared memory a generated kernel gives every CTA: its
  * source specialises mkd_smem_cap<0> with MK_SMEM after its defines
  * (codegen/emit_cu.c), and each Hopper tile checks at compile time that
@@ -239,15 +233,10 @@ MKD_INLINE void mkd_wg_ring_reset() { mkd_wg_ring.key = -1; }
 
 /* mbarriers: mkd/mbar.cuh */
 
-/* ---- TMA ------------------------------------------------------------------ */
+/* ---- TMA stores ----------------------------------------------------------- */
 
-/* smem src to the box at (c0 = column, c1 = row) of the map, in this
- * thread's current bulk group (clipped at the map's bounds) */
-MKD_INLINE void mkd_tma_store_2d(const mkd_tmap *map, u32 src, int c0, int c1)
-{
-	asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];"
-		     :: "l"(map), "r"(src), "r"(c0), "r"(c1) : "memory");
-}
+/* the tensor maps and their copies: mkd/copy.cuh */
+
 /* The epilogue's TMA stores (STG 2) are issued by the first thread of each
  * consumer warpgroup (128, 256), in bulk groups of its own.  Called by
  * every thread: those two wait until all their stores are written and
@@ -262,27 +251,6 @@ MKD_INLINE void mkd_wg_drain()
 		asm volatile("fence.proxy.async.global;" ::: "memory");
 		asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 	}
-}
-
-/* box at (c0 = column, c1 = row) of the map into smem dst; bytes counted on bar */
-MKD_INLINE void mkd_tma_load_2d(u32 dst, const mkd_tmap *map, int c0, int c1, u32 bar)
-{
-	asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-		     " [%0], [%1, {%2, %3}], [%4];"
-		     :: "r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(bar) : "memory");
-}
-/* the same box into the same smem offset of every CTA of the cluster in
- * mask, bytes counted on each one's barrier at offset bar */
-MKD_INLINE void mkd_tma_load_2d_mc(u32 dst, const mkd_tmap *map, int c0, int c1, u32 bar,
-				   unsigned short mask)
-{
-	asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-		     ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;"
-		     :: "r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(bar), "h"(mask) : "memory");
-}
-MKD_INLINE void mkd_tma_prefetch_desc(const mkd_tmap *map)
-{
-	asm volatile("prefetch.tensormap [%0];" :: "l"(map) : "memory");
 }
 
 /* ---- wgmma ---------------------------------------------------------------- */

@@ -472,14 +472,21 @@ sed -e 's/^  O = attention(Q, K, V)$/  O = attention(Q, K, V, causal)  split 2/'
 	>"$dec_dir/attn_causal.mk"
 check "decode_attention.causal.split2" "$MKRUN" "$dec_dir/attn_causal.mk" -D T=300 -D H=2 -D S=300 \
 	-D D=128 --iters 3 --quiet
-# 16-row tiles load K and V by bulk copies on sm_90 (the plan's): ragged
-# ranges (V rows past the keys zeroed); MK_ATTN_BULK=0 keeps the cp.async
-# path tested
+# 16-row tiles load K and V by TMA on sm_90 (the plan's: boxes of two
+# tensor maps): ragged ranges (the boxes reach past the keys: V's values
+# there zeroed in registers), the last head's boxes past the maps' rows;
+# MK_ATTN_BULK=rows keeps a bulk copy a row tested (V rows past the keys
+# zeroed in shared memory), as D = 96 takes it, and MK_ATTN_BULK=0 the
+# cp.async path
 check "decode_attention.split3.d128" "$MKRUN" "$dec_dir/attn_split.mk" -D T=5 -D H=4 -D S=1000 -D D=128 \
+	--iters 3 --quiet
+check "decode_attention.split3.d96" "$MKRUN" "$dec_dir/attn_split.mk" -D T=2 -D H=3 -D S=700 -D D=96 \
 	--iters 3 --quiet
 for r in 1 2; do
 	check "decode_attention.MK_ATTN_BULK=0.t3.r$r" env MK_ATTN_BULK=0 "$MKRUN" "$dec_dir/attn_split.mk" \
 		--ranks "$r" -D T=3 -D H=4 -D S=1000 -D D=128 --iters 3 --quiet
+	check "decode_attention.MK_ATTN_BULK=rows.t3.r$r" env MK_ATTN_BULK=rows "$MKRUN" \
+		"$dec_dir/attn_split.mk" --ranks "$r" -D T=3 -D H=4 -D S=1000 -D D=128 --iters 3 --quiet
 done
 # a 2 x 2 mesh in one launch: the RDMA stages become stores between virtual ranks
 check "ag_gemm.2x2.r4" "$MKRUN" samples/ag_gemm.mk --ranks 4 -D nodes=2 -D gpus=2 -D M=1024 -D N=256 -D K=512 --iters 5 --quiet
