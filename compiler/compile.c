@@ -172,6 +172,12 @@ int compile_run(srcset *src, int file, const compile_opts *o,
 	static const char *const dctas[] = {"all", NULL};
 	if (env_pick(d, "MK_DISPATCH_CTAS", dctas, "all"))
 		opt.dispatch_all = 1;
+	/* MK_SCHED_AFFINITY=0: the list schedule's CTA where the cost model
+	 * starts a task first, not one whose last task is its producer
+	 * (sched.c affine_cta; A/B) */
+	static const char *const zero[] = {"0", NULL};
+	if (env_pick(d, "MK_SCHED_AFFINITY", zero, "0"))
+		opt.no_affinity = 1;
 	/* MK_SCHED_ORDER=ready|wave: the list schedule's order (sched.c) */
 	static const char *const orders[] = {"ready", "wave", NULL};
 	const int so = env_pick(d, "MK_SCHED_ORDER", orders, "ready or wave");

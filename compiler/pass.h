@@ -109,6 +109,9 @@ typedef struct compile_opts {
 	                           engine on sm_90: 0 the plan's (on: maps
 	                           where they fit), 1 off (cp.async), 2 on,
 	                           3 a bulk copy a row (MK_ATTN_BULK=0|1|rows) */
+	int no_affinity;        /* the list schedule puts a task where the cost
+	                           model starts it first, never by its
+	                           producers' CTAs (MK_SCHED_AFFINITY=0) */
 	int sched_order;        /* the list schedule's order: 0 the cost
 	                           model's choice, else ORDER_READY or
 	                           ORDER_WAVE (MK_SCHED_ORDER=ready|wave) */

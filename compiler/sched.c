@@ -18,7 +18,8 @@
  *    gets a share of the rank's CTAs proportional to its work, copies capped
  *    at what the link can carry).
  * 4. Order: list scheduling on the cost model (the ready task with the
- *    earliest possible start goes to the CTA of its role that frees first).
+ *    earliest possible start goes to the CTA of its role that frees first;
+ *    of those free by then, one whose last task is its producer).
  *    Every CTA's list is thus in one global order that also respects every
  *    dependency, which is what makes the in-order role loops deadlock-free
  *    (verify.c proves it again on the expanded graph).
@@ -74,6 +75,7 @@ typedef struct sched {
 	int hcap;
 	int *phase;       /* per template task: list_order's first key; NULL
 	                     without pools (pool_phases) */
+	int no_affinity;  /* MK_SCHED_AFFINITY=0: list_order's plain pick */
 } sched;
 
 static int shift_inverse(int r, int nodes, int gpus)
@@ -915,6 +917,32 @@ static int pair_place(int o, int first, int nc, const double *cta_free, int best
 	return c;
 }
 
+/* The CTA for task i where `best` (of [first, first + nc)) frees first:
+ * of the CTAs free by the time i may start (ready: the same start to the
+ * cost model), one whose last task so far is a producer of i on this
+ * rank, the last of them to finish, so that no unrelated task stands
+ * between the two.  A split-KV merge waited 0.6-2.9 us (median 2) past
+ * its head's last range for its CTA's own range of another head (decode
+ * attention, an H100: docs/perf-notes.md, thirty-seventh session). */
+static int affine_cta(const sched *S, int i, int first, int nc, const double *cta_free,
+		      const int *cta_last, double ready, int best)
+{
+	if (cta_free[best] > ready)
+		return best;
+	int pick = -1;
+	for (int k = 0; k < S->ndeps[i]; k++) {
+		const int q = S->deps[i][k].task, c = S->s->tasks[q].cta;
+		/* a pool's task runs where it is taken, not where it is listed */
+		if (S->deps[i][k].r || S->p->ops[S->s->tasks[q].op].plan.pool || c < first ||
+		    c >= first + nc || cta_last[c] != q || cta_free[c] > ready)
+			continue;
+		if (pick < 0 || cta_free[c] > cta_free[pick] ||
+		    (cta_free[c] == cta_free[pick] && c < pick))
+			pick = c;
+	}
+	return pick >= 0 ? pick : best;
+}
+
 /* One list schedule in the given order: every task's role, CTA, order,
  * cost and predicted times.  Returns its end (us from the kernel's
  * start), -1 on an error (S->err set). */
@@ -934,6 +962,7 @@ static double list_order(sched *S, int how)
 	char **need = arena_alloc(S->a, (size_t)n * sizeof(char *));
 	double *cta_free = arena_alloc(S->a, (size_t)s->ctas * sizeof(double));
 	int *cta_n = arena_alloc(S->a, (size_t)s->ctas * sizeof(int));
+	int *cta_last = arena_alloc(S->a, (size_t)s->ctas * sizeof(int));  /* -1: none yet */
 	/* ORDER_WAVE: when each task could start at the earliest (its A
 	 * there; a tile that waits per operand is not held back for its
 	 * epilogue's operand), the time heap's key; and its place in its
@@ -951,7 +980,7 @@ static double list_order(sched *S, int how)
 	heap h = {arena_alloc(S->a, (size_t)n * sizeof(int)), avail, 0, S->phase};
 	heap cand = {arena_alloc(S->a, (size_t)n * sizeof(int)), wkey, 0, S->phase};
 	if (!indeg || !succ || !nsucc || !ready || !ready_a || !ready_x || !need || !cta_free ||
-	    !cta_n || !h.v || !avail || !wkey || !per_op || !cand.v || !pair_left || !holds) {
+	    !cta_n || !cta_last || !h.v || !avail || !wkey || !per_op || !cand.v || !pair_left || !holds) {
 		S->err = 1;
 		return -1;
 	}
@@ -1014,6 +1043,8 @@ static double list_order(sched *S, int how)
 	for (int i = 0; i < n; i++)
 		pair_left[s->tasks[i].op]++;
 	memset(holds, 0, (size_t)s->ctas * (size_t)(p->nops + 1));
+	for (int c = 0; c < s->ctas; c++)
+		cta_last[c] = -1;
 	for (int i = 0; i < n; i++)
 		if (!indeg[i])
 			heap_push(&h, i);
@@ -1053,6 +1084,9 @@ static double list_order(sched *S, int how)
 		if (top->plan.pool && top->plan.mm.cluster > 1)
 			best = pair_place(t->op, ro->first_cta, nc, cta_free, best, pair_left, pair_open,
 					  holds + (size_t)t->op * (size_t)s->ctas);
+		else if (!top->plan.pool && !S->no_affinity)
+			best = affine_cta(S, i, ro->first_cta, nc, cta_free, cta_last, ready[i], best);
+		cta_last[best] = i;
 		t->role = ri;
 		t->cta = best;
 		t->order = cta_n[best]++;
@@ -1273,7 +1307,7 @@ static void list_schedule(sched *S, const compile_opts *o)
 
 int sched_run(ir_sched *s, const compile_opts *o, diags *d, arena *a)
 {
-	sched S = {.s = s, .p = s->prog, .d = d, .a = a};
+	sched S = {.s = s, .p = s->prog, .d = d, .a = a, .no_affinity = o && o->no_affinity};
 	s->ctas = s->dev.sms / s->ranks_per_gpu;
 	/* every CTA can run every task: the plan's threads and shared memory */
 	s->threads = S.p->threads;
