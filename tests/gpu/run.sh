@@ -488,6 +488,14 @@ for r in 1 2; do
 	check "decode_attention.MK_ATTN_BULK=rows.t3.r$r" env MK_ATTN_BULK=rows "$MKRUN" \
 		"$dec_dir/attn_split.mk" --ranks "$r" -D T=3 -D H=4 -D S=1000 -D D=128 --iters 3 --quiet
 done
+# the list schedule's plain CTA pick (MK_SCHED_AFFINITY=0; the default
+# puts a merge after one of its own ranges, an up tile after its gate tile)
+for r in 1 2; do
+	check "decode_attention.MK_SCHED_AFFINITY=0.t1.r$r" env MK_SCHED_AFFINITY=0 "$MKRUN" \
+		samples/decode_attention.mk --ranks "$r" -D T=1 -D H=8 -D S=2048 --iters 3 --quiet
+	check "decode_mlp.MK_SCHED_AFFINITY=0.t3.r$r" env MK_SCHED_AFFINITY=0 "$MKRUN" samples/decode_mlp.mk \
+		--ranks "$r" -D T=3 -D D=512 -D F=1000 --iters 3 --quiet
+done
 # a 2 x 2 mesh in one launch: the RDMA stages become stores between virtual ranks
 check "ag_gemm.2x2.r4" "$MKRUN" samples/ag_gemm.mk --ranks 4 -D nodes=2 -D gpus=2 -D M=1024 -D N=256 -D K=512 --iters 5 --quiet
 check "gemm_rs.2x2.r4" "$MKRUN" samples/gemm_rs.mk --ranks 4 -D nodes=2 -D gpus=2 -D M=1024 -D N=512 -D K=1024 --iters 5 --quiet
