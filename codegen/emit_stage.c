@@ -396,8 +396,10 @@ int cg_tmaps(const ir_sched *s, cg_tmap *out, int max)
 		if (op->kind != OP_ATTENTION || (!wg && a->bulk != IR_ATTN_MAPS) || !out || n < 0 ||
 		    n + (wg ? 3 : 2) > max)
 			continue;
-		for (int k = wg ? 0 : 1; k < 3; k++)
-			out[n + k - !wg] = tmap_of(p, op->in[k], !k ? 128 : wg ? a->wg_keys : a->keys, 64);
+		const int first = wg ? 0 : 1;  /* Q's map: the Hopper tile's alone */
+		for (int k = first; k < 3; k++)
+			out[n + k - first] = tmap_of(p, op->in[k], k == 0 ? 128 : wg ? a->wg_keys : a->keys,
+						     64);
 	}
 	return p->ntmaps;
 }
