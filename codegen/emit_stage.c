@@ -375,8 +375,7 @@ int cg_tmaps(const ir_sched *s, cg_tmap *out, int max)
 	for (int i = 0; i < p->nops; i++) {
 		const ir_op *op = &p->ops[i];
 		const int n = op->plan.mm.tmap;  /* plan.c numbers them */
-		if (op->kind != OP_MATMUL || !op->plan.mm.wgmma || !out ||
-		    n + (op->gate || op->plan.mm.tma_store ? 3 : 2) > max)
+		if (op->kind != OP_MATMUL || !ir_op_nmaps(op) || !out || n + ir_op_nmaps(op) > max)
 			continue;
 		/* A's box: the plan's a_box (mkd_wgmma_tile's A_BOX) */
 		out[n] = tmap_of(p, op->in[0], op->plan.mm.a_box, 64);
@@ -392,11 +391,10 @@ int cg_tmaps(const ir_sched *s, cg_tmap *out, int max)
 	for (int i = 0; i < p->nops; i++) {
 		const ir_op *op = &p->ops[i];
 		const ir_attn_plan *a = &op->plan.attn;
-		const int n = a->tmap, wg = a->engine == IR_ATTN_WGMMA;
-		if (op->kind != OP_ATTENTION || (!wg && a->bulk != IR_ATTN_MAPS) || !out || n < 0 ||
-		    n + (wg ? 3 : 2) > max)
+		const int n = a->tmap, nm = ir_op_nmaps(op), wg = a->engine == IR_ATTN_WGMMA;
+		if (op->kind != OP_ATTENTION || !nm || !out || n < 0 || n + nm > max)
 			continue;
-		const int first = wg ? 0 : 1;  /* Q's map: the Hopper tile's alone */
+		const int first = 3 - nm;  /* Q's map: the Hopper tile's alone */
 		for (int k = first; k < 3; k++)
 			out[n + k - first] = tmap_of(p, op->in[k], k == 0 ? 128 : wg ? a->wg_keys : a->keys,
 						     64);

@@ -60,6 +60,16 @@ const char *ir_epilogue_text(const ir_prog *p, const ir_op *op, char *buf, int n
 int ir_has_epilogue(const ir_op *op) { return op->epi || op->epi2 || op->gate; }
 int ir_next_known(const ir_op *op) { return !op->plan.pool; }
 int ir_mm_a_rows(const ir_mm_plan *m) { return m->wg_cols ? 64 : m->bm; }
+
+int ir_op_nmaps(const ir_op *op)
+{
+	if (op->kind == OP_MATMUL)
+		return !op->plan.mm.wgmma ? 0 : op->gate || op->plan.mm.tma_store ? 3 : 2;
+	if (op->kind == OP_ATTENTION)
+		return op->plan.attn.engine == IR_ATTN_WGMMA ? 3
+		       : op->plan.attn.bulk == IR_ATTN_MAPS ? 2 : 0;
+	return 0;
+}
 char ir_op_class(ir_opkind k) { return ops[k].cls; }
 
 int ir_op_lookup(const char *name, int len)

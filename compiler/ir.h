@@ -472,6 +472,12 @@ int ir_has_epilogue(const ir_op *op);  /* a matmul's fused epilogue, of any kind
  * that the Hopper engine may carry its ring into it: a listed task, not a
  * pool's (its CTA's next ticket is taken when it ends: mkd/kernel.cuh) */
 int ir_next_known(const ir_op *op);
+/* The TMA tensor maps op's tiles read through, from its plan's tmap on
+ * (plan.c numbers them, codegen cg_tmaps makes them): a matmul on the
+ * Hopper engine A's and B's, then its gate weight's or C's; the Hopper
+ * attention tile Q's, K's and V's; a 16-row attention tile by maps
+ * (IR_ATTN_MAPS) K's and V's.  0: none. */
+int ir_op_nmaps(const ir_op *op);
 
 int ir_find_tensor(const ir_prog *p, const char *name);
 int ir_group_size(const ir_prog *p, ir_group g);   /* ranks in one group */

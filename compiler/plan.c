@@ -1314,17 +1314,12 @@ int plan_run(ir_prog *p, const compile_opts *o, diags *d, arena *a)
 		ir_op *op = &p->ops[i];
 		if (op->plan.smem > p->smem)
 			p->smem = op->plan.smem;
-		if (op->kind == OP_MATMUL && op->plan.mm.wgmma) {
-			op->plan.mm.tmap = p->ntmaps;  /* A, B (and the gate's weight, or C's) */
-			p->ntmaps += op->gate || op->plan.mm.tma_store ? 3 : 2;
-		}
-		if (op->kind == OP_ATTENTION && op->plan.attn.engine == IR_ATTN_WGMMA) {
-			op->plan.attn.tmap = p->ntmaps;  /* Q, K, V */
-			p->ntmaps += 3;
-		} else if (op->kind == OP_ATTENTION && op->plan.attn.bulk == IR_ATTN_MAPS) {
-			op->plan.attn.tmap = p->ntmaps;  /* K, V */
-			p->ntmaps += 2;
-		}
+		const int nm = ir_op_nmaps(op);  /* which: ir.h */
+		if (nm && op->kind == OP_MATMUL)
+			op->plan.mm.tmap = p->ntmaps;
+		else if (nm)
+			op->plan.attn.tmap = p->ntmaps;
+		p->ntmaps += nm;
 	}
 	plan_views(p, P.gpu && !P.o->no_views);
 	return P.err || a->failed ? 1 : 0;
